@@ -1,0 +1,116 @@
+"""Benchmark: list-append strict-serializable checking at 10k, 100k, 1M txns.
+
+For each size: generate a `sleuth sim --db serializable` history (cached in
+bench/out/), then in a fresh process time (a) merely parsing the file with
+Python's json module and (b) the whole `sleuth check` path (load + analyze),
+and report seconds, transactions per second, peak memory and the ratio
+check / json-parse. Also times one `sleuth check` call on 1,000 small
+histories.
+
+    .venv/bin/python bench/bench_check.py [--sizes 10000,100000,1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "out")
+PY = sys.executable
+
+PARSE = """
+import json, resource, sys, time
+t = time.perf_counter()
+with open(sys.argv[1], 'rb') as fh:
+    n = sum(1 for line in fh if json.loads(line) is not None)
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "lines": n,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+CHECK = """
+import json, resource, sys, time
+t = time.perf_counter()
+from sleuth.imports import load
+from sleuth.checker import list_append
+h = load(sys.argv[1])
+t_load = time.perf_counter() - t
+r = list_append.check(h, model=sys.argv[2])
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "load_seconds": t_load, "valid": r.valid,
+                  "anomalies": r.anomaly_types, "txns": r.stats["txns"],
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def run(code: str, *args: str) -> dict:
+    out = subprocess.run([PY, "-c", code, *args], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def history(db: str, n: int, seed: int = 1) -> str:
+    from sleuth.workloads.sim_list_append import write_sim
+
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, f"sim-{db}-{n}.jsonl")
+    if not os.path.exists(path):
+        t = time.perf_counter()
+        write_sim(path, db, n, concurrency=10, keys=8, seed=seed)
+        print(f"  generated {path} in {time.perf_counter() - t:.1f} s", flush=True)
+    return path
+
+
+def bench_sizes(sizes: list[int], db: str) -> None:
+    print(f"\nlist-append, strict-serializable, sim --db {db}")
+    print(f"{'txns':>9} {'MB':>7} {'json s':>8} {'check s':>8} {'txn/s':>9} {'peak MiB':>9} "
+          f"{'check/json':>10}  verdict")
+    for n in sizes:
+        path = history(db, n)
+        mb = os.path.getsize(path) / 1e6
+        p = run(PARSE, path)
+        c = run(CHECK, path, "strict-serializable")
+        verdict = "valid" if c["valid"] is True else f"{c['valid']} {','.join(c['anomalies'])}"
+        print(f"{n:>9} {mb:>7.1f} {p['seconds']:>8.2f} {c['seconds']:>8.2f} "
+              f"{n / c['seconds']:>9.0f} {c['rss_mb']:>9.0f} {c['seconds'] / p['seconds']:>10.2f}  "
+              f"{verdict}", flush=True)
+
+
+def bench_many_small(count: int = 1000) -> None:
+    from sleuth.workloads.sim_list_append import write_sim
+
+    d = os.path.join(OUT, "small")
+    os.makedirs(d, exist_ok=True)
+    paths = []
+    for i in range(count):
+        p = os.path.join(d, f"h{i:04d}.jsonl")
+        if not os.path.exists(p):
+            write_sim(p, ["serializable", "read-committed"][i % 2], 50, concurrency=5, keys=4, seed=i)
+        paths.append(p)
+    t = time.perf_counter()
+    proc = subprocess.run([os.path.join(os.path.dirname(PY), "sleuth"), "check", "--workload",
+                           "list-append", "--json", *paths], capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    lines = proc.stdout.strip().splitlines()
+    invalid = sum(1 for line in lines if json.loads(line)["valid"] is not True)
+    print(f"\nsleuth check on {count} small list-append histories (50 txns each), one call: "
+          f"{dt:.2f} s ({invalid} invalid, exit {proc.returncode})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--db", default="serializable")
+    ap.add_argument("--small", type=int, default=1000)
+    a = ap.parse_args()
+    bench_sizes([int(s) for s in a.sizes.split(",")], a.db)
+    if a.small:
+        bench_many_small(a.small)
+
+
+if __name__ == "__main__":
+    main()

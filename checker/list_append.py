@@ -1,0 +1,403 @@
+"""List-append cycle analysis (Elle, Kingsbury & Alvaro, VLDB 2020, section 4).
+
+Each key holds a list; transactions append unique values and read whole
+lists. Because a read returns every element appended before it, in order,
+reads reveal the version order of each key: every read must be a prefix of
+the longest one (else *incompatible-order*), and the longest read is the
+order. From it, for each key:
+
+- ww: the writer of element i precedes the writer of element i+1;
+- wr: the writer of a read's last element precedes the reader;
+- rw: a reader of the first m elements precedes the writer of element m+1.
+
+An append that committed but that no read ever saw still happened: it comes
+after everything any read saw (lists only grow), so the writer of the last
+observed element precedes it (ww) and every reader of the whole observed list
+precedes it (rw). This is what lets a final read expose a lost write as a
+cycle with real-time order.
+
+Failed transactions never happened; `info` transactions happened iff some
+read observed one of their appends (then all of them happened: transactions
+are atomic), and they complete at an unknown time. Non-cycle anomalies found
+here: G1a (read of a failed append), G1b (read ending at a value its writer
+later appended past), dirty-update, duplicate-elements, incompatible-order,
+garbage-read, internal, lost-update.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.checker import graph as g
+from sleuth.checker import txn
+from sleuth.checker.result import Result
+from sleuth.history import History, Op, gc_paused
+
+Key = Any
+
+
+def _reads_of(op: Op) -> list[tuple[Key, list]]:
+    if op.type != "ok":
+        return []
+    return [(k, v or []) for f, k, v in op.value if f == "r"]
+
+
+def _show(xs: list, limit: int = 6) -> str:
+    if len(xs) <= limit:
+        return "[" + ", ".join(map(repr, xs)) + "]"
+    return "[…, " + ", ".join(map(repr, xs[-limit:])) + "]"
+
+
+class Analysis:
+    """The version orders, graph and anomalies of one list-append history."""
+
+    def __init__(self, history: History):
+        self.history = history
+        self.ops = history.ops()
+        self.anomalies: dict[str, list[dict]] = {}
+        self.appends: list[list[tuple]] = []  # per op: its (key, value) appends, in order
+        self.writer: dict[tuple, int] = {}  # (key, value) -> op index; values unique per key
+        self.reads_by_key: dict[Key, list[tuple[int, list]]] = {}  # ok reads
+        self.intermediate: set[tuple] = set()  # appends followed by another to the same key in their txn
+        self._scan()
+        self._version_orders()
+        self._read_anomalies()
+        self._dirty_updates()
+        self._edges()
+
+    def _scan(self) -> None:
+        """One pass over every micro-op: validate, index writers and reads, and
+        check each ok transaction against itself (internal) and for reads
+        followed by appends to the same key (lost-update candidates)."""
+        history, ops, writer, reads_by_key = self.history, self.ops, self.writer, self.reads_by_key
+        appends_of = self.appends
+        lost: dict[tuple, list[int]] = {}
+        for i, op in enumerate(ops):
+            ok = op.type == "ok"
+            value = op.value if ok else op.invoke_value
+            if op.f != "txn":
+                raise history.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")
+            if type(value) is not list:
+                raise history.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
+            appends: list[tuple] = []
+            touched: dict | None = None  # key -> what this txn last knew of it (ok txns)
+            for mop in value:
+                if type(mop) is not list or len(mop) != 3:
+                    raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
+                f, k, v = mop
+                if f == "append":
+                    kv = (k, v)
+                    if kv in writer:
+                        self._duplicate_append(i, kv)
+                    writer[kv] = i
+                    appends.append(kv)
+                    if not ok:
+                        continue
+                    if touched is None:
+                        touched = {}
+                    t = touched.get(k)
+                    if t is None:
+                        touched[k] = ("own", [v])
+                    else:
+                        if t[0] == "read":  # read, then appended: a lost-update candidate
+                            r = t[1]
+                            lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+                        touched[k] = ("own" if t[0] == "own" else "known", t[1] + [v])
+                elif f == "r":
+                    if not ok:
+                        continue
+                    if v is None:
+                        v = []
+                    elif type(v) is not list:
+                        raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
+                    if type(k) is list:
+                        raise history.error(op.invoke_pos, f"bad key {k!r} in micro-op {mop!r}")
+                    rk = reads_by_key.get(k)
+                    if rk is None:
+                        reads_by_key[k] = [(i, v)]
+                    else:
+                        rk.append((i, v))
+                    if touched is None:
+                        touched = {k: ("read", v)}
+                        continue
+                    t = touched.get(k)
+                    if t is None:
+                        touched[k] = ("read", v)
+                        continue
+                    if t[0] == "own":
+                        own = t[1]
+                        if len(v) < len(own) or v[len(v) - len(own):] != own:
+                            self._internal(i, k, v, f"a list ending with its own appends {_show(own)}")
+                    elif v != t[1]:
+                        self._internal(i, k, v, _show(t[1]))
+                    touched[k] = ("known", v)
+                else:
+                    raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} (expected append or r)")
+            appends_of.append(appends)
+            if len(appends) > 1 and len({k for k, _ in appends}) < len(appends):
+                last = {k: v for k, v in appends}
+                self.intermediate.update(kv for kv in appends if last[kv[0]] != kv[1])
+        for (k, *_), members in lost.items():
+            if len(members) > 1:
+                self._lost_update(k, members)
+
+    def _duplicate_append(self, i: int, kv: tuple) -> None:
+        h, j = self.history, self.writer[kv]
+        raise h.error(self.ops[i].invoke_pos,
+                      f"value {kv[1]!r} appended to key {kv[0]!r} twice (also at line "
+                      f"{h.line_of(self.ops[j].invoke_pos)}); list-append needs unique values")
+
+    def _version_orders(self) -> None:
+        """Each key's version order is its longest read, if every read is a prefix
+        of it. Records, per ordered key, the op that appended each element."""
+        writer = self.writer
+        self.order: dict[Key, list] = {}
+        self.order_ops: dict[Key, list[int]] = {}  # per element: appending op, or -1
+        self.seen: dict[Key, set] = {}  # values each ordered key's reads show
+        observed: set[int] = set()
+        for k, reads in self.reads_by_key.items():
+            longest = max((r for _, r in reads), key=len)
+            values = set(longest)
+            if len(values) != len(longest):
+                self._duplicates(k, reads)
+                continue
+            bad = [(i, r) for i, r in reads if longest[: len(r)] != r]
+            if bad:
+                self._incompatible(k, reads, longest, bad)
+                for _, r in reads:
+                    observed.update(writer[(k, v)] for v in r if (k, v) in writer)
+                continue
+            ws = [writer.get((k, v), -1) for v in longest]
+            self.order[k] = longest
+            self.order_ops[k] = ws
+            self.seen[k] = values
+            observed.update(ws)
+        # Nodes: ok transactions, and info ones that were observed.
+        self.node_of = node_of = [-1] * len(self.ops)
+        txns: list[Op] = []
+        for i, op in enumerate(self.ops):
+            if op.type == "ok" or (op.type == "info" and i in observed):
+                node_of[i] = len(txns)
+                txns.append(op)
+        self.graph = txn.Graph(txns)
+
+    # -- non-cycle anomalies ------------------------------------------------
+
+    def _add(self, name: str, example: dict) -> None:
+        self.anomalies.setdefault(name, []).append(example)
+
+    def _op(self, i: int) -> dict:
+        return txn.describe_txn(self.history, self.ops[i])
+
+    def _duplicates(self, k, reads) -> None:
+        for i, r in reads:
+            if len(set(r)) != len(r):
+                dup = sorted({v for v in r if r.count(v) > 1}, key=repr)
+                self._add("duplicate-elements", {
+                    "key": k, "op": self._op(i), "duplicates": dup,
+                    "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, "
+                                   f"which holds {dup!r} more than once; each value is appended once"})
+
+    def _incompatible(self, k, reads, longest, bad) -> None:
+        li = next(i for i, r in reads if r is longest)
+        for i, r in bad[:10]:
+            self._add("incompatible-order", {
+                "key": k, "ops": [self._op(i), self._op(li)], "values": [r, longest],
+                "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {r!r} but "
+                               f"{txn.txn_name(self.ops[li])} read {longest!r}: neither is a prefix "
+                               "of the other, so the key's elements have no single order"})
+
+    def _read_anomalies(self) -> None:
+        """Garbage reads, G1a and G1b. Every read of an ordered key is a prefix
+        of its order, so its elements are checked once, on the order itself."""
+        ops, writer = self.ops, self.writer
+        failed = {i for i, op in enumerate(ops) if op.type == "fail"}
+        bad_writer = failed | {-1}
+        for k, reads in self.reads_by_key.items():
+            ws = self.order_ops.get(k)
+            if ws is not None:
+                if bad_writer.isdisjoint(ws):
+                    continue
+                order = self.order[k]
+                for idx, w in enumerate(ws):
+                    if w in bad_writer:
+                        first = next(i for i, r in reads if len(r) > idx)
+                        self._bad_element(k, order[idx], None if w < 0 else w, first, order[: idx + 1])
+            else:
+                for i, r in reads:
+                    for v in r:
+                        w = writer.get((k, v))
+                        if w is None or w in failed:
+                            self._bad_element(k, v, w, i, r)
+        if not self.intermediate:
+            return
+        for k, reads in self.reads_by_key.items():
+            for i, r in reads:
+                if r and (k, r[-1]) in self.intermediate:
+                    v = r[-1]
+                    w = writer[(k, v)]
+                    if w == i or w in failed:
+                        continue
+                    last = [x for kk, x in self.appends[w] if kk == k][-1]
+                    self._add("G1b", {
+                        "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
+                        "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                                       f"ending at {v!r}, an intermediate append of "
+                                       f"{txn.txn_name(ops[w])}, which went on to append "
+                                       f"{last!r} to {k!r} (intermediate read)"})
+
+    def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
+        ops = self.ops
+        if w is None:
+            self._add("garbage-read", {
+                "key": k, "value": v, "op": self._op(i),
+                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                               f"but no transaction ever appended {v!r} to {k!r}"})
+        else:
+            self._add("G1a", {
+                "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
+                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                               f"observing {v!r}, appended by {txn.txn_name(ops[w])}, "
+                               "which failed (aborted read)"})
+
+    def _dirty_updates(self) -> None:
+        """A committed append ordered after a failed one: built on a write that never was."""
+        ops = self.ops
+        failed = {i for i, op in enumerate(ops) if op.type == "fail"}
+        if not failed:
+            return
+        for k, ws in self.order_ops.items():
+            if failed.isdisjoint(ws):
+                continue
+            first = next(idx for idx, w in enumerate(ws) if w in failed)
+            later = next((idx for idx in range(first + 1, len(ws)) if ws[idx] >= 0
+                          and ws[idx] not in failed), None)
+            if later is None:
+                continue
+            fv, v, fw, w = self.order[k][first], self.order[k][later], ws[first], ws[later]
+            state = "committed" if ops[w].type == "ok" else "may have committed"
+            self._add("dirty-update", {
+                "key": k, "values": [fv, v], "ops": [self._op(fw), self._op(w)],
+                "explanation": f"key {k!r} holds {fv!r}, appended by {txn.txn_name(ops[fw])}, "
+                               f"which failed, followed by {v!r}, appended by "
+                               f"{txn.txn_name(ops[w])}, which {state}"})
+
+    def _internal(self, i: int, k, r: list, expected: str) -> None:
+        self._add("internal", {
+            "key": k, "op": self._op(i), "read": r,
+            "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, but its own "
+                           f"earlier micro-ops imply {expected}"})
+
+    def _lost_update(self, k, members: list[int]) -> None:
+        names = ", ".join(txn.txn_name(self.ops[i]) for i in members)
+        r = next(v for f, kk, v in self.ops[members[0]].value if f == "r" and kk == k) or []
+        self._add("lost-update", {
+            "key": k, "read": r, "ops": [self._op(i) for i in members],
+            "explanation": f"{names} all read key {k!r} = {_show(r)} and then appended to it; "
+                           "whichever committed later should have seen the other's append"})
+
+    # -- dependency edges ---------------------------------------------------
+
+    def _edges(self) -> None:
+        """ww, wr and rw edges from each ordered key's version order."""
+        node_of = self.node_of
+        src, dst, kind = self.graph.src, self.graph.dst, self.graph.kind
+        unseen = self._unseen_by_key()
+        WW, WR, RW = g.WW, g.WR, g.RW
+        for k, ws in self.order_ops.items():
+            wn = [node_of[w] if w >= 0 else -1 for w in ws]
+            for a, b in zip(wn, wn[1:], strict=False):
+                if a >= 0 and b >= 0 and a != b:
+                    src.append(a)
+                    dst.append(b)
+                    kind.append(WW)
+            n_order = len(wn)
+            full_readers = []
+            for i, r in self.reads_by_key[k]:
+                rn = node_of[i]
+                m = len(r)
+                if m:
+                    w = wn[m - 1]
+                    if w >= 0 and w != rn:
+                        src.append(w)
+                        dst.append(rn)
+                        kind.append(WR)
+                if m < n_order:
+                    w = wn[m]
+                    if w >= 0 and w != rn:
+                        src.append(rn)
+                        dst.append(w)
+                        kind.append(RW)
+                else:
+                    full_readers.append(rn)
+            if k in unseen:
+                # Committed appends no read saw came after everything seen.
+                last = wn[-1] if wn else -1
+                for u in unseen[k]:
+                    if last >= 0:
+                        self.graph.add(last, u, WW)
+                    for rn in full_readers:
+                        self.graph.add(rn, u, RW)
+
+    def _unseen_by_key(self) -> dict[Key, list[int]]:
+        """Per ordered key, the transactions (nodes) whose appends to it no read saw."""
+        out: dict[Key, list[int]] = {}
+        node_of, seen = self.node_of, self.seen
+        for (k, v), w in self.writer.items():
+            s = seen.get(k)
+            if s is not None and v not in s and node_of[w] >= 0:
+                out.setdefault(k, []).append(node_of[w])
+        return out
+
+    # -- explanations -------------------------------------------------------
+
+    def _index(self, k, v) -> int | None:
+        """Position of v in key k's version order, if it has one."""
+        seen = self.seen.get(k)
+        return self.order[k].index(v) if seen is not None and v in seen else None
+
+    def explain(self, a: int, b: int, kind: int) -> str:
+        """Why edge a -> b holds, in words: the key and values that force it."""
+        ta, tb = self.graph.txns[a], self.graph.txns[b]
+        na, nb = txn.txn_name(ta), txn.txn_name(tb)
+        if kind == g.WW:
+            for k, v in self.appends[ta.id]:
+                iv = self._index(k, v)
+                if iv is None:
+                    continue
+                for k2, w in self.appends[tb.id]:
+                    if k2 != k:
+                        continue
+                    iw = self._index(k, w)
+                    if iw == iv + 1:
+                        return f"{nb} appended {w!r} to key {k!r} right after {na}'s append of {v!r}"
+                    if iw is None and iv == len(self.order[k]) - 1:
+                        return (f"{na}'s append of {v!r} is the last element any read of key {k!r} "
+                                f"shows, and {nb}'s committed append of {w!r}, never observed, came later")
+        if kind == g.WR:
+            for k, r in _reads_of(tb):
+                if r and self.writer.get((k, r[-1])) == ta.id:
+                    return f"{nb} observed {na}'s append of {r[-1]!r} to key {k!r} (read {_show(r)})"
+        if kind == g.RW:
+            for k, r in _reads_of(ta):
+                order = self.order.get(k)
+                if order is None:
+                    continue
+                m = len(r)
+                for k2, w in self.appends[tb.id]:
+                    if k2 != k:
+                        continue
+                    if m < len(order) and order[m] == w:
+                        return (f"{na} read key {k!r} = {_show(r)}, missing {w!r}, which {nb} "
+                                "appended next (so it was not yet there)")
+                    if m == len(order) and w not in self.seen[k]:
+                        return (f"{na} read key {k!r} = {_show(r)} without {w!r}, which {nb} "
+                                "committed but no read ever saw (so it was appended later)")
+        return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+
+@gc_paused
+def check(history: History, model: str = "strict-serializable", **_: Any) -> Result:
+    a = Analysis(history)
+    stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)

@@ -1,0 +1,64 @@
+"""What every checker returns, and how results compose (as Jepsen's `compose`).
+
+Validity merges as false > unknown > true: one invalid part makes the whole
+invalid; otherwise one undecided part makes it unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+UNKNOWN = "unknown"
+
+
+def merge_valid(*vs: bool | str) -> bool | str:
+    if any(v is False for v in vs):
+        return False
+    if any(v == UNKNOWN for v in vs):
+        return UNKNOWN
+    return True
+
+
+@dataclass
+class Result:
+    """A checker's verdict on one history.
+
+    valid:         True, False or "unknown".
+    anomaly_types: names of the anomalies found that the judged model forbids
+                   (sorted); empty iff valid is True.
+    anomalies:     name -> list of examples; each example is a JSON-able dict
+                   with at least "explanation" (plain words a person can follow).
+    model:         the model judged against.
+    not_:          the weakest models the history rules out ("not" in JSON).
+    also_not:      stronger models ruled out as a consequence.
+    possible:      models the history still satisfies (of those sleuth knows).
+    also_found:    anomalies found that the judged model allows.
+    stats:         counts worth printing (ops, keys, edges, seconds, ...).
+    notes:         caveats, e.g. a search that hit its bound.
+    """
+
+    valid: bool | str
+    model: str
+    anomaly_types: list[str] = field(default_factory=list)
+    anomalies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    not_: list[str] = field(default_factory=list)
+    also_not: list[str] = field(default_factory=list)
+    possible: list[str] = field(default_factory=list)
+    also_found: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "model": self.model,
+            "anomaly-types": self.anomaly_types,
+            "not": self.not_,
+            "also-not": self.also_not,
+            "possible": self.possible,
+            "also-found": self.also_found,
+            "anomalies": self.anomalies,
+            "stats": self.stats,
+            "notes": self.notes,
+        }

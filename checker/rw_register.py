@@ -1,0 +1,217 @@
+"""Read-write register cycle analysis (Elle, Kingsbury & Alvaro, VLDB 2020, 4.3).
+
+Each key holds one value; transactions write unique values and read them.
+A read reveals only which write it saw, not the order of writes, so version
+orders are inferred only where they are certain:
+
+- the initial state (nil) precedes every written value;
+- a committed transaction that read v from key k and then wrote w to k puts
+  v before w (its write followed its read).
+
+From these known pairs v < w of each key: ww writer(v) -> writer(w), rw
+reader(v) -> writer(w), and wr writer(v) -> reader(v) for every read.
+Readers of nil precede the writers of the values with no known predecessor;
+the rest follow through ww. Edges are therefore a subset of the true
+dependency graph: every cycle found is real (no false positives), though a
+cycle whose version order cannot be inferred from reads goes unseen.
+
+Non-cycle anomalies: G1a, G1b, internal, lost-update, garbage-read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.checker import graph as g
+from sleuth.checker import txn
+from sleuth.checker.result import Result
+from sleuth.history import History, Op, gc_paused
+
+Key = Any
+
+
+def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
+    value = op.value if op.type == "ok" else op.invoke_value
+    if not isinstance(value, list):
+        raise history.error(op.invoke_pos, f"an rw-register txn value must be a list of micro-ops, got {value!r}")
+    for mop in value:
+        if type(mop) is not list or len(mop) != 3 or mop[0] not in ("r", "w") or type(mop[1]) is list:
+            raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [\"r\"|\"w\", key, value]")
+    return value
+
+
+class Analysis:
+    def __init__(self, history: History):
+        self.history = history
+        ops = history.ops()
+        for op in ops:
+            if op.f != "txn":
+                raise history.error(op.invoke_pos, f"rw-register histories hold txn operations, not {op.f!r}")
+        self.ops = ops
+        self.anomalies: dict[str, list[dict]] = {}
+        mops = [parse_txn(history, op) for op in ops]
+        self.mops = mops
+
+        writer: dict[tuple, int] = {}
+        final: set[tuple] = set()  # (k, v) that is its writer's last write to k
+        for i, value in enumerate(mops):
+            last: dict[Key, Any] = {}
+            for f, k, v in value:
+                if f == "w":
+                    if (k, v) in writer and writer[(k, v)] != i:
+                        j = writer[(k, v)]
+                        raise history.error(
+                            ops[i].invoke_pos,
+                            f"value {v!r} written to key {k!r} twice (also at line "
+                            f"{history.line_of(ops[j].invoke_pos)}); rw-register needs unique values")
+                    writer[(k, v)] = i
+                    last[k] = v
+            final.update(last.items())
+        self.writer, self.final = writer, final
+
+        # External reads (the first op on a key is a read) and known orders.
+        self.ext_reads: dict[tuple, list[int]] = {}  # (k, v) -> ok readers
+        self.succ: dict[tuple, set] = {}  # (k, v) -> values known to follow v
+        lost: dict[tuple, list[int]] = {}
+        for i, (op, value) in enumerate(zip(ops, mops, strict=True)):
+            if op.type != "ok":
+                continue
+            first_read: dict[Key, Any] = {}
+            touched: set = set()
+            state: dict[Key, Any] = {}
+            for f, k, v in value:
+                if f == "r":
+                    if k in state:
+                        if v != state[k]:
+                            self._add("internal", {
+                                "key": k, "op": self._op(i), "read": v, "expected": state[k],
+                                "explanation": f"{txn.txn_name(op)} read key {k!r} = {v!r}, but its own "
+                                               f"earlier micro-ops imply {state[k]!r}"})
+                    elif k not in touched:
+                        first_read[k] = v
+                        self.ext_reads.setdefault((k, v), []).append(i)
+                    state[k] = v
+                else:
+                    state[k] = v
+                touched.add(k)
+            for k, v in first_read.items():
+                w = next((w for f, kk, w in reversed(value) if f == "w" and kk == k), _NONE)
+                if w is not _NONE:
+                    self.succ.setdefault((k, v), set()).add(w)
+                    lost.setdefault((k, v), []).append(i)
+        for (k, v), members in lost.items():
+            if len(members) > 1:
+                names = ", ".join(txn.txn_name(ops[i]) for i in members)
+                self._add("lost-update", {
+                    "key": k, "read": v, "ops": [self._op(i) for i in members],
+                    "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
+                                   "whichever committed later should have seen the other's write"})
+
+        observed = set()
+        for (k, v), readers in self.ext_reads.items():
+            if v is None:
+                continue
+            w = writer.get((k, v))
+            r0 = readers[0]
+            if w is None:
+                self._add("garbage-read", {
+                    "key": k, "value": v, "op": self._op(r0),
+                    "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, "
+                                   f"but no transaction ever wrote {v!r} to {k!r}"})
+            elif ops[w].type == "fail":
+                self._add("G1a", {
+                    "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
+                    "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, written by "
+                                   f"{txn.txn_name(ops[w])}, which failed (aborted read)"})
+            else:
+                observed.add(w)
+                if (k, v) not in self.final:
+                    self._add("G1b", {
+                        "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
+                        "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, an "
+                                       f"intermediate write of {txn.txn_name(ops[w])}, which wrote "
+                                       f"{k!r} again later (intermediate read)"})
+        self.node_of = [-1] * len(ops)
+        txns: list[Op] = []
+        for i, op in enumerate(ops):
+            if op.type == "ok" or (op.type == "info" and i in observed):
+                self.node_of[i] = len(txns)
+                txns.append(op)
+        self.graph = txn.Graph(txns)
+        self._edges()
+
+    def _add(self, name: str, example: dict) -> None:
+        self.anomalies.setdefault(name, []).append(example)
+
+    def _op(self, i: int) -> dict:
+        return txn.describe_txn(self.history, self.ops[i])
+
+    def _node_writer(self, k, v) -> int:
+        w = self.writer.get((k, v))
+        return -1 if w is None else self.node_of[w]
+
+    def _edges(self) -> None:
+        add, node_of = self.graph.add, self.node_of
+        for (k, v), readers in self.ext_reads.items():
+            wv = self._node_writer(k, v) if v is not None else -1
+            if wv >= 0:
+                for r in readers:
+                    add(wv, node_of[r], g.WR)
+        has_pred: set[tuple] = set()
+        for (k, v), after in self.succ.items():
+            wv = self._node_writer(k, v) if v is not None else -1
+            for w in after:
+                if v is not None:
+                    has_pred.add((k, w))
+                ww = self._node_writer(k, w)
+                if ww < 0:
+                    continue
+                if wv >= 0:
+                    add(wv, ww, g.WW)
+                for r in self.ext_reads.get((k, v), ()):
+                    add(node_of[r], ww, g.RW)
+        # Readers of nil precede the writers of every key's first known values.
+        firsts: dict[Key, list[int]] = {}
+        for (k, v), w in self.writer.items():
+            n = node_of[w]
+            if n >= 0 and (k, v) in self.final and (k, v) not in has_pred:
+                firsts.setdefault(k, []).append(n)
+        for (k, v), readers in self.ext_reads.items():
+            if v is None:
+                for n in firsts.get(k, ()):
+                    for r in readers:
+                        add(node_of[r], n, g.RW)
+
+    def explain(self, a: int, b: int, kind: int) -> str:
+        ta, tb = self.graph.txns[a], self.graph.txns[b]
+        na, nb = txn.txn_name(ta), txn.txn_name(tb)
+        ma, mb = self.mops[ta.id], self.mops[tb.id]
+        if kind in (g.WR, g.WW):
+            for f, k, v in mb:
+                if f == "r" and v is not None and self.writer.get((k, v)) == ta.id:
+                    then = ""
+                    if kind == g.WW:
+                        w = next(w for f2, k2, w in reversed(mb) if f2 == "w" and k2 == k)
+                        then = f" and then overwrote it with {w!r}"
+                    return f"{nb} read key {k!r} = {v!r}, written by {na}{then}"
+        if kind == g.RW:
+            writes_b = {k: w for f, k, w in mb if f == "w"}
+            for f, k, v in ma:
+                if f != "r" or k not in writes_b:
+                    continue
+                w = writes_b[k]
+                if v is None:
+                    return f"{na} read key {k!r} = nil (never written), so it came before {nb}'s write of {w!r}"
+                if w in self.succ.get((k, v), ()):
+                    return f"{na} read key {k!r} = {v!r}, which {nb} read and then overwrote with {w!r}"
+        return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+
+_NONE = object()
+
+
+@gc_paused
+def check(history: History, model: str = "strict-serializable", **_: Any) -> Result:
+    a = Analysis(history)
+    stats = {"ops": len(a.ops)}
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)

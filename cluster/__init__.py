@@ -1,0 +1,1 @@
+"""sleuth.cluster — see DESIGN.md."""

@@ -1,0 +1,1 @@
+"""sleuth.nemesis — see DESIGN.md."""

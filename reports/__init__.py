@@ -1,0 +1,1 @@
+"""sleuth.reports — see DESIGN.md."""

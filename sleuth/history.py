@@ -1,0 +1,358 @@
+"""The history model (HISTORY.md): events, operations, and the JSON Lines format.
+
+A history is the clients' and the nemesis's record of a run. It is a list of
+`Event`s (one line of `history.jsonl` each). Checkers work on `Op`s: an invoke
+paired with its completion. Everything a checker needs is here; importers of
+foreign formats (`sleuth.imports`) produce the same `Event`s.
+
+Reading validates as it goes: a malformed history raises `HistoryError`, whose
+message is one line naming the file, the line and the problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import operator
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import orjson
+
+F = TypeVar("F", bound=Callable)
+
+
+def gc_paused(fn: F) -> F:
+    """Run `fn` with the cyclic garbage collector paused.
+
+    Loading and analysing a history allocates millions of small containers
+    that all live until the end; the collector would rescan them again and
+    again (it made loading 3x slower). Nothing here builds reference cycles
+    that need collecting early.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper  # type: ignore[return-value]
+
+
+TYPES = frozenset(("invoke", "ok", "fail", "info"))
+COMPLETIONS = frozenset(("ok", "fail", "info"))
+NEMESIS = "nemesis"
+
+
+class HistoryError(ValueError):
+    """A history that breaks HISTORY.md. `str()` is one line: file:line: problem."""
+
+    def __init__(self, source: str, line: int | None, problem: str):
+        self.source, self.line, self.problem = source, line, problem
+        where = f"{source}:{line}" if line is not None else source
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(slots=True)
+class Event:
+    """One line of a history."""
+
+    index: int
+    time: int
+    type: str
+    process: int | str
+    f: str
+    value: Any = None
+    node: str | None = None
+    error: Any = None
+    ts: int | None = None
+
+    def to_dict(self) -> dict:
+        d = {
+            "index": self.index,
+            "time": self.time,
+            "type": self.type,
+            "process": self.process,
+            "f": self.f,
+            "value": self.value,
+        }
+        if self.node is not None:
+            d["node"] = self.node
+        if self.error is not None:
+            d["error"] = self.error
+        if self.ts is not None:
+            d["ts"] = self.ts
+        return d
+
+
+@dataclass(slots=True)
+class Op:
+    """A client operation: an invoke and its completion.
+
+    `type` is the completion's type; an invoke never completed is `info`.
+    `value` is the completion's value for `ok`, else the invoke's value.
+    `complete_time` is None when the operation's end is unknown (`info`): it
+    may have taken effect at any time after `invoke_time`.
+    """
+
+    id: int
+    process: int
+    f: str
+    type: str
+    invoke_value: Any
+    value: Any
+    invoke_pos: int
+    complete_pos: int | None
+    invoke_time: int
+    complete_time: int | None
+    node: str | None = None
+    error: Any = None
+    ts: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.type == "ok"
+
+
+@dataclass
+class History:
+    """Events in order, where they came from, and their pairing into ops."""
+
+    events: list[Event]
+    source: str = "<history>"
+    lines: list[int] | None = None  # source line of each event; None = pos + 1
+    _ops: list[Op] | None = field(default=None, repr=False)
+
+    def line_of(self, pos: int) -> int:
+        return self.lines[pos] if self.lines is not None else pos + 1
+
+    def where(self, pos: int) -> str:
+        return f"{self.source}:{self.line_of(pos)}"
+
+    def error(self, pos: int | None, problem: str) -> HistoryError:
+        return HistoryError(self.source, None if pos is None else self.line_of(pos), problem)
+
+    def ops(self) -> list[Op]:
+        """Client operations in invoke order (nemesis events excluded)."""
+        if self._ops is None:
+            self._ops = pair(self)
+        return self._ops
+
+    def nemesis_events(self) -> list[Event]:
+        return [e for e in self.events if e.process == NEMESIS]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+
+def pair(history: History) -> list[Op]:
+    """Pair invokes with completions, enforcing the per-process rules.
+
+    A process has at most one operation in flight, and after an `info` it is
+    never used again (HISTORY.md). Both are checked here, once, so checkers
+    can trust the pairing.
+    """
+    ops: list[Op] = []
+    in_flight: dict[int, Op] = {}
+    retired: dict[int, int] = {}  # process -> pos of the info that retired it
+    for pos, e in enumerate(history.events):
+        p = e.process
+        if p == NEMESIS:
+            continue
+        if e.type == "invoke":
+            if p in in_flight:
+                other = in_flight[p].invoke_pos
+                raise history.error(
+                    pos,
+                    f"process {p} invokes while its operation from line "
+                    f"{history.line_of(other)} is still in flight",
+                )
+            if p in retired:
+                raise history.error(
+                    pos,
+                    f"process {p} is used again after its info at line "
+                    f"{history.line_of(retired[p])} (a crashed process must not be reused)",
+                )
+            op = Op(len(ops), p, e.f, "info", e.value, e.value, pos, None, e.time, None, e.node)
+            ops.append(op)
+            in_flight[p] = op
+        else:
+            op = in_flight.pop(p, None)
+            if op is None:
+                raise history.error(pos, f"{e.type} for process {p} with no invoke before it")
+            if e.f != op.f:
+                raise history.error(
+                    pos,
+                    f"{e.type} of f={e.f!r} completes an invoke of f={op.f!r} "
+                    f"(line {history.line_of(op.invoke_pos)})",
+                )
+            op.type = e.type
+            op.complete_pos = pos
+            if e.type == "ok":
+                op.value = e.value
+                op.complete_time = e.time
+            elif e.type == "fail":
+                op.complete_time = e.time
+            else:
+                retired[p] = pos
+            if e.node is not None:
+                op.node = e.node
+            op.error = e.error
+            op.ts = e.ts
+    return ops
+
+
+# ---------------------------------------------------------------------------
+# JSON Lines
+
+
+def event_from_dict(d: Any, source: str, line: int, expect_index: int | None) -> Event:
+    """Validate one decoded JSON object as an event (HISTORY.md's table)."""
+    if not isinstance(d, dict):
+        raise HistoryError(source, line, f"expected a JSON object, got {type(d).__name__}")
+    try:
+        index, time, typ, process, f = d["index"], d["time"], d["type"], d["process"], d["f"]
+    except KeyError as missing:
+        raise HistoryError(source, line, f"missing field {missing.args[0]!r}") from None
+    if type(index) is not int or (expect_index is not None and index != expect_index):
+        raise HistoryError(source, line, f"index is {index!r}, expected {expect_index}")
+    if type(time) is not int or time < 0:
+        raise HistoryError(source, line, f"time must be a non-negative integer, got {time!r}")
+    if typ not in TYPES:
+        raise HistoryError(source, line, f"type must be invoke, ok, fail or info, got {typ!r}")
+    if not ((type(process) is int and process >= 0) or process == NEMESIS):
+        raise HistoryError(
+            source, line, f"process must be a non-negative integer or \"nemesis\", got {process!r}"
+        )
+    if not isinstance(f, str):
+        raise HistoryError(source, line, f"f must be a string, got {f!r}")
+    ts = d.get("ts")
+    if ts is not None and type(ts) is not int:
+        raise HistoryError(source, line, f"ts must be an integer, got {ts!r}")
+    node = d.get("node")
+    if node is not None and not isinstance(node, str):
+        raise HistoryError(source, line, f"node must be a string, got {node!r}")
+    return Event(index, time, typ, process, f, d.get("value"), node, d.get("error"), ts)
+
+
+def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
+    """Line by line, validating each event: slow, but names the first bad line."""
+    events: list[Event] = []
+    line_numbers: list[int] = []
+    dense = True
+    last_time = 0
+    loads = orjson.loads
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            dense = False
+            continue
+        try:
+            d = loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise HistoryError(source, lineno, f"not valid JSON ({e})") from None
+        ev = event_from_dict(d, source, lineno, len(events))
+        if ev.time < last_time:
+            raise HistoryError(
+                source, lineno, f"time {ev.time} goes backwards (previous event at {last_time})"
+            )
+        last_time = ev.time
+        events.append(ev)
+        line_numbers.append(lineno)
+    h = History(events, source, None if dense else line_numbers)
+    h.ops()  # pairing validates the per-process rules now, while we know the file
+    return h
+
+
+def _valid_columns(ds: list) -> bool:
+    """Whole-file validation, column by column (fast); False means: look closer."""
+    n = len(ds)
+    if n == 0:
+        return True
+    if set(map(type, ds)) != {dict}:
+        return False
+    try:
+        index, times, types, processes, fs = zip(*map(_REQUIRED, ds), strict=True)
+    except (KeyError, TypeError):
+        return False
+    if index != tuple(range(n)) or not set(types) <= TYPES or set(map(type, fs)) != {str}:
+        return False
+    if any(not ((type(p) is int and p >= 0) or p == NEMESIS) for p in set(processes)):
+        return False
+    if set(map(type, times)) != {int} or times[0] < 0:
+        return False
+    if any(a > b for a, b in zip(times, times[1:], strict=False)):
+        return False
+    get = dict.get
+    extras = {type(get(d, "ts")) for d in ds} | {type(get(d, "node")) for d in ds}
+    return extras <= {int, str, type(None)}
+
+
+_REQUIRED = operator.itemgetter("index", "time", "type", "process", "f")
+
+
+@gc_paused
+def parse_jsonl(data: bytes, source: str) -> History:
+    """Parse a whole JSON Lines history held in memory.
+
+    The fast path decodes the file in one orjson call and validates it column
+    by column; anything odd sends it down the line-by-line path, which finds
+    and names the first bad line.
+    """
+    lines = data.split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if any(not line.strip() for line in lines):
+        return parse_jsonl_slow(lines, source)
+    try:
+        ds = orjson.loads(b"[" + b",".join(lines) + b"]")
+    except orjson.JSONDecodeError:
+        return parse_jsonl_slow(lines, source)
+    if not _valid_columns(ds):
+        return parse_jsonl_slow(lines, source)
+    get = dict.get
+    events = [
+        Event(d["index"], d["time"], d["type"], d["process"], d["f"], get(d, "value"),
+              get(d, "node"), get(d, "error"), get(d, "ts"))
+        for d in ds
+    ]
+    h = History(events, source)
+    h.ops()
+    return h
+
+
+def read_jsonl(path: str | os.PathLike) -> History:
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise HistoryError(source, None, e.strerror or str(e)) from None
+    return parse_jsonl(data, source)
+
+
+def dumps_event(e: Event) -> bytes:
+    return orjson.dumps(e.to_dict()) + b"\n"
+
+
+def write_jsonl(events: Iterable[Event], path: str | os.PathLike) -> None:
+    """Write a whole history, fsynced, via a temp file so nothing half-written remains."""
+    path = os.fspath(path)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        for e in events:
+            fh.write(dumps_event(e))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def iter_dicts(history: History) -> Iterator[dict]:
+    for e in history.events:
+        yield e.to_dict()

@@ -1,0 +1,1 @@
+"""sleuth.workloads — generators and clients (and simulated databases for tests)."""
