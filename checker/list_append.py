@@ -28,12 +28,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from sleuth.checker import graph as g
 from sleuth.checker import txn
 from sleuth.checker.result import Result
 from sleuth.history import History, Op, gc_paused
 
 Key = Any
+
+
+def _appends_of(op: Op) -> list[tuple[Key, Any]]:
+    value = op.value if op.type == "ok" else op.invoke_value
+    return [(k, v) for f, k, v in value if f == "append"]
 
 
 def _reads_of(op: Op) -> list[tuple[Key, list]]:
@@ -55,10 +62,10 @@ class Analysis:
         self.history = history
         self.ops = history.ops()
         self.anomalies: dict[str, list[dict]] = {}
-        self.appends: list[list[tuple]] = []  # per op: its (key, value) appends, in order
-        self.writer: dict[tuple, int] = {}  # (key, value) -> op index; values unique per key
+        self.writer: dict[Key, dict[Any, int]] = {}  # key -> value -> op index (values unique per key)
         self.reads_by_key: dict[Key, list[tuple[int, list]]] = {}  # ok reads
-        self.intermediate: set[tuple] = set()  # appends followed by another to the same key in their txn
+        self.intermediate: dict[Key, set] = {}  # values appended and then appended past, in one txn
+        self.failed: set[int] = set()  # failed ops
         self._scan()
         self._version_orders()
         self._read_anomalies()
@@ -69,92 +76,113 @@ class Analysis:
         """One pass over every micro-op: validate, index writers and reads, and
         check each ok transaction against itself (internal) and for reads
         followed by appends to the same key (lost-update candidates)."""
-        history, ops, writer, reads_by_key = self.history, self.ops, self.writer, self.reads_by_key
-        appends_of = self.appends
+        history, ops = self.history, self.ops
         lost: dict[tuple, list[int]] = {}
+        failed = self.failed
         for i, op in enumerate(ops):
-            ok = op.type == "ok"
-            value = op.value if ok else op.invoke_value
-            if op.f != "txn":
-                raise history.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")
-            if type(value) is not list:
-                raise history.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
-            appends: list[tuple] = []
-            touched: dict | None = None  # key -> what this txn last knew of it (ok txns)
-            for mop in value:
-                if type(mop) is not list or len(mop) != 3:
-                    raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
-                f, k, v = mop
-                if f == "append":
-                    kv = (k, v)
-                    if kv in writer:
-                        self._duplicate_append(i, kv)
-                    writer[kv] = i
-                    appends.append(kv)
-                    if not ok:
-                        continue
-                    if touched is None:
-                        touched = {}
-                    t = touched.get(k)
-                    if t is None:
-                        touched[k] = ("own", [v])
-                    else:
-                        if t[0] == "read":  # read, then appended: a lost-update candidate
-                            r = t[1]
-                            lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
-                        touched[k] = ("own" if t[0] == "own" else "known", t[1] + [v])
-                elif f == "r":
-                    if not ok:
-                        continue
-                    if v is None:
-                        v = []
-                    elif type(v) is not list:
-                        raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
-                    if type(k) is list:
-                        raise history.error(op.invoke_pos, f"bad key {k!r} in micro-op {mop!r}")
-                    rk = reads_by_key.get(k)
-                    if rk is None:
-                        reads_by_key[k] = [(i, v)]
-                    else:
-                        rk.append((i, v))
-                    if touched is None:
-                        touched = {k: ("read", v)}
-                        continue
-                    t = touched.get(k)
-                    if t is None:
-                        touched[k] = ("read", v)
-                        continue
-                    if t[0] == "own":
-                        own = t[1]
-                        if len(v) < len(own) or v[len(v) - len(own):] != own:
-                            self._internal(i, k, v, f"a list ending with its own appends {_show(own)}")
-                    elif v != t[1]:
-                        self._internal(i, k, v, _show(t[1]))
-                    touched[k] = ("known", v)
-                else:
-                    raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} (expected append or r)")
-            appends_of.append(appends)
-            if len(appends) > 1 and len({k for k, _ in appends}) < len(appends):
-                last = {k: v for k, v in appends}
-                self.intermediate.update(kv for kv in appends if last[kv[0]] != kv[1])
+            try:
+                self._scan_op(i, op, failed, lost)
+            except TypeError:  # an unhashable key or value
+                raise history.error(op.invoke_pos, f"keys and appended values must be scalars: "
+                                                   f"{op.invoke_value!r}") from None
         for (k, *_), members in lost.items():
             if len(members) > 1:
                 self._lost_update(k, members)
 
-    def _duplicate_append(self, i: int, kv: tuple) -> None:
-        h, j = self.history, self.writer[kv]
+    def _scan_op(self, i: int, op: Op, failed: set[int], lost: dict) -> None:
+        history, writer, reads_by_key = self.history, self.writer, self.reads_by_key
+        intermediate = self.intermediate
+        ok = op.type == "ok"
+        if op.type == "fail":
+            failed.add(i)
+        value = op.value if ok else op.invoke_value
+        if op.f != "txn":
+            raise history.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")
+        if type(value) is not list:
+            raise history.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
+        own_last: dict | None = None  # key -> this txn's latest append to it
+        touched: dict | None = None  # key -> what this (ok) txn last knew of it
+        for mop in value:
+            if type(mop) is not list or len(mop) != 3:
+                raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
+            f, k, v = mop
+            if f == "append":
+                wk = writer.get(k)
+                if wk is None:
+                    writer[k] = {v: i}
+                elif v in wk:
+                    self._duplicate_append(i, k, v)
+                else:
+                    wk[v] = i
+                if own_last is None:
+                    own_last = {k: v}
+                else:
+                    if k in own_last:
+                        intermediate.setdefault(k, set()).add(own_last[k])
+                    own_last[k] = v
+                if not ok:
+                    continue
+                if touched is None:
+                    touched = {k: ("own", [v])}
+                    continue
+                t = touched.get(k)
+                if t is None:
+                    touched[k] = ("own", [v])
+                else:
+                    if t[0] == "read":  # read, then appended: a lost-update candidate
+                        r = t[1]
+                        lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+                    touched[k] = ("own" if t[0] == "own" else "known", t[1] + [v])
+            elif f == "r":
+                if not ok:
+                    continue
+                if v is None:
+                    v = []
+                elif type(v) is not list:
+                    raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
+                rk = reads_by_key.get(k)
+                if rk is None:
+                    reads_by_key[k] = [(i, v)]
+                else:
+                    rk.append((i, v))
+                if touched is None:
+                    touched = {k: ("read", v)}
+                    continue
+                t = touched.get(k)
+                if t is None:
+                    touched[k] = ("read", v)
+                    continue
+                if t[0] == "own":
+                    own = t[1]
+                    if len(v) < len(own) or v[len(v) - len(own):] != own:
+                        self._internal(i, k, v, f"a list ending with its own appends {_show(own)}")
+                elif v != t[1]:
+                    self._internal(i, k, v, _show(t[1]))
+                touched[k] = ("known", v)
+            else:
+                raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} (expected append or r)")
+
+    def _duplicate_append(self, i: int, k, v) -> None:
+        h, j = self.history, self.writer[k][v]
         raise h.error(self.ops[i].invoke_pos,
-                      f"value {kv[1]!r} appended to key {kv[0]!r} twice (also at line "
+                      f"value {v!r} appended to key {k!r} twice (also at line "
                       f"{h.line_of(self.ops[j].invoke_pos)}); list-append needs unique values")
 
     def _version_orders(self) -> None:
         """Each key's version order is its longest read, if every read is a prefix
-        of it. Records, per ordered key, the op that appended each element."""
+        of it. Records, per ordered key, the op that appended each element, and
+        flat per-read arrays from which `_edges` derives every edge at once."""
         writer = self.writer
         self.order: dict[Key, list] = {}
         self.order_ops: dict[Key, list[int]] = {}  # per element: appending op, or -1
         self.seen: dict[Key, set] = {}  # values each ordered key's reads show
         observed: set[int] = set()
+        flat: list[int] = []  # every ordered key's order_ops, concatenated
+        r_op: list[int] = []  # per read of an ordered key: reader op,
+        r_at: list[int] = []  # where its key's order starts in `flat`,
+        r_len: list[int] = []  # how many elements it saw,
+        r_of: list[int] = []  # and how long its key's order is
+        empty: dict = {}
         for k, reads in self.reads_by_key.items():
             longest = max((r for _, r in reads), key=len)
             values = set(longest)
@@ -162,16 +190,25 @@ class Analysis:
                 self._duplicates(k, reads)
                 continue
             bad = [(i, r) for i, r in reads if longest[: len(r)] != r]
+            wk = writer.get(k, empty)
             if bad:
                 self._incompatible(k, reads, longest, bad)
                 for _, r in reads:
-                    observed.update(writer[(k, v)] for v in r if (k, v) in writer)
+                    observed.update(wk[v] for v in r if v in wk)
                 continue
-            ws = [writer.get((k, v), -1) for v in longest]
+            ws = [wk.get(v, -1) for v in longest]
             self.order[k] = longest
             self.order_ops[k] = ws
             self.seen[k] = values
             observed.update(ws)
+            at = len(flat)
+            flat.extend(ws)
+            n = len(reads)
+            r_op.extend([i for i, _ in reads])
+            r_len.extend([len(r) for _, r in reads])
+            r_at.extend([at] * n)
+            r_of.extend([len(ws)] * n)
+        self._flat = (flat, r_op, r_at, r_len, r_of)
         # Nodes: ok transactions, and info ones that were observed.
         self.node_of = node_of = [-1] * len(self.ops)
         txns: list[Op] = []
@@ -211,8 +248,9 @@ class Analysis:
         """Garbage reads, G1a and G1b. Every read of an ordered key is a prefix
         of its order, so its elements are checked once, on the order itself."""
         ops, writer = self.ops, self.writer
-        failed = {i for i, op in enumerate(ops) if op.type == "fail"}
+        failed = self.failed
         bad_writer = failed | {-1}
+        empty: dict = {}
         for k, reads in self.reads_by_key.items():
             ws = self.order_ops.get(k)
             if ws is not None:
@@ -224,27 +262,27 @@ class Analysis:
                         first = next(i for i, r in reads if len(r) > idx)
                         self._bad_element(k, order[idx], None if w < 0 else w, first, order[: idx + 1])
             else:
+                wk = writer.get(k, empty)
                 for i, r in reads:
                     for v in r:
-                        w = writer.get((k, v))
+                        w = wk.get(v)
                         if w is None or w in failed:
                             self._bad_element(k, v, w, i, r)
-        if not self.intermediate:
-            return
-        for k, reads in self.reads_by_key.items():
-            for i, r in reads:
-                if r and (k, r[-1]) in self.intermediate:
-                    v = r[-1]
-                    w = writer[(k, v)]
-                    if w == i or w in failed:
-                        continue
-                    last = [x for kk, x in self.appends[w] if kk == k][-1]
-                    self._add("G1b", {
-                        "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
-                        "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
-                                       f"ending at {v!r}, an intermediate append of "
-                                       f"{txn.txn_name(ops[w])}, which went on to append "
-                                       f"{last!r} to {k!r} (intermediate read)"})
+        for k, values in self.intermediate.items():
+            for i, r in self.reads_by_key.get(k, ()):
+                if not r or r[-1] not in values:
+                    continue
+                v = r[-1]
+                w = writer[k][v]
+                if w == i or w in failed:
+                    continue
+                last = [x for kk, x in _appends_of(ops[w]) if kk == k][-1]
+                self._add("G1b", {
+                    "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
+                    "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                                   f"ending at {v!r}, an intermediate append of "
+                                   f"{txn.txn_name(ops[w])}, which went on to append "
+                                   f"{last!r} to {k!r} (intermediate read)"})
 
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
         ops = self.ops
@@ -262,8 +300,7 @@ class Analysis:
 
     def _dirty_updates(self) -> None:
         """A committed append ordered after a failed one: built on a write that never was."""
-        ops = self.ops
-        failed = {i for i, op in enumerate(ops) if op.type == "fail"}
+        ops, failed = self.ops, self.failed
         if not failed:
             return
         for k, ws in self.order_ops.items():
@@ -299,54 +336,49 @@ class Analysis:
     # -- dependency edges ---------------------------------------------------
 
     def _edges(self) -> None:
-        """ww, wr and rw edges from each ordered key's version order."""
-        node_of = self.node_of
-        src, dst, kind = self.graph.src, self.graph.dst, self.graph.kind
-        unseen = self._unseen_by_key()
-        WW, WR, RW = g.WW, g.WR, g.RW
-        for k, ws in self.order_ops.items():
-            wn = [node_of[w] if w >= 0 else -1 for w in ws]
-            for a, b in zip(wn, wn[1:], strict=False):
-                if a >= 0 and b >= 0 and a != b:
-                    src.append(a)
-                    dst.append(b)
-                    kind.append(WW)
-            n_order = len(wn)
-            full_readers = []
-            for i, r in self.reads_by_key[k]:
-                rn = node_of[i]
-                m = len(r)
-                if m:
-                    w = wn[m - 1]
-                    if w >= 0 and w != rn:
-                        src.append(w)
-                        dst.append(rn)
-                        kind.append(WR)
-                if m < n_order:
-                    w = wn[m]
-                    if w >= 0 and w != rn:
-                        src.append(rn)
-                        dst.append(w)
-                        kind.append(RW)
-                else:
-                    full_readers.append(rn)
-            if k in unseen:
-                # Committed appends no read saw came after everything seen.
-                last = wn[-1] if wn else -1
-                for u in unseen[k]:
-                    if last >= 0:
-                        self.graph.add(last, u, WW)
-                    for rn in full_readers:
-                        self.graph.add(rn, u, RW)
+        """ww, wr and rw edges of every ordered key at once, from flat arrays."""
+        flat, r_op, r_at, r_len, r_of = self._flat
+        node_of = np.asarray(self.node_of + [-1], dtype=np.int64)  # index -1 -> -1
+        wn = node_of[np.asarray(flat, dtype=np.int64)]  # node of each element's writer
+        gr = self.graph
+        # ww: consecutive elements of the same key
+        starts = np.zeros(len(wn), dtype=bool)
+        firsts = np.unique(np.asarray(r_at, dtype=np.int64))
+        starts[firsts[firsts < len(wn)]] = True  # a key with an empty order starts nothing
+        nxt = np.flatnonzero(~starts[1:]) if len(wn) > 1 else np.zeros(0, np.int64)
+        gr.extend(wn[nxt], wn[nxt + 1], g.WW)
+        rn = node_of[np.asarray(r_op, dtype=np.int64)]
+        at = np.asarray(r_at, dtype=np.int64)
+        m = np.asarray(r_len, dtype=np.int64)
+        size = np.asarray(r_of, dtype=np.int64)
+        # wr: the writer of a read's last element precedes the reader
+        sel = np.flatnonzero(m > 0)
+        gr.extend(wn[at[sel] + m[sel] - 1], rn[sel], g.WR)
+        # rw: a reader of m elements precedes the writer of element m+1
+        sel = np.flatnonzero(m < size)
+        gr.extend(rn[sel], wn[at[sel] + m[sel]], g.RW)
+        # Committed appends no read saw came after everything seen.
+        for k, unseen in self._unseen_by_key().items():
+            ws = self.order_ops[k]
+            last = self.node_of[ws[-1]] if ws and ws[-1] >= 0 else -1
+            full_readers = [self.node_of[i] for i, r in self.reads_by_key[k] if len(r) == len(ws)]
+            for u in unseen:
+                if last >= 0:
+                    gr.add(last, u, g.WW)
+                for r in full_readers:
+                    gr.add(r, u, g.RW)
 
     def _unseen_by_key(self) -> dict[Key, list[int]]:
         """Per ordered key, the transactions (nodes) whose appends to it no read saw."""
         out: dict[Key, list[int]] = {}
-        node_of, seen = self.node_of, self.seen
-        for (k, v), w in self.writer.items():
-            s = seen.get(k)
-            if s is not None and v not in s and node_of[w] >= 0:
-                out.setdefault(k, []).append(node_of[w])
+        node_of = self.node_of
+        for k, seen in self.seen.items():
+            wk = self.writer.get(k)
+            if wk is None or len(wk) == len(seen):
+                continue
+            unseen = [node_of[w] for v, w in wk.items() if v not in seen and node_of[w] >= 0]
+            if unseen:
+                out[k] = unseen
         return out
 
     # -- explanations -------------------------------------------------------
@@ -361,11 +393,11 @@ class Analysis:
         ta, tb = self.graph.txns[a], self.graph.txns[b]
         na, nb = txn.txn_name(ta), txn.txn_name(tb)
         if kind == g.WW:
-            for k, v in self.appends[ta.id]:
+            for k, v in _appends_of(ta):
                 iv = self._index(k, v)
                 if iv is None:
                     continue
-                for k2, w in self.appends[tb.id]:
+                for k2, w in _appends_of(tb):
                     if k2 != k:
                         continue
                     iw = self._index(k, w)
@@ -376,7 +408,7 @@ class Analysis:
                                 f"shows, and {nb}'s committed append of {w!r}, never observed, came later")
         if kind == g.WR:
             for k, r in _reads_of(tb):
-                if r and self.writer.get((k, r[-1])) == ta.id:
+                if r and self.writer.get(k, {}).get(r[-1]) == ta.id:
                     return f"{nb} observed {na}'s append of {r[-1]!r} to key {k!r} (read {_show(r)})"
         if kind == g.RW:
             for k, r in _reads_of(ta):
@@ -384,7 +416,7 @@ class Analysis:
                 if order is None:
                     continue
                 m = len(r)
-                for k2, w in self.appends[tb.id]:
+                for k2, w in _appends_of(tb):
                     if k2 != k:
                         continue
                     if m < len(order) and order[m] == w:

@@ -29,6 +29,7 @@ visit budget, and running out of it makes the verdict "unknown", never
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,9 +56,26 @@ class Graph:
     """A datatype's dependency graph over its transactions."""
 
     txns: list[Op]  # node i is txns[i]
-    src: list[int] = field(default_factory=list)
-    dst: list[int] = field(default_factory=list)
-    kind: list[int] = field(default_factory=list)
+    # Edges as machine integers: millions of them cost 24 bytes each, not ~100.
+    src: array = field(default_factory=lambda: array("q"))
+    dst: array = field(default_factory=lambda: array("q"))
+    kind: array = field(default_factory=lambda: array("q"))
+
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+    def extend(self, src: np.ndarray, dst: np.ndarray, kind: int) -> None:
+        """Add edges in bulk, dropping those with a missing end (-1) or a self-loop."""
+        keep = (src >= 0) & (dst >= 0) & (src != dst)
+        s, d = src[keep], dst[keep]
+        self.chunks.append((s, d, np.full(len(s), kind, dtype=np.int64)))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = [(np.frombuffer(self.src, dtype=np.int64), np.frombuffer(self.dst, dtype=np.int64),
+                  np.frombuffer(self.kind, dtype=np.int64)), *self.chunks]
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
+
+    def edge_count(self) -> int:
+        return len(self.src) + sum(len(c[0]) for c in self.chunks)
 
     def add(self, a: int, b: int, kind: int) -> None:
         if a != b:
@@ -196,9 +214,7 @@ class CycleSearch:
         m = len(nodes)
         local = np.full(n, -1, dtype=np.int64)
         local[nodes] = np.arange(m)
-        src = np.asarray(gr.src, dtype=np.int64)
-        dst = np.asarray(gr.dst, dtype=np.int64)
-        kind = np.asarray(gr.kind, dtype=np.int64)
+        src, dst, kind = gr.arrays()
         keep = (local[src] >= 0) & (local[dst] >= 0)
         src, dst, kind = local[src[keep]], local[dst[keep]], kind[keep]
         pk = (local[process_src] >= 0) & (local[process_dst] >= 0)
@@ -264,16 +280,25 @@ class CycleSearch:
         self.record(None if path is None else [(a, b, k)] + path, ids)
 
 
-def process_edges(txns: list[Op]) -> tuple[np.ndarray, np.ndarray]:
-    last: dict[int, int] = {}
-    src, dst = [], []
-    for i, op in enumerate(txns):  # txns are in invoke order
-        p = op.process
-        if p in last:
-            src.append(last[p])
-            dst.append(i)
-        last[p] = i
-    return np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+def order_arrays(txns: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Invoke times, completion times (INF_TIME if never) and processes, in one pass."""
+    n = len(txns)
+    inv, comp, proc = [0] * n, [0] * n, [0] * n
+    inf = g.INF_TIME
+    for i, op in enumerate(txns):
+        inv[i] = op.invoke_time
+        c = op.complete_time
+        comp[i] = inf if c is None else c
+        proc[i] = op.process
+    return (np.asarray(inv, dtype=np.int64), np.asarray(comp, dtype=np.int64),
+            np.asarray(proc, dtype=np.int64))
+
+
+def process_edges(process: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each transaction -> the next one of its process (txns are in invoke order)."""
+    order = np.argsort(process, kind="stable")
+    same = process[order[1:]] == process[order[:-1]]
+    return order[:-1][same], order[1:][same]
 
 
 def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int], str],
@@ -283,14 +308,12 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     models.check_model(model)
     txns = gr.txns
     n = len(txns)
-    invoke = np.fromiter((op.invoke_time for op in txns), dtype=np.int64, count=n)
-    complete = np.fromiter(
-        (g.INF_TIME if op.complete_time is None else op.complete_time for op in txns),
-        dtype=np.int64, count=n)
-    ps, pd = process_edges(txns)
+    invoke, complete, process = order_arrays(txns)
+    ps, pd = process_edges(process)
     bs, bd, nb = g.barrier_realtime(invoke, complete)
-    src = np.concatenate([np.asarray(gr.src, dtype=np.int64), ps, bs])
-    dst = np.concatenate([np.asarray(gr.dst, dtype=np.int64), pd, bd])
+    gsrc, gdst, _ = gr.arrays()
+    src = np.concatenate([gsrc, ps, bs])
+    dst = np.concatenate([gdst, pd, bd])
     on_cycle = g.in_cycles(n + nb, src, dst, real=n)
     nodes = np.flatnonzero(on_cycle)
     search = CycleSearch(gr, Explainer(history, gr, explain_data))
@@ -312,7 +335,7 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
                      "some cycles may be unclassified")
     else:
         valid = True
-    stats = {**stats, "txns": n, "edges": len(gr.src), "on-cycles": int(len(nodes)),
+    stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": int(len(nodes)),
              "anomaly-counts": counts, "cycle-seconds": round(time.perf_counter() - t0, 3)}
     return Result(valid=valid, model=model, anomaly_types=forbidden,
                   anomalies={k: found[k] for k in names}, not_=not_, also_not=also_not,

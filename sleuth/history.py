@@ -17,6 +17,7 @@ import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any, TypeVar
 
 import orjson
@@ -99,7 +100,9 @@ class Op:
     `type` is the completion's type; an invoke never completed is `info`.
     `value` is the completion's value for `ok`, else the invoke's value.
     `complete_time` is None when the operation's end is unknown (`info`): it
-    may have taken effect at any time after `invoke_time`.
+    may have taken effect at any time after `invoke_time`. A compact load
+    (`read_jsonl(..., events=False)`) keeps one value per ok op: there
+    `invoke_value` is the completion value too.
     """
 
     id: int
@@ -129,6 +132,8 @@ class History:
     source: str = "<history>"
     lines: list[int] | None = None  # source line of each event; None = pos + 1
     _ops: list[Op] | None = field(default=None, repr=False)
+    # A compact load keeps ops, not events: (number of events, nemesis events).
+    compact: tuple[int, list[Event]] | None = field(default=None, repr=False)
 
     def line_of(self, pos: int) -> int:
         return self.lines[pos] if self.lines is not None else pos + 1
@@ -146,67 +151,74 @@ class History:
         return self._ops
 
     def nemesis_events(self) -> list[Event]:
+        if self.compact is not None:
+            return self.compact[1]
         return [e for e in self.events if e.process == NEMESIS]
 
     def __len__(self) -> int:
-        return len(self.events)
+        return self.compact[0] if self.compact is not None else len(self.events)
+
+
+class Pairer:
+    """Pairs invokes with completions as events arrive, enforcing the
+    per-process rules: a process has at most one operation in flight, and
+    after an `info` it is never used again (HISTORY.md). Checked here, once,
+    so checkers can trust the pairing."""
+
+    def __init__(self, history: History, keep_invoke_values: bool = True):
+        self.history = history
+        self.keep = keep_invoke_values
+        self.ops: list[Op] = []
+        self.in_flight: dict[int, Op] = {}
+        self.retired: dict[int, int] = {}  # process -> pos of the info that retired it
+
+    def feed(self, pos: int, typ: str, p: int, f: str, value: Any, time: int,
+             node: str | None, error: Any, ts: int | None) -> None:
+        history = self.history
+        if typ == "invoke":
+            if p in self.in_flight:
+                other = self.in_flight[p].invoke_pos
+                raise history.error(pos, f"process {p} invokes while its operation from line "
+                                         f"{history.line_of(other)} is still in flight")
+            if p in self.retired:
+                raise history.error(pos, f"process {p} is used again after its info at line "
+                                         f"{history.line_of(self.retired[p])} (a crashed process "
+                                         "must not be reused)")
+            op = Op(len(self.ops), p, f, "info", value, value, pos, None, time, None, node)
+            self.ops.append(op)
+            self.in_flight[p] = op
+            return
+        op = self.in_flight.pop(p, None)
+        if op is None:
+            raise history.error(pos, f"{typ} for process {p} with no invoke before it")
+        if f != op.f:
+            raise history.error(pos, f"{typ} of f={f!r} completes an invoke of f={op.f!r} "
+                                     f"(line {history.line_of(op.invoke_pos)})")
+        op.type = typ
+        op.complete_pos = pos
+        if typ == "ok":
+            op.value = value
+            if not self.keep:
+                op.invoke_value = value
+            op.complete_time = time
+        elif typ == "fail":
+            op.complete_time = time
+        else:
+            self.retired[p] = pos
+        if node is not None:
+            op.node = node
+        op.error = error
+        op.ts = ts
 
 
 def pair(history: History) -> list[Op]:
-    """Pair invokes with completions, enforcing the per-process rules.
-
-    A process has at most one operation in flight, and after an `info` it is
-    never used again (HISTORY.md). Both are checked here, once, so checkers
-    can trust the pairing.
-    """
-    ops: list[Op] = []
-    in_flight: dict[int, Op] = {}
-    retired: dict[int, int] = {}  # process -> pos of the info that retired it
+    """Client operations of `history`, in invoke order."""
+    pairer = Pairer(history)
+    feed = pairer.feed
     for pos, e in enumerate(history.events):
-        p = e.process
-        if p == NEMESIS:
-            continue
-        if e.type == "invoke":
-            if p in in_flight:
-                other = in_flight[p].invoke_pos
-                raise history.error(
-                    pos,
-                    f"process {p} invokes while its operation from line "
-                    f"{history.line_of(other)} is still in flight",
-                )
-            if p in retired:
-                raise history.error(
-                    pos,
-                    f"process {p} is used again after its info at line "
-                    f"{history.line_of(retired[p])} (a crashed process must not be reused)",
-                )
-            op = Op(len(ops), p, e.f, "info", e.value, e.value, pos, None, e.time, None, e.node)
-            ops.append(op)
-            in_flight[p] = op
-        else:
-            op = in_flight.pop(p, None)
-            if op is None:
-                raise history.error(pos, f"{e.type} for process {p} with no invoke before it")
-            if e.f != op.f:
-                raise history.error(
-                    pos,
-                    f"{e.type} of f={e.f!r} completes an invoke of f={op.f!r} "
-                    f"(line {history.line_of(op.invoke_pos)})",
-                )
-            op.type = e.type
-            op.complete_pos = pos
-            if e.type == "ok":
-                op.value = e.value
-                op.complete_time = e.time
-            elif e.type == "fail":
-                op.complete_time = e.time
-            else:
-                retired[p] = pos
-            if e.node is not None:
-                op.node = e.node
-            op.error = e.error
-            op.ts = e.ts
-    return ops
+        if e.process != NEMESIS:
+            feed(pos, e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+    return pairer.ops
 
 
 # ---------------------------------------------------------------------------
@@ -270,8 +282,12 @@ def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
     return h
 
 
-def _valid_columns(ds: list) -> bool:
-    """Whole-file validation, column by column (fast); False means: look closer."""
+def _valid_columns(ds: list, first_index: int, last_time: int) -> bool:
+    """Validate a chunk of decoded events column by column (fast).
+
+    False means "look closer": the caller re-reads the file line by line to
+    find and name the first bad line.
+    """
     n = len(ds)
     if n == 0:
         return True
@@ -281,11 +297,13 @@ def _valid_columns(ds: list) -> bool:
         index, times, types, processes, fs = zip(*map(_REQUIRED, ds), strict=True)
     except (KeyError, TypeError):
         return False
-    if index != tuple(range(n)) or not set(types) <= TYPES or set(map(type, fs)) != {str}:
+    if index != tuple(range(first_index, first_index + n)):
+        return False
+    if not set(types) <= TYPES or set(map(type, fs)) != {str}:
         return False
     if any(not ((type(p) is int and p >= 0) or p == NEMESIS) for p in set(processes)):
         return False
-    if set(map(type, times)) != {int} or times[0] < 0:
+    if set(map(type, times)) != {int} or times[0] < last_time:
         return False
     if any(a > b for a, b in zip(times, times[1:], strict=False)):
         return False
@@ -295,46 +313,115 @@ def _valid_columns(ds: list) -> bool:
 
 
 _REQUIRED = operator.itemgetter("index", "time", "type", "process", "f")
+CHUNK_BYTES = 8 << 20
 
 
-@gc_paused
-def parse_jsonl(data: bytes, source: str) -> History:
-    """Parse a whole JSON Lines history held in memory.
-
-    The fast path decodes the file in one orjson call and validates it column
-    by column; anything odd sends it down the line-by-line path, which finds
-    and names the first bad line.
-    """
-    lines = data.split(b"\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if any(not line.strip() for line in lines):
-        return parse_jsonl_slow(lines, source)
-    try:
-        ds = orjson.loads(b"[" + b",".join(lines) + b"]")
-    except orjson.JSONDecodeError:
-        return parse_jsonl_slow(lines, source)
-    if not _valid_columns(ds):
-        return parse_jsonl_slow(lines, source)
+def _read_fast(fh, source: str) -> History | None:
+    """Decode a JSON Lines file a chunk at a time (one orjson call per chunk),
+    validating columns; None if anything is odd (then the slow path runs)."""
+    events: list[Event] = []
+    last_time = 0
     get = dict.get
-    events = [
-        Event(d["index"], d["time"], d["type"], d["process"], d["f"], get(d, "value"),
-              get(d, "node"), get(d, "error"), get(d, "ts"))
-        for d in ds
-    ]
-    h = History(events, source)
-    h.ops()
+    while True:
+        lines = fh.readlines(CHUNK_BYTES)
+        if not lines:
+            break
+        if any(not line.strip() for line in lines):
+            return None  # blank lines: line numbers no longer follow indices
+        try:
+            ds = orjson.loads(b"[" + b",".join(lines) + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        del lines
+        if not _valid_columns(ds, len(events), last_time):
+            return None
+        # type and f repeat on every line; interning keeps one copy of each
+        events.extend([
+            Event(d["index"], d["time"], intern(d["type"]), d["process"], intern(d["f"]),
+                  get(d, "value"), get(d, "node"), get(d, "error"), get(d, "ts"))
+            for d in ds
+        ])
+        last_time = events[-1].time
+    return History(events, source)
+
+
+def _read_ops_fast(fh, source: str) -> History | None:
+    """Like `_read_fast`, but pairs straight into ops and keeps no per-line
+    events (only nemesis events): a third of the memory, for checking."""
+    h = History([], source)
+    pairer = Pairer(h, keep_invoke_values=False)
+    feed = pairer.feed
+    nemesis: list[Event] = []
+    pos = 0
+    last_time = 0
+    get = dict.get
+    while True:
+        lines = fh.readlines(CHUNK_BYTES)
+        if not lines:
+            break
+        if any(not line.strip() for line in lines):
+            return None
+        try:
+            ds = orjson.loads(b"[" + b",".join(lines) + b"]")
+        except orjson.JSONDecodeError:
+            return None
+        del lines
+        # Validate inline (HISTORY.md's table): anything odd -> the slow path,
+        # which names the line.
+        for d in ds:
+            try:
+                t, typ, p, f = d["time"], d["type"], d["process"], d["f"]
+                if d["index"] != pos:
+                    return None
+            except (KeyError, TypeError):
+                return None
+            if type(t) is not int or t < last_time or typ not in TYPES or type(f) is not str:
+                return None
+            node, ts = get(d, "node"), get(d, "ts")
+            if (node is not None and type(node) is not str) or (ts is not None and type(ts) is not int):
+                return None
+            if type(p) is int and p >= 0:
+                feed(pos, typ, p, f, get(d, "value"), t, node, get(d, "error"), ts)
+            elif p == NEMESIS:
+                nemesis.append(Event(pos, t, typ, p, f, get(d, "value"), node, get(d, "error"), ts))
+            else:
+                return None
+            last_time = t
+            pos += 1
+    h._ops = pairer.ops
+    h.compact = (pos, nemesis)
     return h
 
 
-def read_jsonl(path: str | os.PathLike) -> History:
+@gc_paused
+def read_jsonl(path: str | os.PathLike, events: bool = True) -> History:
+    """Read and validate a JSON Lines history (HISTORY.md).
+
+    With `events=False` only the paired ops (and nemesis events) are kept:
+    enough for every checker, at a third of the memory.
+    """
     source = os.fspath(path)
     try:
         with open(source, "rb") as fh:
-            data = fh.read()
+            h = _read_fast(fh, source) if events else _read_ops_fast(fh, source)
+            if h is None:
+                fh.seek(0)
+                return parse_jsonl_slow(fh, source)
     except OSError as e:
         raise HistoryError(source, None, e.strerror or str(e)) from None
-    return parse_jsonl(data, source)
+    h.ops()  # pairing validates the per-process rules now, while we know the file
+    return h
+
+
+def parse_jsonl(data: bytes, source: str) -> History:
+    """Parse a JSON Lines history held in memory."""
+    import io
+
+    h = _read_fast(io.BytesIO(data), source)
+    if h is None:
+        return parse_jsonl_slow(data.split(b"\n"), source)
+    h.ops()
+    return h
 
 
 def dumps_event(e: Event) -> bytes:
