@@ -43,10 +43,45 @@ def _appends_of(op: Op) -> list[tuple[Key, Any]]:
     return [(k, v) for f, k, v in value if f == "append"]
 
 
+def external_reads(value: list) -> list[tuple[Key, list, str | None]]:
+    """Each read of an ok txn, as (key, external part, problem).
+
+    A transaction sees its own appends, so under read committed a read can be
+    the committed list followed by the txn's own uncommitted appends. The
+    external part (the read minus those trailing own appends) is what tells
+    the key's version order. `problem` is "internal" when the read does not
+    end with the txn's own appends, "fuzzy-read" when its external part
+    differs from an earlier read of the key in the same txn (Berenson et al.'s
+    P2, allowed under read committed), else None.
+    """
+    own: dict[Key, list] = {}
+    last: dict[Key, list] = {}
+    out = []
+    for f, k, v in value:
+        if f == "append":
+            own.setdefault(k, []).append(v)
+            continue
+        r = v or []
+        mine = own.get(k)
+        problem = None
+        if mine:
+            n = len(mine)
+            if len(r) < n or r[len(r) - n:] != mine:
+                problem = "internal"
+            else:
+                r = r[: len(r) - n]
+        if problem is None and k in last and last[k] != r:
+            problem = "fuzzy-read"
+        if problem != "internal":
+            last[k] = r
+        out.append((k, r, problem))
+    return out
+
+
 def _reads_of(op: Op) -> list[tuple[Key, list]]:
     if op.type != "ok":
         return []
-    return [(k, v or []) for f, k, v in op.value if f == "r"]
+    return [(k, r) for k, r, _ in external_reads(op.value)]
 
 
 def _show(xs: list, limit: int = 6) -> str:
@@ -91,7 +126,6 @@ class Analysis:
 
     def _scan_op(self, i: int, op: Op, failed: set[int], lost: dict) -> None:
         history, writer, reads_by_key = self.history, self.writer, self.reads_by_key
-        intermediate = self.intermediate
         ok = op.type == "ok"
         if op.type == "fail":
             failed.add(i)
@@ -101,11 +135,16 @@ class Analysis:
         if type(value) is not list:
             raise history.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
         own_last: dict | None = None  # key -> this txn's latest append to it
-        touched: dict | None = None  # key -> what this (ok) txn last knew of it
+        repeats = False  # does the txn touch some key twice?
+        seen_keys: set = set()
         for mop in value:
             if type(mop) is not list or len(mop) != 3:
                 raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
             f, k, v = mop
+            if k in seen_keys:
+                repeats = True
+            else:
+                seen_keys.add(k)
             if f == "append":
                 wk = writer.get(k)
                 if wk is None:
@@ -118,49 +157,46 @@ class Analysis:
                     own_last = {k: v}
                 else:
                     if k in own_last:
-                        intermediate.setdefault(k, set()).add(own_last[k])
+                        self.intermediate.setdefault(k, set()).add(own_last[k])
                     own_last[k] = v
-                if not ok:
-                    continue
-                if touched is None:
-                    touched = {k: ("own", [v])}
-                    continue
-                t = touched.get(k)
-                if t is None:
-                    touched[k] = ("own", [v])
-                else:
-                    if t[0] == "read":  # read, then appended: a lost-update candidate
-                        r = t[1]
-                        lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
-                    touched[k] = ("own" if t[0] == "own" else "known", t[1] + [v])
             elif f == "r":
-                if not ok:
-                    continue
-                if v is None:
-                    v = []
-                elif type(v) is not list:
+                if ok and v is not None and type(v) is not list:
                     raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
-                rk = reads_by_key.get(k)
-                if rk is None:
-                    reads_by_key[k] = [(i, v)]
-                else:
-                    rk.append((i, v))
-                if touched is None:
-                    touched = {k: ("read", v)}
-                    continue
-                t = touched.get(k)
-                if t is None:
-                    touched[k] = ("read", v)
-                    continue
-                if t[0] == "own":
-                    own = t[1]
-                    if len(v) < len(own) or v[len(v) - len(own):] != own:
-                        self._internal(i, k, v, f"a list ending with its own appends {_show(own)}")
-                elif v != t[1]:
-                    self._internal(i, k, v, _show(t[1]))
-                touched[k] = ("known", v)
             else:
                 raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} (expected append or r)")
+        if not ok:
+            return
+        if not repeats:  # the common case: every read is external, no self-interplay
+            for f, k, v in value:
+                if f == "r":
+                    rk = reads_by_key.get(k)
+                    if rk is None:
+                        reads_by_key[k] = [(i, v or [])]
+                    else:
+                        rk.append((i, v or []))
+            return
+        first_read: dict = {}
+        for k, r, problem in external_reads(value):
+            if problem == "internal":
+                own = [v for f, kk, v in value if f == "append" and kk == k]
+                self._internal(i, k, r, f"a list ending with its own appends {_show(own)}")
+                continue
+            if problem == "fuzzy-read":
+                self._fuzzy(i, k, first_read.get(k), r)
+            reads_by_key.setdefault(k, []).append((i, r))
+            first_read.setdefault(k, r)
+        # lost-update candidates: the txn read a key before its first append to it
+        for k, r in first_read.items():
+            mops = [f for f, kk, _ in value if kk == k]
+            if mops[0] == "r" and "append" in mops:
+                lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+
+    def _fuzzy(self, i: int, k, before: list | None, after: list) -> None:
+        self._add("fuzzy-read", {
+            "key": k, "op": self._op(i), "reads": [before, after],
+            "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} twice and saw "
+                           f"{_show(before or [])}, then {_show(after)} (besides its own appends): "
+                           "a non-repeatable read"})
 
     def _duplicate_append(self, i: int, k, v) -> None:
         h, j = self.history, self.writer[k][v]

@@ -60,6 +60,7 @@ NON_CYCLES: dict[str, tuple[str, ...]] = {
     "G1b": ("read-committed",),  # intermediate read (Adya 4.4.2)
     "dirty-update": ("read-committed",),  # a committed write built on an aborted one (Elle)
     "lost-update": ("repeatable-read", "snapshot-isolation"),  # Berenson et al. 1995, P4
+    "fuzzy-read": ("repeatable-read", "snapshot-isolation"),  # Berenson et al. 1995, P2
     "internal": (ALL,),  # a txn disagrees with itself: no model allows it
     "duplicate-elements": (ALL,),  # a list read containing an element twice (Elle)
     "incompatible-order": (ALL,),  # two reads of a list, neither a prefix of the other
