@@ -113,22 +113,22 @@ class Analysis:
         followed by appends to the same key (lost-update candidates)."""
         history, ops = self.history, self.ops
         lost: dict[tuple, list[int]] = {}
-        failed = self.failed
-        for i, op in enumerate(ops):
-            try:
-                self._scan_op(i, op, failed, lost)
-            except TypeError:  # an unhashable key or value
-                raise history.error(op.invoke_pos, f"keys and appended values must be scalars: "
-                                                   f"{op.invoke_value!r}") from None
+        i = -1
+        try:
+            for i, op in enumerate(ops):
+                self._scan_op(i, op, lost)
+        except TypeError:  # an unhashable key or value
+            raise history.error(ops[i].invoke_pos, "keys and appended values must be scalars: "
+                                                   f"{ops[i].invoke_value!r}") from None
         for (k, *_), members in lost.items():
             if len(members) > 1:
                 self._lost_update(k, members)
 
-    def _scan_op(self, i: int, op: Op, failed: set[int], lost: dict) -> None:
+    def _scan_op(self, i: int, op: Op, lost: dict) -> None:
         history, writer, reads_by_key = self.history, self.writer, self.reads_by_key
         ok = op.type == "ok"
         if op.type == "fail":
-            failed.add(i)
+            self.failed.add(i)
         value = op.value if ok else op.invoke_value
         if op.f != "txn":
             raise history.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")

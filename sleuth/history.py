@@ -316,32 +316,47 @@ _REQUIRED = operator.itemgetter("index", "time", "type", "process", "f")
 CHUNK_BYTES = 8 << 20
 
 
+def _chunks(fh) -> Iterator[list]:
+    """Decoded events, a chunk of whole lines at a time, one orjson call each.
+
+    Raises orjson.JSONDecodeError for anything that is not one JSON value per
+    line — blank lines included, since they leave an empty array element.
+    """
+    carry = b""
+    while True:
+        data = fh.read(CHUNK_BYTES)
+        if not data:
+            break
+        data = carry + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry = data
+            continue
+        body, carry = data[:cut], data[cut + 1:]
+        yield orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+    if carry.strip():
+        yield orjson.loads(b"[" + carry + b"]")
+
+
 def _read_fast(fh, source: str) -> History | None:
-    """Decode a JSON Lines file a chunk at a time (one orjson call per chunk),
-    validating columns; None if anything is odd (then the slow path runs)."""
+    """Decode a JSON Lines file a chunk at a time, validating columns; None if
+    anything is odd (then the slow path runs and names the line)."""
     events: list[Event] = []
     last_time = 0
     get = dict.get
-    while True:
-        lines = fh.readlines(CHUNK_BYTES)
-        if not lines:
-            break
-        if any(not line.strip() for line in lines):
-            return None  # blank lines: line numbers no longer follow indices
-        try:
-            ds = orjson.loads(b"[" + b",".join(lines) + b"]")
-        except orjson.JSONDecodeError:
-            return None
-        del lines
-        if not _valid_columns(ds, len(events), last_time):
-            return None
-        # type and f repeat on every line; interning keeps one copy of each
-        events.extend([
-            Event(d["index"], d["time"], intern(d["type"]), d["process"], intern(d["f"]),
-                  get(d, "value"), get(d, "node"), get(d, "error"), get(d, "ts"))
-            for d in ds
-        ])
-        last_time = events[-1].time
+    try:
+        for ds in _chunks(fh):
+            if not _valid_columns(ds, len(events), last_time):
+                return None
+            # type and f repeat on every line; interning keeps one copy of each
+            events.extend([
+                Event(d["index"], d["time"], intern(d["type"]), d["process"], intern(d["f"]),
+                      get(d, "value"), get(d, "node"), get(d, "error"), get(d, "ts"))
+                for d in ds
+            ])
+            last_time = events[-1].time if events else 0
+    except orjson.JSONDecodeError:
+        return None
     return History(events, source)
 
 
@@ -355,17 +370,14 @@ def _read_ops_fast(fh, source: str) -> History | None:
     pos = 0
     last_time = 0
     get = dict.get
+    chunks = _chunks(fh)
     while True:
-        lines = fh.readlines(CHUNK_BYTES)
-        if not lines:
-            break
-        if any(not line.strip() for line in lines):
-            return None
         try:
-            ds = orjson.loads(b"[" + b",".join(lines) + b"]")
+            ds = next(chunks, None)
         except orjson.JSONDecodeError:
             return None
-        del lines
+        if ds is None:
+            break
         # Validate inline (HISTORY.md's table): anything odd -> the slow path,
         # which names the line.
         for d in ds:

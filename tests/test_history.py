@@ -96,3 +96,27 @@ def test_events_built_in_code_pair_too():
     h = History([Event(0, 0, "invoke", 0, "add", 1), Event(1, 1, "fail", 0, "add", 1)])
     (op,) = h.ops()
     assert op.type == "fail" and op.value == 1
+
+
+@pytest.mark.parametrize("line,lineno,problem", BAD)
+def test_compact_load_names_bad_lines_too(tmp_path, line, lineno, problem):
+    path = write(tmp_path, [GOOD[0], GOOD[1], line])
+    with pytest.raises(HistoryError) as e:
+        read_jsonl(path, events=False)
+    assert str(e.value).startswith(f"{path}:{lineno}: ") and problem in str(e.value)
+
+
+def test_compact_load_keeps_the_same_ops(tmp_path):
+    path = write(tmp_path, GOOD)
+    full, compact = read_jsonl(path), read_jsonl(path, events=False)
+    fields = lambda o: (o.id, o.process, o.f, o.type, o.value, o.invoke_time,  # noqa: E731
+                        o.complete_time, o.invoke_pos, o.complete_pos, o.node, o.error, o.ts)
+    assert [fields(o) for o in compact.ops()] == [fields(o) for o in full.ops()]
+    assert compact.nemesis_events() == full.nemesis_events()
+    assert len(compact) == len(full) == len(GOOD)
+
+
+def test_file_without_final_newline_and_with_crlf(tmp_path):
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b"\r\n".join(json.dumps(r).encode() for r in GOOD))
+    assert len(read_jsonl(path, events=False).ops()) == len(read_jsonl(path).ops()) == 4
