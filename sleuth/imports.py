@@ -10,7 +10,8 @@ Formats, chosen by extension and then by content:
   when the content is one object per line.
 - `.txt`, `.log`, anything else: sniffed. JSON Lines if the first line starts
   with `{"`, a JSON array if the file starts with `[{"` (or `[]`), EDN if it
-  starts with `{`, `[`, `(`, `#` or a `;` comment, else Jepsen's text history:
+  starts with `{:`, a `[` or `(` holding maps or keywords, a `#tag` or a `;`
+  comment, else Jepsen's text history:
   `PROCESS<TAB>:TYPE<TAB>:F<TAB>VALUE[<TAB>ERROR...]`, tabs or runs of spaces,
   VALUE EDN, any log prefix before the process ignored
   (`INFO  jepsen.util - 3	:invoke	:read	nil`). In a `.log` file, lines that
@@ -108,7 +109,7 @@ def _read_text(source: str) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Readers: each yields (decoded op, line) pairs for `build`.
+# Readers: each decodes the file into (op map, source line) pairs for `build`.
 
 
 def load_edn(text: str, source: str) -> History:
@@ -199,7 +200,7 @@ def load_text(text: str, source: str, skip_noise: bool = False) -> History:
         items.append((op, lineno))
     if not items:
         raise HistoryError(source, None, "no history lines found (expected lines like "
-                                         "'3\t:invoke\t:read\tnil')")
+                                         "'3 :invoke :read nil')")
     return build(items, source)
 
 
