@@ -1,0 +1,111 @@
+"""The list-append rules sleuth adds beyond reading version orders, each on a
+hand-made history whose answer follows from the definitions:
+
+- an acknowledged append that no read ever saw came after everything seen
+  (a lost write, caught by the final read and real time);
+- a read of one's own uncommitted appends orders the key by its external
+  part (read committed does this; it is not incompatible-order);
+- a changed read within one transaction is P2 fuzzy-read: fine under read
+  committed, not under repeatable read or snapshot isolation;
+- an info transaction happened iff one of its appends was observed.
+"""
+
+from sleuth.checker import list_append
+from sleuth.history import Event, History
+
+
+def history(*txns):
+    """txns: (process, start, end, type, ops); ok ops carry what reads saw."""
+    evs = []
+    for p, start, end, typ, ops in txns:
+        invoke = [[f, k, None if f == "r" else v] for f, k, v in ops]
+        evs.append((start, 0, "invoke", p, invoke))
+        if end is not None:
+            evs.append((end, 1, typ, p, [list(m) for m in ops] if typ == "ok" else invoke))
+    evs.sort(key=lambda e: (e[0], e[1]))
+    return History([Event(i, t, typ, p, "txn", v) for i, (t, _, typ, p, v) in enumerate(evs)], "h")
+
+
+def check(h, model="strict-serializable"):
+    return list_append.check(h, model)
+
+
+def test_lost_write_is_caught_by_the_final_read():
+    h = history(
+        (0, 0, 10, "ok", [("append", "x", 1)]),
+        (1, 20, 30, "ok", [("append", "x", 2)]),  # acknowledged...
+        (2, 40, 50, "ok", [("r", "x", [1])]),  # ...but the final read lacks it
+    )
+    r = check(h)
+    assert r.valid is False and r.anomaly_types == ["G-single-realtime"]
+    assert "no read ever saw" in r.anomalies["G-single-realtime"][0]["explanation"]
+    assert check(h, "serializable").valid is True  # the read could have run before the append
+
+
+def test_unseen_append_follows_the_last_seen_one():
+    # T1's append of 2 is never read; the last seen element is T0's 1; a
+    # transaction that read [1] and then... T1 must follow T0 (ww).
+    h = history(
+        (0, 0, 10, "ok", [("append", "x", 1), ("append", "y", 1)]),
+        (1, 0, 10, "ok", [("append", "x", 2), ("r", "y", [])]),
+        (2, 20, 30, "ok", [("r", "x", [1])]),
+    )
+    # T1 read y before T0's append (T1 < T0), yet T0's x=1 precedes T1's
+    # unseen x=2 (T0 < T1): a cycle with one anti-dependency.
+    r = check(h, "serializable")
+    assert r.valid is False and r.anomaly_types == ["G-single"]
+
+
+def test_own_uncommitted_appends_are_not_an_order_conflict():
+    # read committed: T1 reads x = [1] + its own 3 while T2 commits 2 in between
+    h = history(
+        (0, 0, 10, "ok", [("append", "x", 1)]),
+        (1, 20, 60, "ok", [("append", "x", 3), ("r", "x", [1, 3])]),
+        (2, 30, 40, "ok", [("append", "x", 2)]),
+        (3, 70, 80, "ok", [("r", "x", [1, 2, 3])]),
+    )
+    r = check(h, "read-committed")
+    assert r.valid is True, r.anomaly_types
+    assert "incompatible-order" not in r.also_found
+
+
+def test_fuzzy_read_is_allowed_only_under_read_committed():
+    h = history(
+        (0, 0, 10, "ok", [("append", "x", 1)]),
+        (1, 5, 60, "ok", [("r", "x", []), ("r", "x", [1])]),
+        (2, 70, 80, "ok", [("r", "x", [1])]),
+    )
+    assert check(h, "read-committed").valid is True
+    r = check(h, "snapshot-isolation")
+    assert r.valid is False and "fuzzy-read" in r.anomaly_types
+    assert "non-repeatable" in r.anomalies["fuzzy-read"][0]["explanation"]
+
+
+def test_read_missing_its_own_append_is_internal():
+    h = history((0, 0, 10, "ok", [("append", "x", 1), ("r", "x", [])]))
+    r = check(h, "read-uncommitted")
+    assert r.valid is False and r.anomaly_types == ["internal"]
+
+
+def test_observed_info_append_committed_unobserved_may_not_have():
+    observed = history(
+        (0, 0, None, "info", [("append", "x", 1)]),
+        (1, 20, 30, "ok", [("r", "x", [1])]),
+    )
+    assert check(observed).valid is True
+    unobserved = history(
+        (0, 0, None, "info", [("append", "x", 1)]),
+        (1, 20, 30, "ok", [("r", "x", [])]),
+    )
+    assert check(unobserved).valid is True
+
+
+def test_failed_append_observed_is_g1a_and_dirty_update():
+    h = history(
+        (0, 0, 10, "fail", [("append", "x", 1)]),
+        (1, 20, 30, "ok", [("append", "x", 2)]),
+        (2, 40, 50, "ok", [("r", "x", [1, 2])]),
+    )
+    r = check(h, "read-committed")
+    assert r.valid is False and {"G1a", "dirty-update"} <= set(r.anomaly_types)
+    assert check(h, "read-uncommitted").valid is True
