@@ -10,20 +10,14 @@ hand-made history whose answer follows from the definitions:
 - an info transaction happened iff one of its appends was observed.
 """
 
+from test_cycles_bruteforce import to_history
+
 from sleuth.checker import list_append
-from sleuth.history import Event, History
 
 
 def history(*txns):
     """txns: (process, start, end, type, ops); ok ops carry what reads saw."""
-    evs = []
-    for p, start, end, typ, ops in txns:
-        invoke = [[f, k, None if f == "r" else v] for f, k, v in ops]
-        evs.append((start, 0, "invoke", p, invoke))
-        if end is not None:
-            evs.append((end, 1, typ, p, [list(m) for m in ops] if typ == "ok" else invoke))
-    evs.sort(key=lambda e: (e[0], e[1]))
-    return History([Event(i, t, typ, p, "txn", v) for i, (t, _, typ, p, v) in enumerate(evs)], "h")
+    return to_history([(p, s, e, t, [list(m) for m in ops]) for p, s, e, t, ops in txns])
 
 
 def check(h, model="strict-serializable"):
