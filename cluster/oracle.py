@@ -1,0 +1,170 @@
+"""The timestamp oracle and catalog of the reference cluster (seeds 002, 004).
+
+`Timeline` is Materialize's timestamp oracle for one timeline, in memory:
+
+- `read_ts()`: the timestamp reads run at;
+- `write_ts(now)`: a timestamp for a write, `max(now, last write_ts + 1)`,
+  so strictly above every earlier read and write timestamp;
+- `peek_write_ts()`: the last write timestamp, without advancing it;
+- `apply_write(t)`: a write at t completed: raise read_ts and write_ts to t.
+
+`read_ts <= write_ts` always holds.
+
+`Oracle` makes timelines durable, Percolator-style (002, "Global Timestamp
+Recovery"): it persists an upper bound ahead of every timestamp it hands
+out, and never hands out a timestamp at or above the bound without first
+persisting a higher one. On restart every timeline resumes at its bound,
+above anything handed out before a crash. The `oracle-amnesia` fault
+switch forgets the bound on restart, so timestamps go backwards.
+
+The catalog lives beside it: table definitions and the coordinator epoch.
+Every coordinator that starts bumps the epoch (`bump_epoch`); every catalog
+step names its epoch and fails with `Fenced` once a newer one exists.
+
+Durable state is SQLite with `synchronous=FULL`: a commit returns only after
+fsync.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+
+WINDOW = 1_000  # how far ahead of the timestamps handed out the bound is persisted
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Fenced(Exception):
+    """A step named an epoch older than the catalog's (another coordinator took over)."""
+
+    def __init__(self, epoch: int, current: int):
+        super().__init__(f"epoch {epoch} is fenced: the catalog is at epoch {current}")
+        self.epoch, self.current = epoch, current
+
+
+class Timeline:
+    """Materialize's in-memory timestamp oracle for one timeline."""
+
+    def __init__(self, start: int = 0):
+        self.read = start
+        self.write = start
+
+    def read_ts(self) -> int:
+        return self.read
+
+    def write_ts(self, now: int) -> int:
+        self.write = max(now, self.write + 1)
+        return self.write
+
+    def peek_write_ts(self) -> int:
+        return self.write
+
+    def apply_write(self, t: int) -> None:
+        self.read = max(self.read, t)
+        self.write = max(self.write, t)
+
+
+class Oracle:
+    """Durable timelines and catalog, in one SQLite file."""
+
+    def __init__(self, path: str, clock: Callable[[], int] = wall_clock_ms,
+                 amnesia: bool = False, window: int = WINDOW):
+        self.clock, self.window = clock, window
+        self.lock = threading.Lock()
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS timelines (name TEXT PRIMARY KEY, bound INTEGER NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, columns TEXT NOT NULL, "
+                        "epoch INTEGER NOT NULL)")
+        self.timelines: dict[str, Timeline] = {}
+        self.bounds: dict[str, int] = {}
+        for name, bound in self.db.execute("SELECT name, bound FROM timelines"):
+            # Resume above everything handed out before (unless the fault makes us forget).
+            start = 0 if amnesia else bound
+            self.timelines[name] = Timeline(start)
+            self.bounds[name] = start
+
+    # -- timelines --------------------------------------------------------
+
+    def _timeline(self, name: str) -> Timeline:
+        tl = self.timelines.get(name)
+        if tl is None:
+            tl = self.timelines[name] = Timeline(0)
+            self.bounds[name] = 0
+        return tl
+
+    def _cover(self, name: str, ts: int) -> None:
+        """Persist a bound above ts before ts is handed out."""
+        if ts >= self.bounds[name]:
+            bound = ts + self.window
+            self.db.execute("INSERT INTO timelines (name, bound) VALUES (?, ?) "
+                            "ON CONFLICT(name) DO UPDATE SET bound = excluded.bound", (name, bound))
+            self.bounds[name] = bound
+
+    def read_ts(self, timeline: str = "realtime") -> int:
+        with self.lock:
+            tl = self._timeline(timeline)
+            ts = tl.read_ts()
+            self._cover(timeline, ts)
+            return ts
+
+    def write_ts(self, timeline: str = "realtime") -> int:
+        with self.lock:
+            tl = self._timeline(timeline)
+            ts = tl.write_ts(self.clock())
+            self._cover(timeline, ts)
+            return ts
+
+    def peek_write_ts(self, timeline: str = "realtime") -> int:
+        with self.lock:
+            return self._timeline(timeline).peek_write_ts()
+
+    def apply_write(self, ts: int, timeline: str = "realtime") -> None:
+        with self.lock:
+            self._cover(timeline, ts)
+            self._timeline(timeline).apply_write(ts)
+
+    # -- catalog ------------------------------------------------------------
+
+    def epoch(self) -> int:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'epoch'").fetchone()
+        return row[0] if row else 0
+
+    def bump_epoch(self) -> int:
+        """A coordinator starts: the epoch goes up, fencing every older coordinator."""
+        with self.lock:
+            epoch = self.epoch() + 1
+            self.db.execute("INSERT INTO meta (key, value) VALUES ('epoch', ?) "
+                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (epoch,))
+            return epoch
+
+    def check_epoch(self, epoch: int) -> None:
+        current = self.epoch()
+        if epoch < current:
+            raise Fenced(epoch, current)
+
+    def create_table(self, epoch: int, name: str, columns: list[str]) -> None:
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.check_epoch(epoch)
+                self.db.execute("INSERT INTO tables (name, columns, epoch) VALUES (?, ?, ?)",
+                                (name, json.dumps(columns), epoch))
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def tables(self) -> dict[str, list[str]]:
+        return {name: json.loads(cols) for name, cols in self.db.execute("SELECT name, columns FROM tables")}
+
+    def close(self) -> None:
+        self.db.close()
