@@ -1,70 +1,118 @@
-"""Benchmark: linearizability checking on simulated registers.
+"""Benchmark: exact linearizability checking of register histories.
 
-Seconds per history for single-register histories with 5, 10 and 50
-concurrent processes, with no crashes and with many crashed (info) ops; then
-an etcd-like suite (100 cas-register histories of 80-300 ops from 5
-processes, values 0-4, up to ~20 crashed ops, as Jepsen's etcd tests make
-them) checked by one `sleuth check` process, start-up included.
+Histories come from the simulated register (`workloads/sim_register.py`);
+only the check is timed (`check_register` / `check_cas_register` on an
+in-memory `History`), one process, no parallelism.
 
-    .venv/bin/python bench/bench_linearizable.py
+1. Seconds per history by concurrency (5, 10, 50 processes), for one
+   cas-register and for the keyed `register` workload, with few and with
+   many crashed (info) ops.
+2. An etcd-like suite, as Jepsen's etcd test produces and Porcupine checks:
+   100 cas-register histories of 80-300 ops from 5 processes, values 0-4, up
+   to ~20 crashed ops; one in ten from a database with stale reads. Total
+   seconds of checking (Porcupine, in Go, takes 0.9 s on its suite of 100).
+3. Histories with a violation (the stale-read bug), where the search must
+   rule out every linearization before giving up.
+
+    .venv/bin/python bench/bench_linearizable.py [--quick]
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import random
-import subprocess
-import sys
+import statistics
 import time
 
-from sleuth.checker.linearizable import check_register
+from sleuth.checker.linearizable import check_cas_register, check_register
 from sleuth.history import History
-from sleuth.workloads.sim_register import simulate, write_history
-
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "etcd")
+from sleuth.workloads.sim_register import simulate
 
 
-def per_history() -> None:
-    print("register (independent keys, about 5 processes per key, as Jepsen's independent\n"
-          "generator runs them), 1,000 ops per history, 10 histories each")
-    print(f"{'processes':>9} {'keys':>5} {'crashed':>8} {'ms/history':>11} {'max ms':>7} {'verdicts':>10}")
-    for procs in (5, 10, 50):
-        for crash in (0.0, 0.3):
-            times, valid = [], 0
-            keys = max(1, procs // 5)
-            for seed in range(10):
-                events, _ = simulate(ops=1000, processes=procs, crash_rate=crash, keys=keys, seed=seed)
-                h = History(events, "sim")
-                h.ops()
-                t = time.perf_counter()
-                r = check_register(h)
-                times.append(time.perf_counter() - t)
-                valid += r.valid is True
-            print(f"{procs:>9} {keys:>5} {crash:>8.0%} {1000 * sum(times) / len(times):>11.2f} "
-                  f"{1000 * max(times):>7.1f} {valid:>4}/10 ok", flush=True)
-
-
-def etcd_suite(count: int = 100) -> None:
-    os.makedirs(OUT, exist_ok=True)
-    paths = []
-    for i in range(count):
-        rnd = random.Random(i)
-        path = os.path.join(OUT, f"etcd_{i:03d}.jsonl")
-        if not os.path.exists(path):
-            write_history(path, ops=rnd.randint(80, 300), processes=5,
-                          crash_rate=rnd.uniform(0.02, 0.08), values=5, seed=i,
-                          stale_reads=i % 10 == 9)
-        paths.append(path)
-    sleuth = os.path.join(os.path.dirname(sys.executable), "sleuth")
+def timed(events, keyed: bool) -> tuple[float, object]:
+    h = History(events, "bench")
+    check = check_register if keyed else check_cas_register
     t = time.perf_counter()
-    p = subprocess.run([sleuth, "check", "--workload", "cas-register", "--json", *paths],
-                       capture_output=True, text=True)
-    dt = time.perf_counter() - t
-    invalid = p.stdout.count('"valid": false')
-    print(f"\netcd-like suite: {count} cas-register histories, one `sleuth check` process: "
-          f"{dt:.2f} s in all, start-up included ({invalid} invalid, exit {p.returncode})")
+    r = check(h)
+    return time.perf_counter() - t, r
+
+
+def row(label: str, times: list[float], results: list, infos: list[int]) -> None:
+    verdicts = {str(r.valid): 0 for r in results}
+    for r in results:
+        verdicts[str(r.valid)] += 1
+    configs = statistics.mean(r.stats["configurations-explored"] for r in results)
+    print(f"{label:<52} {len(times):>4} {statistics.mean(infos):>6.1f} "
+          f"{statistics.median(times) * 1e3:>9.2f} {statistics.mean(times) * 1e3:>9.2f} "
+          f"{max(times) * 1e3:>9.2f} {configs:>9.0f}  "
+          + " ".join(f"{k}:{v}" for k, v in sorted(verdicts.items())))
+
+
+def header(title: str) -> None:
+    print(f"\n{title}")
+    print(f"{'histories':<52} {'n':>4} {'info':>6} {'median ms':>9} {'mean ms':>9} "
+          f"{'max ms':>9} {'configs':>9}  verdicts")
+
+
+def by_concurrency(seeds: int) -> None:
+    header("1. seconds per history, by concurrency (values 0-4, valid histories)")
+    for keyed, ops, keys in ((False, 500, None), (True, 5000, 10)):
+        for procs in (5, 10, 50):
+            for crash, name in ((0.02, "few crashed"), (0.25, "many crashed")):
+                times, results, infos = [], [], []
+                for seed in range(seeds):
+                    events, stats = simulate(ops=ops, processes=procs, keys=keys, values=5,
+                                             crash_rate=crash, seed=seed)
+                    dt, r = timed(events, keyed)
+                    times.append(dt)
+                    results.append(r)
+                    infos.append(stats["info"])
+                what = f"register {keys} keys" if keyed else "cas-register"
+                row(f"{what}, {ops} ops, {procs} procs, {name}", times, results, infos)
+
+
+def etcd_suite() -> None:
+    header("2. etcd-like suite: 100 cas-register histories, 80-300 ops, 5 procs")
+    rnd = random.Random(2013)
+    times, results, infos = [], [], []
+    for seed in range(100):
+        ops = rnd.randint(80, 300)
+        bug = "stale-read" if seed % 10 == 9 else None
+        events, stats = simulate(ops=ops, processes=5, values=5, crash_rate=0.05, seed=seed,
+                                 bug=bug, stale_rate=0.05)
+        dt, r = timed(events, False)
+        times.append(dt)
+        results.append(r)
+        infos.append(stats["info"])
+    row("etcd-like, 1 in 10 with stale reads", times, results, infos)
+    print(f"   total: {sum(times):.3f} s of checking for 100 histories "
+          f"(max {max(infos)} crashed ops in one)")
+
+
+def violations(seeds: int) -> None:
+    header("3. histories with stale reads (the search must exhaust every order)")
+    for procs, ops in ((5, 300), (10, 300), (10, 1000)):
+        times, results, infos = [], [], []
+        for seed in range(seeds):
+            events, stats = simulate(ops=ops, processes=procs, values=5, crash_rate=0.05,
+                                     seed=seed, bug="stale-read", stale_rate=0.05)
+            dt, r = timed(events, False)
+            times.append(dt)
+            results.append(r)
+            infos.append(stats["info"])
+        row(f"cas-register, {ops} ops, {procs} procs, stale reads", times, results, infos)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer histories per row")
+    args = ap.parse_args()
+    t = time.perf_counter()
+    by_concurrency(3 if args.quick else 10)
+    etcd_suite()
+    violations(3 if args.quick else 10)
+    print(f"\nbench took {time.perf_counter() - t:.1f} s (including simulation)")
 
 
 if __name__ == "__main__":
-    per_history()
-    etcd_suite()
+    main()

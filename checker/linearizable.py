@@ -1,230 +1,525 @@
-"""Exact linearizability checking for registers (Wing & Gong 1993, Lowe 2017).
+"""Exact linearizability checking: the Wing & Gong / Lowe search, as Porcupine does it.
 
-A history is linearizable iff its operations can be put in one order that
-respects real time (an op that returned before another was invoked comes
-first) and in which every op is legal for the model (`register_models`).
-`ok` ops must appear; `fail` ops are dropped; `info` ops may appear anywhere
+A history is linearizable (Herlihy & Wing 1990) iff its operations can be put
+in one sequential order that respects real time (an op that completed before
+another was invoked comes first) and that the model accepts step by step.
+`ok` ops must all appear, each between its invoke and its completion; `fail`
+ops are dropped; `info` ops (crashed, or never completed) may appear anywhere
 after their invoke, or not at all.
 
-The search is Lowe's refinement of Wing & Gong, as Porcupine implements it:
-invocations and returns in one doubly-linked list in time order; take the
-first invocation whose op can step the model, remove it and its return, and
-go on; meeting a return means that op was never placed, so backtrack. Each
-(set of placed ops, model state) is explored once (memoized), which is what
-keeps the search from blowing up on histories with many crashed ops.
+The search (`search`) is model-agnostic. It is Wing & Gong's (1993) algorithm
+with Lowe's (2017) memoization, in the shape Porcupine (Athalye) gives it:
 
-Before searching, each key is checked alone (a register's ops touch only its
-key), info reads are dropped (they constrain nothing), and so are info
-writes and cas of a value no read and no successful cas ever observed: such
-a write never matters, since it can always be placed last (or nowhere).
+- Invocations and returns sit in one doubly-linked list in history order; a
+  crashed op's return is at +infinity (after all others).
+- The candidates are the invocations before the first return in the list.
+  Place a candidate the model accepts, unlink its invocation and its return,
+  and go on. Meeting a return means that op can no longer be placed before
+  it completed: undo the last choice and try the next one.
+- Every configuration (set of ops placed, model state) is explored at most
+  once (Lowe's cache): reaching one again means it already failed.
+- Success as soon as every `ok` op is placed: the crashed ops left over are
+  the ones that never took effect.
+
+Reductions on top, each keeping the search exact (the argument for each is
+where it is applied):
+
+1. Read-only ops first: a candidate that never changes the state (a read)
+   and is legal now is placed at once, with no alternatives tried.
+2. One op per effect: of candidates with the same step everywhere (same f and
+   values), only the ok one returning first, else the crashed one invoked
+   first, is tried.
+3. A crashed op is never placed directly before a blind op (one legal in any
+   state, whose result ignores the state, like a write).
+4. Crashed read-only ops are dropped: they change nothing and owe nothing.
+5. Dead ends seen early (models that say which state an op `needs` and which
+   it `installs`): an ok op in the window that needs a state nothing can
+   still produce before it returns makes the configuration dead at once.
+
+The bitset of placed ops is kept as a frontier (the first `lo` ok ops, in
+invoke order, are all placed) plus the few bits above it, and the crashed ops
+placed as a separate small bitset, so memo keys stay small on long histories.
+
+Register workloads (`check_register`, `check_cas_register`) split the
+history by key first: linearizability is local (Herlihy & Wing's
+P-compositionality), so each key is checked on its own. Their model, and the
+register-only pruning of crashed writes nobody observed, live in
+`register_models`.
+
+On failure the report names the op the search could not get past: at the
+deepest partial linearization reached (most `ok` ops placed, as Knossos and
+Porcupine report), the unplaced op that completes first, with the state then
+and the ops concurrent with it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.checker import register_models as model
+from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid
 from sleuth.history import History, Op
 
-INF = float("inf")
-MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key is "unknown"
-MAX_REPORTED = 10
+MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
+MAX_EXAMPLES = 10  # keys reported in full
+STATE_BITS = 24  # memo keys hold 2 * state id + flag in this many bits
+NOTHING = rm.UNKNOWN  # "no such value": an unknown result, no needed state, ...
+
+
+def _no(f: str, invoke_value: Any, ok_value: Any) -> bool:
+    return False
+
+
+def _nothing(f: str, invoke_value: Any, ok_value: Any) -> Any:
+    return NOTHING
+
+
+def _same_op(f: str, invoke_value: Any, ok_value: Any) -> Any:
+    return f, invoke_value, ok_value
+
+
+@dataclass(frozen=True)
+class Model:
+    """A sequential specification, as Porcupine's `Model`: a few pure functions.
+
+    Required: `init(initial_value) -> state`; `step(state, f, invoke_value,
+    ok_value) -> (legal?, new state)`, where ok_value is `NOTHING` for a
+    crashed op (its result is unknown); states must be hashable; and
+    `describe_state` / `describe_op` for reports. Optional, each taking
+    (f, invoke_value, ok_value), each making the search faster when given:
+    `read_only` (the step never changes the state), `blind` (the step is legal
+    in every state and its result ignores it), `effect` (a key: ops with equal
+    keys step alike in every state), `needs` / `installs` (the one state in
+    which the op is legal / the state it always leaves, or NOTHING), and
+    `explain(...)` for failure sentences.
+    """
+
+    name: str
+    init: Callable[[Any], Any]
+    step: Callable[[Any, str, Any, Any], tuple[bool, Any]]
+    describe_state: Callable[[Any], str]
+    describe_op: Callable[[str, Any, Any], str]
+    read_only: Callable[[str, Any, Any], bool] = _no
+    blind: Callable[[str, Any, Any], bool] = _no
+    effect: Callable[[str, Any, Any], Any] = _same_op
+    needs: Callable[[str, Any, Any], Any] = _nothing
+    installs: Callable[[str, Any, Any], Any] | None = None
+    explain: Callable[..., str] | None = None
+    thaw: Callable[[Any], Any] = lambda v: v
+
+
+REGISTER = Model("register", rm.init, rm.step, rm.describe_state, rm.describe_op,
+                 read_only=rm.read_only, blind=rm.blind, effect=rm.effect, needs=rm.needs,
+                 installs=rm.installs, explain=rm.explain, thaw=rm.thaw)
 
 
 @dataclass(slots=True)
 class Call:
-    """One register operation, as the search sees it."""
+    """One operation as the search sees it. `call` and `ret` are positions in
+    the history (event indices); `ret` is None for a crashed op (it may take
+    effect any time after `call`, or never), whose `ok_value` is NOTHING.
+    Values are frozen (hashable)."""
 
     op: Op
     f: str
-    arg: Any
-    result: Any
+    invoke_value: Any
+    ok_value: Any
     call: int
-    ret: float  # INF when the op's outcome is unknown
-
-    def describe(self) -> str:
-        return model.describe(self.f, self.arg, self.result)
-
-
-def _calls(history: History, keyed: bool) -> dict[Any, list[Call]]:
-    """Per key, the ops that constrain it (fail ops and info reads dropped)."""
-    by_key: dict[Any, list[Call]] = {}
-    for op in history.ops():
-        if op.type == "fail" or (op.type == "info" and op.f == "read"):
-            continue
-        value = op.value
-        if keyed:
-            if not (isinstance(value, (list, tuple)) and len(value) == 2):
-                raise history.error(op.invoke_pos, f"a register op's value must be [key, value], got {value!r}")
-            key, value = value
-            if isinstance(key, (list, dict)):
-                raise history.error(op.invoke_pos, f"a register key must be a scalar, got {key!r}")
-        else:
-            key = None
-        if op.f == "read":
-            arg, result = None, model.freeze(value)
-        elif op.f == "write":
-            arg, result = model.freeze(value), None
-        elif op.f == "cas":
-            if not (isinstance(value, (list, tuple)) and len(value) == 2):
-                raise history.error(op.invoke_pos, f"a cas value must be [old, new], got {value!r}")
-            arg, result = (model.freeze(value[0]), model.freeze(value[1])), None
-        else:
-            raise history.error(op.invoke_pos, f"register ops are read, write and cas, not {op.f!r}")
-        ret = INF if op.type == "info" else op.complete_time
-        by_key.setdefault(key, []).append(Call(op, op.f, arg, result, op.invoke_time, ret))
-    return by_key
-
-
-def _drop_unobserved(calls: list[Call]) -> list[Call]:
-    """Info writes/cas whose value nobody observed can always be placed last."""
-    observed = {c.result for c in calls if c.f == "read"}
-    observed |= {c.arg[0] for c in calls if c.f == "cas" and c.ret != INF}
-    keep = []
-    for c in calls:
-        if c.ret == INF:
-            written = c.arg if c.f == "write" else c.arg[1]
-            if written not in observed:
-                continue
-        keep.append(c)
-    return keep
+    ret: int | None
 
 
 @dataclass
 class Outcome:
+    """What `search` found. On failure, `deepest` is the deepest configuration
+    reached: (ok ops placed, indices into `calls` placed, state, index of the
+    last state-changing op placed or -1), and `culprit` the index of an op
+    seen there never to be placeable (reduction 5), or -1."""
+
     valid: bool | str
     explored: int
-    depth: int = 0  # most ops placed in any partial linearization
-    stuck: Call | None = None  # the op whose return ended the deepest attempt
-    state: Any = None  # the register then
-    placed: list[Call] | None = None
+    deepest: tuple[int, set[int], Any, int] | None = None
+    culprit: int = -1
+    calls: list[Call] = field(default_factory=list)
 
 
-def search(calls: list[Call], initial: Any, budget: int = MAX_CONFIGURATIONS) -> Outcome:
-    """Is there a linearization of `calls` starting from `initial`?"""
-    entries = sorted([(c.call, 0, i) for i, c in enumerate(calls)]
-                     + [(c.ret, 1, i) for i, c in enumerate(calls)])
-    m = len(entries)
-    end = m + 1
-    nxt = list(range(1, m + 2))
-    prv = list(range(-1, m + 1))
-    is_call = [False] + [e[1] == 0 for e in entries]
-    owner = [-1] + [e[2] for e in entries]
-    ret_node = [0] * len(calls)
-    for node in range(1, m + 1):
-        if not is_call[node]:
-            ret_node[owner[node]] = node
-    required = sum(1 for c in calls if c.ret != INF)
-    state = model.init(initial)
-    placed_bits = 0
-    placed_required = 0
-    stack: list[tuple[int, Any]] = []
-    seen: set[tuple[int, Any]] = set()
+def search(calls: list[Call], model: Model, initial_state: Any,
+           budget: int = MAX_CONFIGURATIONS) -> Outcome:
+    """Is there a linearization of `calls` from `initial_state`? At most
+    `budget` configurations are explored; past that the answer is unknown."""
+    step = model.step
+
+    def args(c: Call) -> tuple[str, Any, Any]:
+        return c.f, c.invoke_value, c.ok_value
+
+    # Reduction 4: a crashed read-only op changes nothing and owes nothing.
+    calls = sorted((c for c in calls if c.ret is not None or not model.read_only(*args(c))),
+                   key=lambda c: c.call)
+    n = len(calls)
+    inf = float("inf")
+    ret = [inf if c.ret is None else c.ret for c in calls]
+    ro = [model.read_only(*args(c)) for c in calls]
+    bl = [model.blind(*args(c)) for c in calls]
+    class_ids: dict[Any, int] = {}
+    cls = [class_ids.setdefault(model.effect(*args(c)), len(class_ids)) for c in calls]
+
+    # ok ops are numbered 0.. in invoke order (the frontier's bit space);
+    # crashed ops get bits of their own.
+    okix = [-1] * n
+    ibit = [0] * n
+    n_ok = n_info = 0
+    for i, c in enumerate(calls):
+        if c.ret is None:
+            ibit[i] = 1 << n_info
+            n_info += 1
+        else:
+            okix[i] = n_ok
+            n_ok += 1
+    if n_ok == 0:
+        return Outcome(True, 0, calls=calls)
+
+    # Reduction 5's tables: what each ok op needs; what each op can produce
+    # (installs, from some other state), and when producers of v are invoked.
+    lookahead = model.installs is not None
+    need: list[Any] = [NOTHING] * n
+    makes: list[Any] = [NOTHING] * n
+    producer_calls: dict[Any, list[int]] = {}
+    if lookahead:
+        for i, c in enumerate(calls):
+            needed = model.needs(*args(c))
+            if c.ret is not None:
+                need[i] = needed
+            if not ro[i]:
+                made = model.installs(*args(c))
+                if made is NOTHING:  # could make anything: no lookahead
+                    lookahead = False
+                    break
+                if made != needed:
+                    makes[i] = made
+                    producer_calls.setdefault(made, []).append(c.call)
+
+    # Entries: the invocation of call i is 2i, its return 2i+1 (odd = return),
+    # in one doubly-linked list in history order, between head and tail.
+    head, tail = 2 * n, 2 * n + 1
+    order = sorted(range(2 * n), key=lambda e: (ret[e >> 1] if e & 1 else calls[e >> 1].call,
+                                                e & 1, e))
+    nxt = [0] * (2 * n + 2)
+    prv = [0] * (2 * n + 2)
+    prev = head
+    for e in order:
+        nxt[prev], prv[e] = e, prev
+        prev = e
+    nxt[prev], prv[tail] = tail, prev
+
+    # Transitions, computed once per (op, state): trans[i][sid] -> new sid, or -1.
+    trans: list[dict[int, int]] = [{} for _ in range(n)]
+    state_of = [initial_state]
+    sid_of = {initial_state: 0}
+
+    def transition(i: int, sid: int) -> int:
+        ok, new = step(state_of[sid], *args(calls[i]))
+        if ok:
+            ns = sid_of.get(new)
+            if ns is None:
+                ns = sid_of[new] = len(state_of)
+                if ns >> (STATE_BITS - 1):
+                    raise ValueError(f"model {model.name} reached over {ns} states")
+                state_of.append(new)
+        else:
+            ns = -1
+        trans[i][sid] = ns
+        return ns
+
+    # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
+    # rel: placed ok ops above it, bit 0 = op lo), crashed ops placed (ib),
+    # whether the last op placed was a crashed one (flag, reduction 3), the
+    # last state-changing op placed (lw, for reports), and its candidates
+    # (cands, tried up to j), worked out once, when it is first reached.
+    sid = lo = rel = ib = flag = 0
+    lw = -1
+    remaining = n_ok
+    stack: list[tuple] = []
+    # Memo keys: (rel, ib, lo, 2*state + flag) packed into one int (a third
+    # of the memory of a tuple; a search may keep millions).
+    seen: set[int] = set()
+    lo_bits = n_ok.bit_length()
     explored = 0
-    best = Outcome(False, 0)
-    node = nxt[0]
-    step, illegal = model.step, model.ILLEGAL
-    while placed_required < required:
-        if node == end:  # only crashed ops remain unplaced
-            break
-        i = owner[node]
-        c = calls[i]
-        if is_call[node]:
-            new = step(state, c.f, c.arg, c.result)
-            if new is not illegal:
-                bits = placed_bits | (1 << i)
-                if (bits, new) not in seen:
-                    seen.add((bits, new))
-                    explored += 1
-                    if explored > budget:
-                        return Outcome(UNKNOWN, explored)
-                    stack.append((node, state))
-                    state, placed_bits = new, bits
-                    if c.ret != INF:
-                        placed_required += 1
-                    r = ret_node[i]  # lift the call and its return out of the list
-                    nxt[prv[node]], prv[nxt[node]] = nxt[node], prv[node]
-                    nxt[prv[r]], prv[nxt[r]] = nxt[r], prv[r]
-                    node = nxt[0]
+    best_placed, best = 0, (0, 0, 0, 0, -1)
+    culprit = -1  # at the deepest configuration, an op seen never to be placeable
+    fresh = True
+    cands: list[int] = []
+    j = 0
+    while True:
+        i = -1
+        forced = False
+        if fresh:
+            fresh = False
+            # The window: invocations before the first return in the list.
+            chosen: dict[int, int] = {}
+            needy: list[int] = []
+            made: set[Any] = set()
+            x = nxt[head]
+            while not x & 1:
+                y = x >> 1
+                x = nxt[x]
+                if ro[y]:
+                    ns = trans[y].get(sid)
+                    if ns is None:
+                        ns = transition(y, sid)
+                    if ns == sid:
+                        # Reduction 1. A read-only op r, a candidate and legal
+                        # now, can go first: take any linearization from here;
+                        # r is in it (ok ops all are); moving r to the front
+                        # keeps real-time order (every op that completed before
+                        # r was invoked is placed already, or r would not be a
+                        # candidate) and every later state (r changes none).
+                        i, forced = y, True
+                        break
+                    needy.append(y)  # not legal now: it waits for its state
                     continue
-            node = nxt[node]
-            continue
-        # A return of an op never placed: this branch is dead.
-        if len(stack) >= best.depth:
-            best = Outcome(False, 0, len(stack), c, state,
-                           [calls[owner[n]] for n, _ in stack])
-        if not stack:
-            best.explored = explored
-            return best
-        node, state = stack.pop()
-        i = owner[node]
-        placed_bits &= ~(1 << i)
-        if calls[i].ret != INF:
-            placed_required -= 1
-        r = ret_node[i]  # put them back, return first
-        nxt[prv[r]] = r
-        prv[nxt[r]] = r
-        nxt[prv[node]] = node
-        prv[nxt[node]] = node
-        node = nxt[node]
-    return Outcome(True, explored)
+                if lookahead:
+                    if makes[y] is not NOTHING:
+                        made.add(makes[y])
+                    if need[y] is not NOTHING:
+                        needy.append(y)
+                c = cls[y]
+                z = chosen.get(c)
+                # Reduction 2. Ops a and b of one effect (same step in every
+                # state), both candidates now. If a is ok and returns before b
+                # (or b is crashed), a linearization placing b here and a later
+                # can swap them: a is a candidate now; b lands where a was,
+                # before a's return, so before its own (a crashed op has
+                # none); whatever had to follow a (invoked after a returned)
+                # was invoked after b returned too; and the states are the
+                # same. Two crashed ops of an effect: the first invoked can
+                # take the other's place. So one op per effect is tried: the
+                # ok one returning first, else the crashed one invoked first.
+                if z is None or ret[y] < ret[z]:
+                    chosen[c] = y
+            if i < 0:
+                cands = list(chosen.values())
+                j = 0
+                if lookahead and needy:
+                    # Reduction 5. x is the first return in the list: every op
+                    # invoked before it is in the window, placed, or crashed
+                    # and dropped. An ok op y that needs state u (not the
+                    # state now) must come right after some op that makes u,
+                    # placed from here on: one in the window, or one invoked
+                    # after x and before y returns. If there is none, y can
+                    # never be placed, and this configuration is dead.
+                    now = state_of[sid]
+                    first_ret = ret[x >> 1]
+                    for y in needy:
+                        u = need[y]
+                        if u is NOTHING or u == now or u in made:
+                            continue
+                        pc = producer_calls.get(u)
+                        if pc:
+                            k = bisect_right(pc, first_ret)
+                            if k < len(pc) and pc[k] < ret[y]:
+                                continue
+                        cands = []
+                        if best[0] == lo and best[1:] == (rel, ib, sid, lw) \
+                                and n_ok - remaining == best_placed:
+                            culprit = y  # the deepest configuration dies of y
+                        break
+        if i < 0:
+            while j < len(cands):  # try the candidates in turn
+                y = cands[j]
+                j += 1
+                if flag and bl[y]:
+                    # Reduction 3: a crashed op x then a blind op b: the state
+                    # after b is the same with or without x, and nobody saw
+                    # x's effect; dropping x breaks no real-time order. So if
+                    # a linearization exists, one exists without x before b.
+                    continue
+                ns = trans[y].get(sid)
+                if ns is None:
+                    ns = transition(y, sid)
+                if ns >= 0:
+                    i = y
+                    break
+        else:
+            ns = sid
+        if i >= 0:
+            k = okix[i]
+            if k >= 0:
+                d = k - lo
+                nlo = lo
+                if d:
+                    nrel = rel | (1 << d)
+                else:  # the frontier op itself: slide past the placed run
+                    nrel = rel | 1
+                    t = (nrel ^ (nrel + 1)).bit_length() - 1  # trailing ones
+                    nrel >>= t
+                    nlo += t
+                key = ((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns)
+            else:
+                nlo, nrel = lo, rel
+                key = ((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS) \
+                    | (ns + ns + 1)
+            if key not in seen:
+                seen.add(key)
+                stack.append((i, sid, lo, rel, ib, flag, lw, forced, cands, j))
+                e = i + i  # lift the invocation and its return out of the list
+                p, q = prv[e], nxt[e]
+                nxt[p], prv[q] = q, p
+                p, q = prv[e + 1], nxt[e + 1]
+                nxt[p], prv[q] = q, p
+                sid, lo, rel = ns, nlo, nrel
+                if k >= 0:
+                    flag = 0
+                    remaining -= 1
+                else:
+                    ib |= ibit[i]
+                    flag = 1
+                if not ro[i]:
+                    lw = i
+                explored += 1
+                if remaining == 0:
+                    return Outcome(True, explored, calls=calls)
+                if explored > budget:
+                    return Outcome(UNKNOWN, explored, calls=calls)
+                if k >= 0 and n_ok - remaining > best_placed:
+                    best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
+                    culprit = -1
+                fresh = True
+                continue
+            if not forced:  # reached before, so known dead: try the next candidate
+                continue
+        # Dead end: undo choices back to the last one with candidates left.
+        while True:
+            if not stack:
+                lo_, rel_, ib_, sid_, lw_ = best
+                placed = {y for y in range(n) if ib_ & ibit[y] or (okix[y] >= 0 and (
+                    okix[y] < lo_ or (rel_ >> (okix[y] - lo_)) & 1))}
+                return Outcome(False, explored, (best_placed, placed, state_of[sid_], lw_),
+                               culprit, calls=calls)
+            i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
+            e = i + i  # put them back, return first
+            p, q = prv[e + 1], nxt[e + 1]
+            nxt[p] = prv[q] = e + 1
+            p, q = prv[e], nxt[e]
+            nxt[p] = prv[q] = e
+            if okix[i] >= 0:
+                remaining += 1
+            if not forced:
+                break
 
 
-def _where(history: History, c: Call) -> dict[str, Any]:
+# ---------------------------------------------------------------------------
+# Reports
+
+
+def _op_dict(history: History, c: Call, model: Model) -> dict[str, Any]:
     op = c.op
-    return {"process": op.process, "f": op.f, "op": c.describe(), "type": op.type,
-            "line": history.line_of(op.invoke_pos), "invoke": op.invoke_time,
-            "complete": op.complete_time}
+    return {
+        "process": op.process,
+        "f": op.f,
+        "type": op.type,
+        "value": op.value,
+        "op": model.describe_op(c.f, c.invoke_value, c.ok_value),
+        "line": history.line_of(op.invoke_pos),
+        "complete-line": None if op.complete_pos is None else history.line_of(op.complete_pos),
+    }
 
 
-def _explain(history: History, key: Any, out: Outcome, calls: list[Call]) -> dict[str, Any]:
-    stuck = out.stuck
-    window = [c for c in calls if c is not stuck and c.call < stuck.ret and stuck.call < c.ret]
-    last = out.placed[-1] if out.placed else None
-    held = model.show(out.state)
-    where = f"key {key!r}: " if key is not None else ""
-    after = (f"after linearizing {out.depth} ops (the last: process {last.op.process}'s "
-             f"{last.describe()}, line {history.line_of(last.op.invoke_pos)}) the register held {held}"
-             if last else f"from the start the register held {held}")
-    others = "; ".join(f"process {c.op.process} {c.describe()} (line {history.line_of(c.op.invoke_pos)})"
-                       for c in window[:8]) or "none"
-    sentence = (f"{where}no linearization exists: {after}, and process {stuck.op.process}'s "
-                f"{stuck.describe()} (line {history.line_of(stuck.op.invoke_pos)}) returned before "
-                f"it could take effect; ops concurrent with it: {others}")
-    return {"key": key, "op": _where(history, stuck), "window": [_where(history, c) for c in window],
-            "state": out.state, "explanation": sentence}
+def explain_failure(history: History, key: Any, out: Outcome, model: Model,
+                    initial: Any) -> dict[str, Any]:
+    """The example for a key with no linearization: the op the search could
+    not get past at its deepest, the state then, and the ops concurrent with it."""
+    calls = out.calls
+    depth, placed, state, lw = out.deepest
+    if out.culprit >= 0:
+        stuck = calls[out.culprit]
+    else:  # the op whose return ended the deepest attempt
+        stuck = min((c for i, c in enumerate(calls) if i not in placed and c.ret is not None),
+                    key=lambda c: c.ret)
+    window = [c for c in calls if c is not stuck and c.call < stuck.ret
+              and (c.ret is None or c.ret > stuck.call)]
+    last = calls[lw] if lw >= 0 else None
+    if model.explain is not None:
+        sentence = model.explain(key=key, depth=depth, state=state, last=last, stuck=stuck,
+                                 window=window, calls=calls, line_of=history.line_of,
+                                 initial=initial)
+    else:
+        where = "" if key is None else f"key {key}: "
+        op = model.describe_op(stuck.f, stuck.invoke_value, stuck.ok_value)
+        sentence = (f"{where}no linearization: after linearizing {depth} ops the state was "
+                    f"{model.describe_state(state)}; {op} by process {stuck.op.process} "
+                    f"(line {history.line_of(stuck.op.invoke_pos)}) cannot be placed")
+    return {
+        "key": model.thaw(key),
+        "op": _op_dict(history, stuck, model),
+        "window": [_op_dict(history, c, model) for c in window],
+        "state": model.thaw(state),
+        "linearized": depth,
+        "explanation": sentence,
+    }
 
 
-def check(history: History, keyed: bool, initial_value: Any = None) -> Result:
-    by_key = _calls(history, keyed)
+# ---------------------------------------------------------------------------
+# Register workloads
+
+
+def check_registers(history: History, keyed: bool, initial_value: Any = None,
+                    max_configurations: int = MAX_CONFIGURATIONS,
+                    model: Model = REGISTER) -> Result:
+    """Split by key, prune, search each key; merge as false > unknown > true."""
+    initial = model.init(initial_value)
+    by_key: dict[Any, list[Call]] = {}
+    n_ops = 0
+    for op in history.ops():
+        key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
+        n_ops += 1
+        if op.type == "fail":  # certainly did not happen: constrains nothing
+            continue
+        if op.type == "info" and op.f == "read":  # an unknown read constrains nothing
+            continue
+        by_key.setdefault(key, []).append(Call(
+            op, op.f, invoke_value, ok_value, op.invoke_pos,
+            op.complete_pos if op.type == "ok" else None))
     valid: bool | str = True
-    examples, notes = [], []
-    explored = dropped = 0
+    examples: list[dict[str, Any]] = []
+    notes: list[str] = []
+    explored = dropped = searched = unknown_keys = bad_keys = 0
     for key, calls in by_key.items():
-        kept = _drop_unobserved(calls)
-        dropped += len(calls) - len(kept)
-        out = search(kept, initial_value)
+        kept, d = rm.prune_crashed(calls, initial)
+        dropped += d
+        searched += len(kept)
+        out = search(kept, model, initial, max_configurations)
         explored += out.explored
         valid = merge_valid(valid, out.valid)
         if out.valid == UNKNOWN:
-            notes.append(f"key {key!r}: search stopped after {MAX_CONFIGURATIONS} configurations")
-        elif out.valid is False and len(examples) < MAX_REPORTED:
-            examples.append(_explain(history, key, out, kept))
-    stats = {"keys": len(by_key), "ops": sum(map(len, by_key.values())),
-             "crashed-dropped": dropped, "configurations-explored": explored}
+            unknown_keys += 1
+            where = "the register" if key is None else f"key {rm.show(key)}"
+            notes.append(f"{where}: search stopped after {out.explored} configurations "
+                         f"(max_configurations={max_configurations}); its verdict is unknown")
+        elif out.valid is False:
+            bad_keys += 1
+            if len(examples) < MAX_EXAMPLES:
+                examples.append(explain_failure(history, key, out, model, initial))
+    stats = {"keys": len(by_key), "ops": n_ops, "ops-searched": searched,
+             "crashed-dropped": dropped, "configurations-explored": explored,
+             "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}
+    if bad_keys > len(examples):
+        notes.append(f"{bad_keys} keys are not linearizable; the first {len(examples)} "
+                     "are explained")
     return Result(valid=valid, model="linearizable",
-                  anomaly_types=["nonlinearizable"] if valid is False else [],
+                  anomaly_types=["nonlinearizable"] if examples else [],
                   anomalies={"nonlinearizable": examples} if examples else {},
                   stats=stats, notes=notes)
 
 
-def check_register(history: History, initial_value: Any = None, **_: Any) -> Result:
-    """Independent keys, values `[key, v]`; each key judged on its own."""
-    return check(history, keyed=True, initial_value=initial_value)
+def check_register(history: History, initial_value: Any = None,
+                   max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+    """`register` workload: independent keys, values `[key, v]`, each key judged alone."""
+    return check_registers(history, True, initial_value, max_configurations)
 
 
-def check_cas_register(history: History, initial_value: Any = None, **_: Any) -> Result:
-    """One register, values bare."""
-    return check(history, keyed=False, initial_value=initial_value)
+def check_cas_register(history: History, initial_value: Any = None,
+                       max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+    """`cas-register` workload: one register, values bare."""
+    return check_registers(history, False, initial_value, max_configurations)
