@@ -32,6 +32,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 WINDOW = 1_000  # how far ahead of the timestamps handed out the bound is persisted
 
@@ -51,15 +52,17 @@ class Fenced(Exception):
 class Timeline:
     """Materialize's in-memory timestamp oracle for one timeline."""
 
-    def __init__(self, start: int = 0):
+    def __init__(self, start: int = 0, strict: bool = True):
         self.read = start
         self.write = start
+        self.strict = strict  # False only under the write-ts-not-strict fault
 
     def read_ts(self) -> int:
         return self.read
 
     def write_ts(self, now: int) -> int:
-        self.write = max(now, self.write + 1)
+        # The fault drops the "+ 1": a write may get the timestamp an earlier read ran at.
+        self.write = max(now, self.write + 1 if self.strict else self.write)
         return self.write
 
     def peek_write_ts(self) -> int:
@@ -74,8 +77,8 @@ class Oracle:
     """Durable timelines and catalog, in one SQLite file."""
 
     def __init__(self, path: str, clock: Callable[[], int] = wall_clock_ms,
-                 amnesia: bool = False, window: int = WINDOW):
-        self.clock, self.window = clock, window
+                 amnesia: bool = False, window: int = WINDOW, strict: bool = True):
+        self.clock, self.window, self.strict = clock, window, strict
         self.lock = threading.Lock()
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -89,7 +92,7 @@ class Oracle:
         for name, bound in self.db.execute("SELECT name, bound FROM timelines"):
             # Resume above everything handed out before (unless the fault makes us forget).
             start = 0 if amnesia else bound
-            self.timelines[name] = Timeline(start)
+            self.timelines[name] = Timeline(start, strict)
             self.bounds[name] = start
 
     # -- timelines --------------------------------------------------------
@@ -97,7 +100,7 @@ class Oracle:
     def _timeline(self, name: str) -> Timeline:
         tl = self.timelines.get(name)
         if tl is None:
-            tl = self.timelines[name] = Timeline(0)
+            tl = self.timelines[name] = Timeline(0, self.strict)
             self.bounds[name] = 0
         return tl
 
@@ -168,3 +171,83 @@ class Oracle:
 
     def close(self) -> None:
         self.db.close()
+
+
+async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
+    """The oracle's service: every timeline and catalog step over RPC (cluster/rpc.py).
+
+    Steps that name an epoch fail with `fenced` once a newer coordinator
+    started. The clock the oracle reads can be offset (the clock nemesis).
+    """
+    import logging
+    import os
+
+    from sleuth.cluster.rpc import RpcError, serve
+
+    offset = [0]
+    oracle = Oracle(os.path.join(data_dir, "oracle.sqlite"), clock=lambda: wall_clock_ms() + offset[0],
+                    amnesia="oracle-amnesia" in faults, strict="write-ts-not-strict" not in faults)
+    started = time.time()
+
+    def checked(epoch: int | None) -> None:
+        if epoch is not None:
+            try:
+                oracle.check_epoch(epoch)
+            except Fenced as e:
+                raise RpcError("fenced", str(e), e.current) from None
+
+    async def read_ts(timeline: str = "realtime", epoch: int | None = None) -> int:
+        checked(epoch)
+        return oracle.read_ts(timeline)
+
+    async def write_ts(timeline: str = "realtime", epoch: int | None = None) -> int:
+        checked(epoch)
+        return oracle.write_ts(timeline)
+
+    async def peek_write_ts(timeline: str = "realtime") -> int:
+        return oracle.peek_write_ts(timeline)
+
+    async def apply_write(ts: int, timeline: str = "realtime") -> None:
+        oracle.apply_write(ts, timeline)
+
+    async def bump_epoch() -> int:
+        return oracle.bump_epoch()
+
+    async def epoch() -> int:
+        return oracle.epoch()
+
+    async def create_table(epoch: int | None, name: str, columns: list) -> dict:
+        try:
+            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns)
+        except Fenced as e:
+            raise RpcError("fenced", str(e), e.current) from None
+        except sqlite3.IntegrityError:
+            raise RpcError("exists", f'relation "{name}" already exists') from None
+        return oracle.tables()
+
+    async def drop_table(epoch: int | None, name: str) -> dict:
+        checked(epoch)
+        oracle.db.execute("DELETE FROM tables WHERE name = ?", (name,))
+        return oracle.tables()
+
+    async def tables() -> dict:
+        return oracle.tables()
+
+    async def set_clock_offset(ms: int) -> int:
+        offset[0] = int(ms)
+        return offset[0]
+
+    async def status() -> dict[str, Any]:
+        return {"role": "oracle", "epoch": oracle.epoch(), "uptime": time.time() - started,
+                "read_ts": oracle.read_ts(), "write_ts": oracle.peek_write_ts(),
+                "clock_offset": offset[0]}
+
+    server = await serve(host, port, {
+        "read_ts": read_ts, "write_ts": write_ts, "peek_write_ts": peek_write_ts,
+        "apply_write": apply_write, "bump_epoch": bump_epoch, "epoch": epoch,
+        "create_table": create_table, "drop_table": drop_table, "tables": tables,
+        "set_clock_offset": set_clock_offset, "status": status})
+    logging.getLogger("sleuth.oracle").info("oracle listening on %s:%s, faults %s", host, port,
+                                            sorted(faults))
+    async with server:
+        await server.serve_forever()
