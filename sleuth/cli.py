@@ -141,3 +141,8 @@ def sim(db, txns, concurrency, keys, seed, output) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+from sleuth.cli_cluster import cluster  # noqa: E402
+
+main.add_command(cluster)

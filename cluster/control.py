@@ -1,0 +1,249 @@
+"""Bringing a reference cluster up and down, and asking how it is (`sleuth cluster …`).
+
+A cluster has a name and a state directory (`$SLEUTH_HOME/clusters/<name>`,
+default `~/.sleuth`), holding `cluster.json`: the runtime, the fault
+switches and every node (name, role, address, command line). Nodes:
+
+- `oracle` (timestamp oracle and catalog), `storage1..N`, `coord1..M`.
+
+Addresses: the local runtime gives each cluster its own 127.A.B.0/24 block,
+the docker runtime its own 172.30.B.0/24 network, both derived from the
+cluster name, so several clusters (parallel tests) never collide. Ports are
+the same on every node: oracle 6000, storage 6100, pgwire 6875, coordinator
+admin 6876.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import zlib
+from dataclasses import asdict, dataclass
+
+from sleuth.cluster.rpc import call_sync
+
+ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, ADMIN_PORT = 6000, 6100, 6875, 6876
+
+
+class ClusterError(Exception):
+    """A cluster command cannot proceed (printed as one line by the CLI)."""
+
+
+@dataclass
+class Node:
+    name: str
+    role: str
+    host: str
+    port: int
+    admin: int | None = None
+
+
+def home() -> str:
+    return os.environ.get("SLEUTH_HOME") or os.path.join(os.path.expanduser("~"), ".sleuth")
+
+
+def state_dir(name: str) -> str:
+    return os.path.join(home(), "clusters", name)
+
+
+def block(name: str, runtime: str) -> str:
+    """The first three octets of this cluster's addresses."""
+    h = zlib.crc32(name.encode())
+    if runtime == "docker":
+        return f"172.30.{h % 250 + 1}"
+    return f"127.{(h >> 8) % 250 + 1}.{h % 250 + 1}"
+
+
+def make_runtime(runtime: str, name: str):
+    if runtime == "local":
+        from sleuth.cluster.runtime_local import LocalRuntime
+        return LocalRuntime(state_dir(name))
+    if runtime == "docker":
+        from sleuth.cluster.runtime_docker import DockerRuntime
+        return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
+                             project_root=_project_root())
+    raise ClusterError(f"--runtime: unknown runtime {runtime!r} (docker, local)")
+
+
+def _project_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def default_runtime() -> str:
+    try:
+        from sleuth.cluster.runtime_docker import DockerRuntime
+        return "docker" if DockerRuntime.available() else "local"
+    except Exception:
+        return "local"
+
+
+class Cluster:
+    def __init__(self, name: str = "default"):
+        self.name = name
+        self.dir = state_dir(name)
+        self.file = os.path.join(self.dir, "cluster.json")
+        self.meta: dict = {}
+        if os.path.exists(self.file):
+            with open(self.file) as f:
+                self.meta = json.load(f)
+        self._rt = None
+
+    # -- facts ----------------------------------------------------------------
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.meta)
+
+    @property
+    def runtime(self):
+        if self._rt is None:
+            if not self.exists:
+                raise ClusterError(f"no cluster named {self.name!r} (start one with `sleuth cluster up`)")
+            self._rt = make_runtime(self.meta["runtime"], self.name)
+        return self._rt
+
+    @property
+    def nodes(self) -> list[Node]:
+        return [Node(**n) for n in self.meta.get("nodes", [])]
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise ClusterError(f"no node {name!r} in cluster {self.name!r}; nodes: "
+                           f"{', '.join(n.name for n in self.nodes)}")
+
+    def coordinators(self) -> list[Node]:
+        return [n for n in self.nodes if n.role == "coordinator"]
+
+    def dsn(self, node: Node | None = None) -> str:
+        node = node or self.coordinators()[-1]
+        return f"host={node.host} port={node.port} user=sleuth dbname=sleuth"
+
+    def url(self, node: Node | None = None) -> str:
+        node = node or self.coordinators()[-1]
+        return f"postgresql://sleuth@{node.host}:{node.port}/sleuth"
+
+    def _save(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        tmp = self.file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.meta, f, indent=1)
+        os.replace(tmp, self.file)
+
+    # -- up / down ------------------------------------------------------------
+
+    def up(self, runtime: str, coordinators: int = 1, storage: int = 2, faults: tuple = (),
+           progress=print, timeout: float = 60.0) -> None:
+        if self.exists:
+            raise ClusterError(f"cluster {self.name!r} is already up ({self.meta['runtime']}); "
+                               f"`sleuth cluster down` first")
+        if storage < 1 or coordinators < 1:
+            raise ClusterError("--storage and --coordinators must be at least 1")
+        prefix = block(self.name, runtime)
+        nodes = [Node("oracle", "oracle", f"{prefix}.2", ORACLE_PORT)]
+        nodes += [Node(f"storage{i + 1}", "storage", f"{prefix}.{10 + i}", STORAGE_PORT)
+                  for i in range(storage)]
+        nodes += [Node(f"coord{i + 1}", "coordinator", f"{prefix}.{20 + i}", PGWIRE_PORT, ADMIN_PORT)
+                  for i in range(coordinators)]
+        self.meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults),
+                     "nodes": [asdict(n) for n in nodes], "started": time.time()}
+        self._save()
+        rt = self.runtime
+        if runtime == "docker":
+            from sleuth.cluster.image import ensure_image
+            rt.image = ensure_image(_project_root(), progress=progress)
+        rt.up_network()
+        try:
+            for n in nodes:  # in order: coordinators need the oracle and storage, and
+                self.start_node(n)  # their epochs follow their start order
+                self.wait_ready(n, timeout)
+        except BaseException:
+            self.meta["failed"] = True
+            self._save()
+            raise
+
+    def argv(self, n: Node) -> list[str]:
+        rt = self.runtime
+        argv = [rt.python, "-m", "sleuth.cluster.node", n.role, "--name", n.name,
+                "--listen", f"{n.host}:{n.port}"]
+        if n.role in ("oracle", "storage"):
+            argv += ["--data", rt.data_path(n.name)]
+        else:
+            oracle = self.node("oracle")
+            argv += ["--admin", f"{n.host}:{n.admin}", "--oracle", f"{oracle.host}:{oracle.port}",
+                     "--storage", ",".join(f"{s.host}:{s.port}" for s in self.nodes if s.role == "storage")]
+        for f in self.meta.get("faults", []):
+            argv += ["--fault", f]
+        return argv
+
+    def start_node(self, n: Node) -> None:
+        self.runtime.start(n.name, self.argv(n), n.host)
+
+    def add_coordinator(self, timeout: float = 30.0) -> Node:
+        """Start one more coordinator: it takes over (fences every earlier one)."""
+        k = len(self.coordinators())
+        base = self.node("oracle").host.rsplit(".", 1)[0]
+        n = Node(f"coord{k + 1}", "coordinator", f"{base}.{20 + k}", PGWIRE_PORT, ADMIN_PORT)
+        self.meta["nodes"].append(asdict(n))
+        self._save()
+        self.start_node(n)
+        self.wait_ready(n, timeout)
+        return n
+
+    def wait_ready(self, n: Node, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                if n.role == "coordinator":
+                    st = call_sync(n.host, n.admin, "status", timeout=2)
+                    if st.get("epoch", 0) > 0 and self._sql_answers(n):
+                        return
+                else:
+                    call_sync(n.host, n.port, "status", timeout=2)
+                    return
+            except Exception as e:
+                last = e
+            time.sleep(0.1)
+        log = self.runtime.logs(n.name)[-2000:]
+        raise ClusterError(f"node {n.name} did not answer within {timeout:.0f}s ({last}); "
+                           f"its log ends:\n{log}")
+
+    def _sql_answers(self, n: Node) -> bool:
+        import psycopg
+        with psycopg.connect(self.dsn(n), connect_timeout=3, autocommit=True) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
+
+    def down(self) -> None:
+        if not self.exists:
+            raise ClusterError(f"no cluster named {self.name!r}")
+        try:
+            self.runtime.remove_all()
+        finally:
+            import shutil
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.meta = {}
+
+    # -- status ---------------------------------------------------------------
+
+    def status(self) -> dict:
+        states = {d["name"]: d["state"] for d in self.runtime.nodes()}
+        out = []
+        for n in self.nodes:
+            entry = {"name": n.name, "role": n.role, "host": n.host, "port": n.port,
+                     "state": states.get(n.name, "down")}
+            if entry["state"] == "running":
+                try:
+                    st = call_sync(n.host, n.admin or n.port, "status", timeout=1.5)
+                    entry["state"] = "up"
+                    if n.role == "coordinator":
+                        entry["epoch"] = st.get("epoch")
+                except Exception:
+                    entry["state"] = "unresponsive"
+            if n.role == "coordinator":
+                entry.setdefault("epoch", None)
+            out.append(entry)
+        return {"runtime": self.meta["runtime"], "name": self.name, "faults": self.meta.get("faults", []),
+                "nodes": out}

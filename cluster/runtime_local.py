@@ -1,0 +1,154 @@
+"""The `local` runtime: every node a process on this machine, on its own 127.x.y.z address.
+
+Each node's process runs in its own session (so SIGKILL/SIGSTOP reach exactly
+it), writes its log to `<state>/nodes/<name>/node.log` and keeps its data in
+`<state>/nodes/<name>/data`, which survives kills and restarts. The pids and
+command lines live in `<state>/local.json`, so a later `sleuth cluster`
+command (another process) can kill, pause or stop them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+
+class LocalRuntime:
+    name = "local"
+
+    def __init__(self, state_dir: str):
+        self.dir = state_dir
+        self.python = sys.executable
+        self.file = os.path.join(state_dir, "local.json")
+        self.procs: dict[str, dict] = {}
+        if os.path.exists(self.file):
+            with open(self.file) as f:
+                self.procs = json.load(f)
+
+    @staticmethod
+    def available() -> bool:
+        return True
+
+    def _save(self) -> None:
+        os.makedirs(self.dir, exist_ok=True)
+        tmp = self.file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.procs, f, indent=1)
+        os.replace(tmp, self.file)
+
+    def node_dir(self, name: str) -> str:
+        return os.path.join(self.dir, "nodes", name)
+
+    def data_path(self, name: str) -> str:
+        return os.path.join(self.node_dir(name), "data")
+
+    def log_path(self, name: str) -> str:
+        return os.path.join(self.node_dir(name), "node.log")
+
+    def up_network(self) -> None:
+        pass  # 127.0.0.0/8 is all on the loopback interface already
+
+    def start(self, name: str, argv: list[str], ip: str, env: dict | None = None) -> None:
+        os.makedirs(self.data_path(name), exist_ok=True)
+        self.procs[name] = {"argv": argv, "ip": ip, "env": env or {}, "pid": None}
+        self._spawn(name)
+
+    def _spawn(self, name: str) -> None:
+        p = self.procs[name]
+        log = open(self.log_path(name), "ab")
+        env = {**os.environ, **p["env"]}
+        proc = subprocess.Popen(p["argv"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=env)
+        log.close()
+        p["pid"] = proc.pid
+        self._save()
+
+    def _signal(self, name: str, sig: int) -> bool:
+        pid = self.procs.get(name, {}).get("pid")
+        if not pid:
+            return False
+        try:
+            os.kill(pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def alive(self, name: str) -> bool:
+        pid = self.procs.get(name, {}).get("pid")
+        if not pid:
+            return False
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)  # reap if it is our child
+            if done == pid:
+                return False
+        except ChildProcessError:
+            pass
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as f:  # a zombie is dead
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+    def state(self, name: str) -> str:
+        if not self.alive(name):
+            return "down"
+        with open(f"/proc/{self.procs[name]['pid']}/stat") as f:
+            return "paused" if f.read().rsplit(")", 1)[1].split()[0] == "T" else "running"
+
+    def kill(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+        self._signal(name, signal.SIGKILL)
+        self._wait_dead(name)
+
+    def _wait_dead(self, name: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.alive(name) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def restart(self, name: str) -> None:
+        if self.alive(name):
+            self.kill(name)
+        self._spawn(name)
+
+    def stop(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+        if self._signal(name, signal.SIGTERM):
+            deadline = time.monotonic() + 5
+            while self.alive(name) and time.monotonic() < deadline:
+                time.sleep(0.02)
+        if self.alive(name):
+            self.kill(name)
+
+    def pause(self, name: str) -> None:
+        self._signal(name, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+
+    def logs(self, name: str) -> str:
+        try:
+            with open(self.log_path(name), errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def exec(self, name: str, argv: list[str]) -> tuple[int, str]:
+        p = subprocess.run(argv, capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+    def nodes(self) -> list[dict]:
+        return [{"name": n, "ip": p["ip"], "state": self.state(n)} for n, p in self.procs.items()]
+
+    def remove_all(self) -> None:
+        for name in list(self.procs):
+            self.stop(name)
+        shutil.rmtree(os.path.join(self.dir, "nodes"), ignore_errors=True)
+        self.procs = {}
+        if os.path.exists(self.file):
+            os.remove(self.file)

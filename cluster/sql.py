@@ -1,0 +1,531 @@
+"""The coordinator's SQL subset: parsing (sqlglot) and evaluation over row lists.
+
+`parse(text)` splits a query string into statements and turns each into a
+small plan object. Control statements (BEGIN, COMMIT, SET, SHOW, …) are
+matched directly; everything else goes through sqlglot's PostgreSQL dialect.
+Expressions compile to Python closures over a row tuple, once per statement.
+
+Supported: CREATE TABLE, DROP TABLE, INSERT … VALUES / INSERT … SELECT,
+SELECT with WHERE, ORDER BY, LIMIT and whole-table aggregates (count, sum,
+min, max), UPDATE … SET col = expr WHERE …, DELETE … WHERE …; expressions
+with arithmetic, `||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN,
+CASE, COALESCE, casts. Anything else is refused with SQLSTATE 0A000 (or
+42601 for a syntax error), never guessed at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from sleuth.cluster.pgwire import SQLError
+
+INT8, TEXT, BOOL, FLOAT8 = 20, 25, 16, 701
+TYPES = {"int": INT8, "integer": INT8, "bigint": INT8, "smallint": INT8, "int2": INT8,
+         "int4": INT8, "int8": INT8, "serial": INT8, "text": TEXT, "varchar": TEXT,
+         "char": TEXT, "string": TEXT, "bool": BOOL, "boolean": BOOL, "float": FLOAT8,
+         "double": FLOAT8, "real": FLOAT8, "numeric": FLOAT8, "decimal": FLOAT8}
+
+
+# -- plans ----------------------------------------------------------------------
+
+
+@dataclass
+class Control:
+    """BEGIN / COMMIT / ROLLBACK / SET / SHOW."""
+    kind: str
+    name: str = ""
+    value: Any = None
+
+
+@dataclass
+class CreateTable:
+    table: str
+    columns: list[tuple[str, int]]
+    if_not_exists: bool = False
+
+
+@dataclass
+class DropTable:
+    table: str
+    if_exists: bool = False
+
+
+@dataclass
+class Select:
+    tables: list[str]  # read (empty for SELECT without FROM)
+    run: Callable[[dict[str, list[tuple]], dict], tuple[list[tuple[str, int]], list[tuple]]]
+
+
+@dataclass
+class Insert:
+    table: str
+    columns: list[str] | None
+    values: list[list[exp.Expression]] | None = None  # INSERT … VALUES (constant rows)
+    select: Select | None = None  # INSERT … SELECT (a read-then-write)
+
+
+@dataclass
+class Mutate:
+    """UPDATE or DELETE: a read-then-write over one table."""
+    kind: str
+    table: str
+    where: exp.Expression | None
+    assignments: list[tuple[str, exp.Expression]] = field(default_factory=list)
+
+
+# -- statement splitting and control statements -------------------------------------
+
+
+def split(text: str) -> list[str]:
+    """Split on semicolons outside quotes and comments."""
+    out, start, i, n = [], 0, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            j = text.find(c, i + 1)
+            while j != -1 and j + 1 < n and text[j + 1] == c:  # doubled quote
+                j = text.find(c, j + 2)
+            i = n if j == -1 else j + 1
+            continue
+        if text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j == -1 else j + 1
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j == -1 else j + 2
+            continue
+        if c == ";":
+            out.append(text[start:i])
+            start = i + 1
+        i += 1
+    out.append(text[start:])
+    return [s.strip() for s in out if s.strip()]
+
+
+_CONTROL = [
+    (re.compile(r"(?is)^(begin|start\s+transaction)(\s+(work|transaction))?(?P<rest>.*)$"), "begin"),
+    (re.compile(r"(?is)^(commit|end)(\s+(work|transaction))?$"), "commit"),
+    (re.compile(r"(?is)^(rollback|abort)(\s+(work|transaction))?$"), "rollback"),
+    (re.compile(r"(?is)^set\s+(session\s+characteristics\s+as\s+)?transaction\s+isolation\s+level\s+"
+                r"(?P<value>.+)$"), "set-isolation"),
+    (re.compile(r"(?is)^set\s+(session\s+|local\s+)?(?P<name>[a-z_][a-z0-9_.]*)\s*(=|\s+to\s+)\s*"
+                r"(?P<value>.+)$"), "set"),
+    (re.compile(r"(?is)^show\s+(?P<name>[a-z_][a-z0-9_. ]*)$"), "show"),
+]
+
+
+def _unquote(v: str) -> str:
+    v = v.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
+        v = v[1:-1]
+    return v
+
+
+def _control(text: str) -> Control | None:
+    for rx, kind in _CONTROL:
+        m = rx.match(text)
+        if not m:
+            continue
+        if kind == "begin":
+            return Control("begin", value=m.group("rest").strip().lower())
+        if kind == "set-isolation":
+            return Control("set", "transaction_isolation", _unquote(m.group("value")).lower())
+        if kind == "set":
+            return Control("set", m.group("name").lower(), _unquote(m.group("value")))
+        if kind == "show":
+            return Control("show", " ".join(m.group("name").lower().split()))
+        return Control(kind)
+    return None
+
+
+def parse(text: str) -> list[Any]:
+    """Every statement of a query string, planned."""
+    return [parse_one(s) for s in split(text)]
+
+
+def parse_one(text: str) -> Any:
+    ctl = _control(text)
+    if ctl is not None:
+        return ctl
+    try:
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError as e:
+        raise SQLError("42601", f"syntax error: {str(e).splitlines()[0]}") from None
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        schema = tree.this
+        if not isinstance(schema, exp.Schema):
+            raise SQLError("0A000", "CREATE TABLE needs a column list")
+        cols = []
+        for cd in schema.expressions:
+            if not isinstance(cd, exp.ColumnDef):
+                continue  # table constraints (PRIMARY KEY (…)) are accepted and not enforced
+            kind = cd.args.get("kind")
+            tname = kind.this.name.lower() if kind is not None else "text"
+            tname = {"bigint": "bigint", "int": "int", "text": "text", "varchar": "varchar",
+                     "boolean": "boolean", "double": "double"}.get(tname, tname)
+            oid = TYPES.get(tname) or TYPES.get(kind.sql(dialect="postgres").split("(")[0].lower()
+                                                 if kind is not None else "text")
+            if oid is None:
+                raise SQLError("0A000", f"column type {kind.sql()} is not supported")
+            cols.append((cd.name.lower(), oid))
+        return CreateTable(_table_name(schema.this), cols, bool(tree.args.get("exists")))
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        tables = tree.args.get("tables") or [tree.this]
+        return DropTable(_table_name(tables[0]), bool(tree.args.get("exists")))
+    if isinstance(tree, exp.Select):
+        return plan_select(tree)
+    if isinstance(tree, exp.Insert):
+        target = tree.this
+        columns = None
+        if isinstance(target, exp.Schema):
+            columns = [c.name.lower() for c in target.expressions]
+            target = target.this
+        src = tree.expression
+        if isinstance(src, exp.Values):
+            rows = [list(t.expressions) if isinstance(t, exp.Tuple) else [t] for t in src.expressions]
+            return Insert(_table_name(target), columns, values=rows)
+        if isinstance(src, exp.Select):
+            return Insert(_table_name(target), columns, select=plan_select(src))
+        raise SQLError("0A000", "INSERT supports VALUES and SELECT only")
+    if isinstance(tree, exp.Update):
+        assigns = []
+        for a in tree.expressions:
+            if not isinstance(a, exp.EQ) or not isinstance(a.this, exp.Column):
+                raise SQLError("0A000", f"unsupported assignment {a.sql()}")
+            assigns.append((a.this.name.lower(), a.expression))
+        if tree.args.get("from") or tree.args.get("from_"):
+            raise SQLError("0A000", "UPDATE … FROM is not supported")
+        return Mutate("update", _table_name(tree.this), _where(tree), assigns)
+    if isinstance(tree, exp.Delete):
+        return Mutate("delete", _table_name(tree.this), _where(tree))
+    raise SQLError("0A000", f"statement not supported: {text.split()[0].upper()}")
+
+
+def _table_name(t: exp.Expression) -> str:
+    if not isinstance(t, exp.Table):
+        raise SQLError("0A000", f"expected a table name, got {t.sql()}")
+    return t.name.lower()
+
+
+def _where(tree: exp.Expression) -> exp.Expression | None:
+    w = tree.args.get("where")
+    return w.this if w is not None else None
+
+
+# -- expressions --------------------------------------------------------------------
+
+
+class Scope:
+    """Column name -> position in the row tuples of one table."""
+
+    def __init__(self, columns: list[tuple[str, int]]):
+        self.columns = columns
+        self.index = {name: i for i, (name, _) in enumerate(columns)}
+
+
+def _num(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return int(v)
+        except ValueError:
+            return float(v)
+    return v
+
+
+def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def f(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        return op(_num(a), _num(b))
+    return f
+
+
+def _div(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise SQLError("22012", "division by zero")
+    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+
+
+def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    def f(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return None
+        if isinstance(a, str) != isinstance(b, str):
+            a, b = (_num(a), _num(b))
+        return op(a, b)
+    return f
+
+
+BINARY = {
+    exp.Add: _arith(lambda a, b: a + b), exp.Sub: _arith(lambda a, b: a - b),
+    exp.Mul: _arith(lambda a, b: a * b), exp.Div: _arith(_div), exp.Mod: _arith(lambda a, b: a % b),
+    exp.EQ: _cmp(lambda a, b: a == b), exp.NEQ: _cmp(lambda a, b: a != b),
+    exp.GT: _cmp(lambda a, b: a > b), exp.GTE: _cmp(lambda a, b: a >= b),
+    exp.LT: _cmp(lambda a, b: a < b), exp.LTE: _cmp(lambda a, b: a <= b),
+    exp.DPipe: lambda a, b: None if a is None or b is None else _text(a) + _text(b),
+}
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
+    """A closure computing e over a row tuple of `scope`'s table."""
+    if isinstance(e, exp.Paren):
+        return compile_expr(e.this, scope)
+    if isinstance(e, exp.Literal):
+        v = e.this if e.is_string else (int(e.this) if re.fullmatch(r"-?\d+", e.this) else float(e.this))
+        return lambda row: v
+    if isinstance(e, exp.Null):
+        return lambda row: None
+    if isinstance(e, exp.Boolean):
+        b = bool(e.this)
+        return lambda row: b
+    if isinstance(e, exp.Column):
+        name = e.name.lower()
+        if scope is None or name not in scope.index:
+            raise SQLError("42703", f'column "{name}" does not exist')
+        i = scope.index[name]
+        return lambda row: row[i]
+    if type(e) in BINARY:
+        op, a, b = BINARY[type(e)], compile_expr(e.this, scope), compile_expr(e.expression, scope)
+        return lambda row: op(a(row), b(row))
+    if isinstance(e, exp.Neg):
+        a = compile_expr(e.this, scope)
+        return lambda row: None if (v := a(row)) is None else -_num(v)
+    if isinstance(e, exp.And):
+        a, b = compile_expr(e.this, scope), compile_expr(e.expression, scope)
+
+        def and_(row: tuple) -> Any:
+            x = a(row)
+            if x is False:
+                return False
+            y = b(row)
+            return False if y is False else (None if x is None or y is None else True)
+        return and_
+    if isinstance(e, exp.Or):
+        a, b = compile_expr(e.this, scope), compile_expr(e.expression, scope)
+
+        def or_(row: tuple) -> Any:
+            x = a(row)
+            if x is True:
+                return True
+            y = b(row)
+            return True if y is True else (None if x is None or y is None else False)
+        return or_
+    if isinstance(e, exp.Not):
+        a = compile_expr(e.this, scope)
+        return lambda row: None if (v := a(row)) is None else not v
+    if isinstance(e, exp.Is):
+        a = compile_expr(e.this, scope)
+        if isinstance(e.expression, exp.Null):
+            return lambda row: a(row) is None
+        b = compile_expr(e.expression, scope)
+        return lambda row: a(row) == b(row)
+    if isinstance(e, exp.In):
+        if e.args.get("query") is not None:
+            raise SQLError("0A000", "IN (subquery) is not supported")
+        a = compile_expr(e.this, scope)
+        items = [compile_expr(x, scope) for x in e.expressions]
+        eq = BINARY[exp.EQ]
+        return lambda row: (lambda v: None if v is None else any(eq(v, f(row)) for f in items))(a(row))
+    if isinstance(e, exp.Between):
+        a, lo, hi = (compile_expr(e.this, scope), compile_expr(e.args["low"], scope),
+                     compile_expr(e.args["high"], scope))
+        ge, le = BINARY[exp.GTE], BINARY[exp.LTE]
+        return lambda row: (lambda v: None if v is None else (ge(v, lo(row)) and le(v, hi(row))))(a(row))
+    if isinstance(e, exp.Case):
+        ifs = [(compile_expr(i.this, scope), compile_expr(i.args["true"], scope)) for i in e.args["ifs"]]
+        default = compile_expr(e.args["default"], scope) if e.args.get("default") else (lambda row: None)
+        subject = compile_expr(e.this, scope) if e.this is not None else None
+
+        def case(row: tuple) -> Any:
+            s = subject(row) if subject else None
+            for cond, val in ifs:
+                c = cond(row)
+                if (c == s if subject else c is True):
+                    return val(row)
+            return default(row)
+        return case
+    if isinstance(e, exp.Coalesce):
+        parts = [compile_expr(e.this, scope)] + [compile_expr(x, scope) for x in e.expressions]
+        return lambda row: next((v for f in parts if (v := f(row)) is not None), None)
+    if isinstance(e, (exp.Cast, exp.TryCast)):
+        a = compile_expr(e.this, scope)
+        to = TYPES.get(e.to.this.name.lower() if hasattr(e.to.this, "name") else "", None) \
+            or TYPES.get(e.to.sql(dialect="postgres").split("(")[0].lower())
+        conv = {INT8: lambda v: int(_num(v)), TEXT: _text, BOOL: lambda v: v in (True, "t", "true", 1),
+                FLOAT8: lambda v: float(_num(v))}.get(to)
+        if conv is None:
+            raise SQLError("0A000", f"cast to {e.to.sql()} is not supported")
+        return lambda row: None if (v := a(row)) is None else conv(v)
+    raise SQLError("0A000", f"expression not supported: {e.sql(dialect='postgres')}")
+
+
+def oid_of(v: Any) -> int:
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT8
+    if isinstance(v, float):
+        return FLOAT8
+    return TEXT
+
+
+def coerce(v: Any, oid: int) -> Any:
+    """A value stored into a column of type oid."""
+    if v is None:
+        return None
+    try:
+        if oid == INT8 and not isinstance(v, int):
+            return int(_num(v))
+        if oid == FLOAT8 and not isinstance(v, float):
+            return float(_num(v))
+        if oid == TEXT and not isinstance(v, str):
+            return _text(v)
+        if oid == BOOL and not isinstance(v, bool):
+            return str(v).lower() in ("t", "true", "1", "yes", "on")
+    except (ValueError, TypeError):
+        raise SQLError("22P02", f"invalid input syntax for type: {v!r}") from None
+    return v
+
+
+# -- SELECT ------------------------------------------------------------------------
+
+AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Min: "min", exp.Max: "max"}
+
+
+def plan_select(tree: exp.Select) -> Select:
+    frm = tree.args.get("from_") or tree.args.get("from")
+    if tree.args.get("joins") or tree.args.get("group"):
+        raise SQLError("0A000", "joins and GROUP BY are not supported")
+    table = _table_name(frm.this) if frm is not None else None
+
+    def run(snapshots: dict[str, list[tuple]], catalog: dict) -> tuple[list, list]:
+        if table is None:
+            scope, rows = None, [()]
+        else:
+            if table not in catalog:
+                raise SQLError("42P01", f'relation "{table}" does not exist')
+            scope, rows = Scope(catalog[table]), snapshots[table]
+        where = _where(tree)
+        if where is not None:
+            pred = compile_expr(where, scope)
+            rows = [r for r in rows if pred(r) is True]
+        items = tree.expressions
+        if any(isinstance(x, exp.Star) for x in items):
+            if scope is None:
+                raise SQLError("42601", "SELECT * with no tables specified is not valid")
+            return list(scope.columns), sorted_limited(tree, scope, rows, rows)
+        names, outs, aggs = [], [], []
+        for x in items:
+            alias = x.alias if isinstance(x, exp.Alias) else None
+            inner = x.this if isinstance(x, exp.Alias) else x
+            agg = AGGREGATES.get(type(inner))
+            if agg:
+                aggs.append(True)
+                arg = inner.this
+                f = None if isinstance(arg, exp.Star) else compile_expr(arg, scope)
+                outs.append((agg, f))
+            else:
+                aggs.append(False)
+                outs.append((None, compile_expr(inner, scope)))
+            names.append(alias or (agg if agg else (inner.name.lower() if isinstance(inner, exp.Column)
+                                                    else "?column?")))
+        if any(aggs):
+            if not all(aggs):
+                raise SQLError("42803", "a column must appear in GROUP BY or be used in an aggregate")
+            out = [tuple(_aggregate(agg, f, rows) for agg, f in outs)]
+        else:
+            out = [tuple(f(r) for _, f in outs) for r in rows]
+            out = sorted_limited(tree, scope, rows, out)
+        types = []
+        for i, (name, (agg, f)) in enumerate(zip(names, outs)):
+            inner = items[i].this if isinstance(items[i], exp.Alias) else items[i]
+            if isinstance(inner, exp.Column) and scope is not None:
+                types.append((name, scope.columns[scope.index[inner.name.lower()]][1]))
+            else:
+                sample = next((r[i] for r in out if r[i] is not None), None)
+                types.append((name, INT8 if agg == "count" else oid_of(sample)))
+        return types, out
+
+    return Select([table] if table else [], run)
+
+
+def _aggregate(agg: str, f: Callable | None, rows: list[tuple]) -> Any:
+    if agg == "count":
+        return len(rows) if f is None else sum(1 for r in rows if f(r) is not None)
+    vals = [v for r in rows if (v := f(r)) is not None]
+    if not vals:
+        return None
+    return {"sum": sum, "min": min, "max": max}[agg](vals)
+
+
+def sorted_limited(tree: exp.Select, scope: Scope | None, rows: list[tuple], out: list[tuple]) -> list:
+    order = tree.args.get("order")
+    if order is not None:
+        pairs = list(zip(rows, out))
+        for o in reversed(order.expressions):  # stable sorts, last key first
+            key = compile_expr(o.this, scope)
+            desc = bool(o.args.get("desc"))
+            pairs.sort(key=lambda p: (key(p[0]) is None, key(p[0]) if key(p[0]) is not None else 0),
+                       reverse=desc)
+        out = [o for _, o in pairs]
+    limit = tree.args.get("limit")
+    if limit is not None:
+        n = compile_expr(limit.expression, None)(())
+        out = out[:int(n)]
+    return out
+
+
+# -- writes ------------------------------------------------------------------------
+
+
+def insert_rows(plan: Insert, columns: list[tuple[str, int]], source: list[tuple]) -> list[tuple]:
+    """Full rows for INSERT, from constant VALUES or from the SELECT's output rows."""
+    names = [c for c, _ in columns]
+    target = plan.columns or names
+    for c in target:
+        if c not in names:
+            raise SQLError("42703", f'column "{c}" of relation "{plan.table}" does not exist')
+    if plan.values is not None:
+        source = [tuple(compile_expr(e, None)(()) for e in row) for row in plan.values]
+    rows = []
+    for vals in source:
+        if len(vals) != len(target):
+            raise SQLError("42601", f"INSERT has {len(vals)} values for {len(target)} columns")
+        given = dict(zip(target, vals))
+        rows.append(tuple(coerce(given.get(c), oid) for c, oid in columns))
+    return rows
+
+
+def mutate_diffs(plan: Mutate, columns: list[tuple[str, int]], rows: list[tuple]) -> list[tuple[tuple, int]]:
+    """(row, diff) updates an UPDATE or DELETE makes to a table holding `rows`."""
+    scope = Scope(columns)
+    pred = compile_expr(plan.where, scope) if plan.where is not None else (lambda r: True)
+    sets = []
+    for name, e in plan.assignments:
+        if name not in scope.index:
+            raise SQLError("42703", f'column "{name}" of relation "{plan.table}" does not exist')
+        sets.append((scope.index[name], compile_expr(e, scope), columns[scope.index[name]][1]))
+    diffs = []
+    for r in rows:
+        if pred(r) is not True:
+            continue
+        diffs.append((r, -1))
+        if plan.kind == "update":
+            new = list(r)
+            for i, f, oid in sets:
+                new[i] = coerce(f(r), oid)
+            diffs.append((tuple(new), 1))
+    return diffs
