@@ -328,11 +328,14 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
         return lambda row: None if (v := a(row)) is None else not v
     if isinstance(e, exp.Is):
         a = compile_expr(e.this, scope)
+        neg = bool(e.args.get("negate"))
         if isinstance(e.expression, exp.Null):
-            return lambda row: a(row) is None
+            return lambda row: (a(row) is None) != neg
         b = compile_expr(e.expression, scope)
-        return lambda row: a(row) == b(row)
+        return lambda row: (a(row) == b(row)) != neg
     if isinstance(e, exp.In):
+        if e.args.get("negate"):
+            raise SQLError("0A000", "NOT IN written as negate is not supported; use NOT (x IN …)")
         if e.args.get("query") is not None:
             raise SQLError("0A000", "IN (subquery) is not supported")
         a = compile_expr(e.this, scope)

@@ -139,10 +139,11 @@ def sim(db, txns, concurrency, keys, seed, output) -> None:
     click.echo(f"wrote {output}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
 
 
-if __name__ == "__main__":
-    main()
 
 
 from sleuth.cli_cluster import cluster  # noqa: E402
 
 main.add_command(cluster)
+
+if __name__ == "__main__":
+    main()

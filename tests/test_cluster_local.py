@@ -1,0 +1,217 @@
+"""A real reference cluster (local runtime), driven over pgwire with psycopg and psql."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import uuid
+
+import psycopg
+import pytest
+
+from sleuth.cluster.control import Cluster
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def make_cluster(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+    made = []
+
+    def make(**kw):
+        c = Cluster(f"t{uuid.uuid4().hex[:8]}")
+        made.append(c)
+        c.up("local", progress=lambda m: None, **kw)
+        return c
+
+    yield make
+    for c in made:
+        if c.exists:
+            c.down()
+
+
+def sql(c, node=None, autocommit=True):
+    return psycopg.connect(c.dsn(node), autocommit=autocommit, connect_timeout=5)
+
+
+def test_psql_connects_and_runs_the_sql_subset(make_cluster):
+    c = make_cluster()
+    n = c.coordinators()[0]
+    env = {**os.environ, "PGCONNECT_TIMEOUT": "5"}
+
+    def psql(*cmds):
+        args = ["psql", "-h", n.host, "-p", str(n.port), "-U", "sleuth", "-d", "sleuth", "-At"]
+        for q in cmds:
+            args += ["-c", q]
+        return subprocess.run(args, capture_output=True, text=True, env=env, timeout=30)
+
+    p = psql("CREATE TABLE t (k bigint, v text)", "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, NULL)",
+             "UPDATE t SET v = v || '!' WHERE k IN (1, 3)", "DELETE FROM t WHERE k = 2",
+             "INSERT INTO t SELECT k + 10, v FROM t WHERE k = 1", "SELECT k, v FROM t ORDER BY k")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[-4:-1] == ["1|a!", "3|", "11|a!"]
+    p = psql("SELECT * FROM missing")
+    assert p.returncode != 0 and 'relation "missing" does not exist' in p.stderr
+
+
+def test_transactions_are_read_only_or_write_only(make_cluster):
+    c = make_cluster()
+    with sql(c) as conn:
+        conn.execute("CREATE TABLE t (k bigint, v bigint)")
+        conn.execute("INSERT INTO t VALUES (%s, %s)", (1, 10))
+    with sql(c, autocommit=False) as conn:
+        assert conn.execute("SELECT v FROM t WHERE k = %s", (1,)).fetchone() == (10,)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("INSERT INTO t VALUES (2, 20)")
+        conn.rollback()
+        conn.execute("INSERT INTO t VALUES (2, 20)")
+        with pytest.raises(psycopg.errors.InvalidTransactionState):
+            conn.execute("SELECT v FROM t")
+        conn.rollback()
+        conn.execute("INSERT INTO t VALUES (3, 30)")
+        conn.execute("INSERT INTO t VALUES (4, 40)")
+        conn.commit()
+        with pytest.raises(psycopg.errors.ActiveSqlTransaction):
+            conn.execute("UPDATE t SET v = 0")
+        conn.rollback()
+    with sql(c) as conn:
+        assert sorted(conn.execute("SELECT k FROM t").fetchall()) == [(1,), (3,), (4,)]
+        for level in ("serializable", "strong session serializable", "strict serializable"):
+            conn.execute(f"SET transaction_isolation = '{level}'")
+            assert conn.execute("SHOW transaction_isolation").fetchone() == (level,)
+            assert len(conn.execute("SELECT k FROM t").fetchall()) == 3
+        ts1 = int(conn.execute("SHOW last_timestamp").fetchone()[0])
+        conn.execute("INSERT INTO t VALUES (5, 50)")
+        ts2 = int(conn.execute("SHOW last_timestamp").fetchone()[0])
+        assert ts2 > ts1 > 0
+
+
+def _increments(c, clients=8, each=25, node=None):
+    with sql(c, node) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS ctr (k bigint, x bigint)")
+        conn.execute("INSERT INTO ctr VALUES (1, 0)")
+    ok, errors = [], []
+
+    def worker():
+        with sql(c, node) as conn:
+            for _ in range(each):
+                try:
+                    conn.execute("UPDATE ctr SET x = x + 1 WHERE k = 1")
+                    ok.append(1)
+                except psycopg.Error as e:
+                    errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    with sql(c, node) as conn:
+        return len(ok), errors, conn.execute("SELECT x FROM ctr WHERE k = 1").fetchone()[0]
+
+
+def test_concurrent_increments_lose_nothing(make_cluster):
+    c = make_cluster(storage=3)
+    ok, errors, total = _increments(c)
+    assert errors == [] and ok == 200 and total == 200
+
+
+def test_rtw_no_conflict_fault_loses_increments(make_cluster):
+    """The fault switch is real: the same load loses updates."""
+    c = make_cluster(faults=("rtw-no-conflict",))
+    ok, errors, total = _increments(c)
+    assert ok == 200 and total < 200
+
+
+def test_second_coordinator_fences_the_first(make_cluster):
+    c = make_cluster()
+    first = c.coordinators()[0]
+    with sql(c, first) as conn:
+        conn.execute("CREATE TABLE t (k bigint)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    second = c.add_coordinator()
+    with sql(c, first) as conn:
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as e:  # SQLSTATE 25006
+            conn.execute("INSERT INTO t VALUES (2)")
+        assert "fenced" in str(e.value)
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            conn.execute("SELECT k FROM t")  # strict-serializable reads confirm leadership
+    with sql(c, second) as conn:
+        conn.execute("INSERT INTO t VALUES (3)")
+        assert sorted(conn.execute("SELECT k FROM t").fetchall()) == [(1,), (3,)]
+    st = c.status()
+    coords = [n for n in st["nodes"] if n["role"] == "coordinator"]
+    assert [n["name"] for n in coords] == ["coord1", "coord2"] and coords[0]["epoch"] < coords[1]["epoch"]
+
+
+def _acked_inserts_survive_a_kill(c, victim):
+    with sql(c) as conn:
+        conn.execute("CREATE TABLE t (k bigint)")
+    acked, stop = [], threading.Event()
+
+    def writer(base):
+        k = base
+        while not stop.is_set() and k < base + 100_000:
+            try:
+                with sql(c) as conn:
+                    while not stop.is_set():
+                        conn.execute("INSERT INTO t VALUES (%s)", (k,))
+                        acked.append(k)
+                        k += 1
+            except psycopg.Error:
+                k += 1  # this value's fate is unknown: never reuse it
+
+    threads = [threading.Thread(target=writer, args=(i * 1_000_000,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        while len(acked) < 100:
+            threading.Event().wait(0.05)
+        c.runtime.kill(victim)
+        before = len(acked)
+        c.runtime.restart(victim)
+        c.wait_ready(c.node(victim))
+        while len(acked) < before + 100:
+            threading.Event().wait(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    with sql(c) as conn:
+        present = {k for (k,) in conn.execute("SELECT k FROM t").fetchall()}
+    lost = set(acked) - present
+    assert not lost, f"{len(lost)} acknowledged inserts lost after killing {victim}"
+    return len(acked)
+
+
+def test_kill_9_of_a_storage_node_loses_no_acknowledged_write(make_cluster):
+    c = make_cluster(storage=2)
+    assert _acked_inserts_survive_a_kill(c, "storage1") >= 200
+
+
+def test_kill_9_of_the_oracle_loses_no_acknowledged_write(make_cluster):
+    c = make_cluster(storage=2)
+    assert _acked_inserts_survive_a_kill(c, "oracle") >= 200
+
+
+def test_cli_status_json_and_bad_input(make_cluster, tmp_path):
+    c = make_cluster(coordinators=2)
+    env = {**os.environ}
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "status", "--json", "--name", c.name],
+                       capture_output=True, text=True, env=env, timeout=60)
+    st = json.loads(p.stdout)
+    assert st["runtime"] == "local"
+    roles = [n["role"] for n in st["nodes"]]
+    assert roles.count("oracle") == 1 and roles.count("storage") == 2 and roles.count("coordinator") == 2
+    assert all(n["state"] == "up" for n in st["nodes"])
+    assert [n["epoch"] for n in st["nodes"] if n["role"] == "coordinator"] == [1, 2]
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "up", "--fault", "nope",
+                        "--runtime", "local"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and "--fault" in p.stderr and "Traceback" not in p.stderr
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "logs", "nosuch", "--name", c.name],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 2 and "no node 'nosuch'" in p.stderr

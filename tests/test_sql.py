@@ -1,0 +1,71 @@
+"""The coordinator's SQL subset (cluster/sql.py) and pgwire parameter handling, in process."""
+
+from __future__ import annotations
+
+import pytest
+
+from sleuth.cluster import sql
+from sleuth.cluster.pgwire import SQLError, count_params, decode_param, substitute
+
+CAT = {"t": [("k", sql.INT8), ("v", sql.TEXT)]}
+ROWS = [(1, "a"), (2, None), (3, "c")]
+
+
+def select(q, rows=ROWS):
+    (p,) = sql.parse(q)
+    return p.run({"t": rows}, CAT)
+
+
+def test_select_where_order_limit_and_aggregates():
+    assert select("SELECT k FROM t WHERE k >= 2 ORDER BY k DESC LIMIT 1")[1] == [(3,)]
+    assert select("SELECT k FROM t WHERE v IS NULL")[1] == [(2,)]
+    assert select("SELECT k FROM t WHERE v = 'a' OR k = 3 ORDER BY k")[1] == [(1,), (3,)]
+    assert select("SELECT k FROM t WHERE NOT (k IN (1, 2))")[1] == [(3,)]
+    assert select("SELECT k FROM t WHERE k BETWEEN 2 AND 3 ORDER BY k")[1] == [(2,), (3,)]
+    cols, rows = select("SELECT count(*), sum(k), max(v), count(v) FROM t")
+    assert rows == [(3, 6, "c", 2)] and cols[0] == ("count", sql.INT8)
+    assert select("SELECT v || '!' FROM t WHERE k = 1")[1] == [("a!",)]
+    # NULL compares to nothing: WHERE v <> 'a' skips the NULL row, as in PostgreSQL
+    assert select("SELECT k FROM t WHERE v <> 'a' ORDER BY k")[1] == [(3,)]
+    assert select("SELECT CASE WHEN k = 1 THEN -5 ELSE 5 END FROM t")[1] == [(-5,), (5,), (5,)]
+    assert select("SELECT coalesce(v, 'z') FROM t ORDER BY k")[1] == [("a",), ("z",), ("c",)]
+    assert select("SELECT 7 / 2, 7 % 2, CAST('4' AS bigint) + 1")[1] == [(3, 1, 5)]
+
+
+def test_update_delete_insert_diffs():
+    (u,) = sql.parse("UPDATE t SET k = k + 10, v = 'x' WHERE k = 2")
+    assert sql.mutate_diffs(u, CAT["t"], ROWS) == [((2, None), -1), ((12, "x"), 1)]
+    (d,) = sql.parse("DELETE FROM t WHERE v IS NOT NULL")
+    assert sql.mutate_diffs(d, CAT["t"], ROWS) == [((1, "a"), -1), ((3, "c"), -1)]
+    (i,) = sql.parse("INSERT INTO t (v, k) VALUES ('q', '7'), (NULL, 8)")
+    assert sql.insert_rows(i, CAT["t"], []) == [(7, "q"), (8, None)]
+
+
+def test_control_statements_and_splitting():
+    stmts = sql.parse("BEGIN; SELECT 'a;b' -- c;\n; SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; "
+                      "SHOW transaction_isolation; COMMIT")
+    assert [type(s).__name__ for s in stmts] == ["Control", "Select", "Control", "Control", "Control"]
+    assert stmts[2].value == "serializable" and stmts[3].name == "transaction_isolation"
+    assert sql.parse("set transaction_isolation to 'strict serializable'")[0].value == "strict serializable"
+
+
+@pytest.mark.parametrize("q, code", [
+    ("SELEC 1", "42601"), ("SELECT nope FROM t", "42703"), ("SELECT * FROM u", "42P01"),
+    ("SELECT k, count(*) FROM t", "42803"), ("SELECT k FROM t GROUP BY k", "0A000"),
+    ("SELECT 1 / 0", "22012"),
+])
+def test_errors_carry_sqlstate(q, code):
+    with pytest.raises(SQLError) as e:
+        select(q)
+    assert e.value.code == code
+
+
+def test_parameter_substitution_skips_quotes_and_comments():
+    q = "SELECT $1, '$1', \"$2\", $2 -- $1\n, $10 /* $1 */"
+    params = [5, "it's", None, None, None, None, None, None, None, True]
+    assert substitute(q, params) == "SELECT 5, '$1', \"$2\", 'it''s' -- $1\n, TRUE /* $1 */"
+    assert count_params("SELECT $1 + $3, '$9'") == 3
+    with pytest.raises(SQLError):
+        substitute("SELECT $2", [1])
+    assert decode_param((258).to_bytes(8, "big", signed=True), 20, 1) == 258
+    assert decode_param(b"-3", 23, 0) == -3 and decode_param(b"x", 25, 1) == "x"
