@@ -142,8 +142,12 @@ def sim(db, txns, concurrency, keys, seed, output) -> None:
 
 
 from sleuth.cli_cluster import cluster  # noqa: E402
+from sleuth.cli_run import report, run, serve  # noqa: E402
 
 main.add_command(cluster)
+main.add_command(run)
+main.add_command(report)
+main.add_command(serve)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,170 @@
+"""Faults and the schedule that injects and heals them (Jepsen's nemesis).
+
+Each fault kind has `start(rnd)`, which breaks something and returns what
+was done, and `stop()`, which heals it. The schedule alternates: wait an
+interval, start a fault (a kind drawn from the mix with the run's seeded
+random generator), wait, heal, and so on; every start and heal is a nemesis
+event in the history (`process: "nemesis"`, `type: "info"`). At the end
+everything still broken is healed.
+
+- `kill`: SIGKILL every node of one role, then restart them. Roles rotate
+  storage → oracle → coordinator, so a short run reaches each.
+- `pause`: SIGSTOP / SIGCONT, roles rotating the same way.
+- `dual-leader`: start another coordinator while the old one keeps serving
+  (clients are spread over both); heal stops the older one.
+- `clock`: bump the oracle's clock by ±(1..30) s; heal resets it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sleuth.targets import Target, Unsupported
+
+KINDS = ("kill", "pause", "dual-leader", "clock")
+
+
+class Fault:
+    start_f = stop_f = ""
+
+    def __init__(self, target: Target):
+        self.target = target
+        self.turn = 0
+
+    def next_role(self) -> str:
+        roles = self.target.roles or ("postgres",)
+        role = roles[self.turn % len(roles)]
+        self.turn += 1
+        return role
+
+    def start(self, rnd: random.Random) -> Any: ...
+    def stop(self) -> Any: ...
+
+
+class Kill(Fault):
+    start_f, stop_f = "kill", "restart"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.victims = self.target.nodes(self.next_role())
+        for n in self.victims:
+            self.target.kill(n)
+        return self.victims
+
+    def stop(self) -> Any:
+        for n in self.victims:
+            self.target.restart(n)
+        return self.victims
+
+
+class Pause(Fault):
+    start_f, stop_f = "pause", "resume"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.victims = self.target.nodes(self.next_role())
+        for n in self.victims:
+            self.target.pause(n)
+        return self.victims
+
+    def stop(self) -> Any:
+        for n in self.victims:
+            self.target.resume(n)
+        return self.victims
+
+
+class DualLeader(Fault):
+    start_f, stop_f = "start-dual-leader", "stop-dual-leader"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.old = self.target.nodes("coordinator")
+        self.new = self.target.add_coordinator()
+        return {"old": self.old, "new": self.new}
+
+    def stop(self) -> Any:
+        for n in self.old:
+            self.target.retire_coordinator(n)
+        return {"retired": self.old, "leader": self.new}
+
+
+class Clock(Fault):
+    start_f, stop_f = "clock-bump", "clock-reset"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.offset = rnd.choice([-1, 1]) * rnd.randint(1_000, 30_000)
+        self.target.set_clock("oracle", self.offset)
+        return {"node": "oracle", "offset-ms": self.offset}
+
+    def stop(self) -> Any:
+        self.target.set_clock("oracle", 0)
+        return {"node": "oracle", "offset-ms": 0}
+
+
+FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock}
+
+
+def parse_mix(text: str | None, target: Target) -> list[str]:
+    """`kill,pause` -> ["kill", "pause"]; refuses kinds the target cannot do."""
+    if not text or text == "none":
+        return []
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    for k in kinds:
+        if k == "partition":
+            raise Unsupported("--nemesis partition is not implemented yet (kill, pause, dual-leader, "
+                              "clock are)")
+        if k not in FAULTS:
+            raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")
+        if k in ("kill", "pause") and not target.roles:
+            raise Unsupported(f"--nemesis {k}: target {target.name} runs on nodes sleuth cannot reach")
+        if k in ("dual-leader", "clock") and target.family != "reference":
+            raise Unsupported(f"--nemesis {k} needs the reference cluster (--target reference)")
+    return kinds
+
+
+class Schedule(threading.Thread):
+    """Fault, heal, fault, heal … every `interval` seconds until stopped."""
+
+    def __init__(self, target: Target, kinds: list[str], interval: float, seed: int,
+                 record: Callable[[str, Any], None]):
+        super().__init__(name="nemesis", daemon=True)
+        self.kinds, self.interval, self.record = kinds, interval, record
+        self.rnd = random.Random(f"nemesis-{seed}")
+        self.faults = {k: FAULTS[k](target) for k in kinds}
+        self.halt = threading.Event()
+        self.active: Fault | None = None
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self.halt.wait(self.interval):
+            kind = self.rnd.choice(self.kinds)
+            fault = self.faults[kind]
+            try:
+                self.record(fault.start_f, fault.start(self.rnd))
+                self.active = fault
+            except Exception as e:
+                self.errors.append(f"{kind}: {e}")
+                self.record(fault.start_f, {"error": str(e)})
+                continue
+            if self.halt.wait(self.interval):
+                break
+            self.heal()
+
+    def heal(self) -> None:
+        fault, self.active = self.active, None
+        if fault is None:
+            return
+        for attempt in range(3):
+            try:
+                self.record(fault.stop_f, fault.stop())
+                return
+            except Exception as e:
+                self.errors.append(f"heal {fault.stop_f}: {e}")
+                time.sleep(1)
+
+    def finish(self) -> None:
+        """Stop injecting; heal whatever is still broken."""
+        self.halt.set()
+        self.join(120)
+        self.heal()

@@ -1,0 +1,266 @@
+"""Workloads against live SQL targets: what each operation is, and the SQL a client sends for it.
+
+Two target families: the reference cluster (`reference`: read-only or
+write-only transactions; writes to existing rows are single read-then-write
+statements, as Materialize allows) and general SQL databases (`general`,
+PostgreSQL: full read-write transactions at the requested isolation level).
+
+A workload is a generator of operations (`generate(rnd, slot)` gives `f` and
+the invoke value, HISTORY.md's shapes), the SQL that performs one (`perform`
+returns the completed value, or raises `Failed` when the database said it
+certainly did not happen), its tables (`setup`) and the final reads that
+pin every key once everything is healed. Values written are unique per key:
+each client slot numbers its own values.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+class Failed(Exception):
+    """The operation certainly did not take effect (e.g. a cas whose old value did not match)."""
+
+
+class Workload:
+    name = ""
+    checker = ""  # the `sleuth check` workload its history is judged as
+    tables: list[str] = []
+
+    def __init__(self, keys: int, family: str):
+        self.keys, self.family = keys, family
+        self.counters: dict[int, int] = {}
+
+    def unique(self, slot: int) -> int:
+        """A value no other client slot writes: slot, slot + 1000, slot + 2000, …"""
+        n = self.counters.get(slot, 0)
+        self.counters[slot] = n + 1
+        return n * 1000 + slot + 1
+
+    def setup(self, cur: Any) -> None:
+        raise NotImplementedError
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        raise NotImplementedError
+
+
+def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple]) -> None:
+    cur.execute(f"CREATE TABLE {table} ({columns})")
+    values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in r) + ")" for r in rows)
+    cur.execute(f"INSERT INTO {table} VALUES {values}")
+
+
+class Register(Workload):
+    """Independent registers, one row per key: read, write, cas (checked for linearizability)."""
+    name = checker = "register"
+    tables = ["registers"]
+
+    def setup(self, cur: Any) -> None:
+        _rows_setup(cur, "registers", "k bigint, v bigint", [(k, None) for k in range(self.keys)])
+        self.seen: dict[int, Any] = {}
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        k = rnd.randrange(self.keys)
+        r = rnd.random()
+        if r < 0.5:
+            return "read", [k, None]
+        if r < 0.75:
+            return "write", [k, self.unique(slot)]
+        old = self.seen.get(k)
+        return "cas", [k, [old if old is not None else self.unique(slot), self.unique(slot)]]
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        k, v = value
+        if f == "read":
+            row = conn.execute(f"SELECT v FROM registers WHERE k = {k}").fetchone()
+            got = row[0] if row else None
+            self.seen[k] = got
+            return [k, got]
+        if f == "write":
+            conn.execute(f"UPDATE registers SET v = {v} WHERE k = {k}")
+            self.seen[k] = v
+            return value
+        old, new = v
+        cur = conn.execute(f"UPDATE registers SET v = {new} WHERE k = {k} AND v = {old}")
+        if cur.rowcount != 1:
+            raise Failed(f"cas: register {k} did not hold {old}")
+        self.seen[k] = new
+        return value
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        return [("read", [k, None]) for k in range(self.keys)]
+
+
+class ListAppend(Workload):
+    """Elle's list-append: lists as text rows, appended to by read-then-write."""
+    name = checker = "list-append"
+    tables = ["lists"]
+
+    def setup(self, cur: Any) -> None:
+        _rows_setup(cur, "lists", "k bigint, v text", [(k, "") for k in range(self.keys)])
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        if self.family == "reference":  # read-only transactions, or one append statement
+            if rnd.random() < 0.5:
+                ks = rnd.sample(range(self.keys), min(self.keys, rnd.randint(1, 3)))
+                return "txn", [["r", k, None] for k in ks]
+            return "txn", [["append", rnd.randrange(self.keys), self.unique(slot)]]
+        mops = []
+        for _ in range(rnd.randint(1, 4)):
+            k = rnd.randrange(self.keys)
+            mops.append(["r", k, None] if rnd.random() < 0.5 else ["append", k, self.unique(slot)])
+        return "txn", mops
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        out = []
+        explicit = len(value) > 1
+        if explicit:
+            conn.execute("BEGIN")
+        try:
+            for op, k, v in value:
+                if op == "r":
+                    row = conn.execute(f"SELECT v FROM lists WHERE k = {k}").fetchone()
+                    out.append(["r", k, [int(x) for x in (row[0] or "").split()] if row else []])
+                else:
+                    cur = conn.execute(f"UPDATE lists SET v = v || ' {v}' WHERE k = {k}")
+                    if cur.rowcount != 1:
+                        raise RuntimeError(f"append to key {k} updated {cur.rowcount} rows")
+                    out.append([op, k, v])
+            if explicit:
+                conn.execute("COMMIT")
+        except BaseException:
+            if explicit:
+                _rollback(conn)
+            raise
+        return out
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        ks = list(range(self.keys))
+        return [("txn", [["r", k, None] for k in ks[i:i + 8]]) for i in range(0, len(ks), 8)]
+
+
+class RwRegister(Workload):
+    """Elle's rw-register: one row per key, reads and blind writes."""
+    name = checker = "rw-register"
+    tables = ["rw"]
+
+    def setup(self, cur: Any) -> None:
+        _rows_setup(cur, "rw", "k bigint, v bigint", [(k, None) for k in range(self.keys)])
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        if self.family == "reference":
+            if rnd.random() < 0.5:
+                ks = rnd.sample(range(self.keys), min(self.keys, rnd.randint(1, 3)))
+                return "txn", [["r", k, None] for k in ks]
+            return "txn", [["w", rnd.randrange(self.keys), self.unique(slot)]]
+        mops = []
+        for _ in range(rnd.randint(1, 4)):
+            k = rnd.randrange(self.keys)
+            mops.append(["r", k, None] if rnd.random() < 0.5 else ["w", k, self.unique(slot)])
+        return "txn", mops
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        out = []
+        explicit = len(value) > 1
+        if explicit:
+            conn.execute("BEGIN")
+        try:
+            for op, k, v in value:
+                if op == "r":
+                    row = conn.execute(f"SELECT v FROM rw WHERE k = {k}").fetchone()
+                    out.append(["r", k, row[0] if row else None])
+                else:
+                    conn.execute(f"UPDATE rw SET v = {v} WHERE k = {k}")
+                    out.append(["w", k, v])
+            if explicit:
+                conn.execute("COMMIT")
+        except BaseException:
+            if explicit:
+                _rollback(conn)
+            raise
+        return out
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        ks = list(range(self.keys))
+        return [("txn", [["r", k, None] for k in ks[i:i + 8]]) for i in range(0, len(ks), 8)]
+
+
+class Bank(Workload):
+    """Transfers between accounts and whole-table reads: the total is conserved."""
+    name = checker = "bank"
+    tables = ["accounts"]
+    INITIAL = 100
+
+    def setup(self, cur: Any) -> None:
+        _rows_setup(cur, "accounts", "id bigint, balance bigint",
+                    [(a, self.INITIAL) for a in range(max(2, self.keys))])
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        if rnd.random() < 0.5:
+            return "read", None
+        a, b = rnd.sample(range(max(2, self.keys)), 2)
+        return "transfer", {"from": a, "to": b, "amount": rnd.randint(1, 5)}
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        if f == "read":
+            return {str(a): bal for a, bal in conn.execute("SELECT id, balance FROM accounts").fetchall()}
+        a, b, x = value["from"], value["to"], value["amount"]
+        if self.family == "reference":  # one read-then-write statement
+            conn.execute(f"UPDATE accounts SET balance = balance + CASE WHEN id = {a} THEN {-x} "
+                         f"ELSE {x} END WHERE id IN ({a}, {b})")
+            return value
+        conn.execute("BEGIN")
+        try:
+            conn.execute(f"UPDATE accounts SET balance = balance - {x} WHERE id = {a}")
+            conn.execute(f"UPDATE accounts SET balance = balance + {x} WHERE id = {b}")
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+        return value
+
+    def total(self) -> int:
+        return self.INITIAL * max(2, self.keys)
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        return [("read", None)]
+
+
+class Counter(Workload):
+    """UPDATE … SET x = x + 1 (seed 001's read-then-write path) and reads."""
+    name = checker = "counter"
+    tables = ["counters"]
+
+    def setup(self, cur: Any) -> None:
+        _rows_setup(cur, "counters", "k bigint, x bigint", [(0, 0)])
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        return ("read", None) if rnd.random() < 0.3 else ("add", 1)
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        if f == "read":
+            return conn.execute("SELECT x FROM counters WHERE k = 0").fetchone()[0]
+        cur = conn.execute(f"UPDATE counters SET x = x + {value} WHERE k = 0")
+        if cur.rowcount != 1:
+            raise RuntimeError(f"increment updated {cur.rowcount} rows")
+        return value
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        return [("read", None)]
+
+
+def _rollback(conn: Any) -> None:
+    try:
+        conn.execute("ROLLBACK")
+    except Exception:
+        pass
+
+
+WORKLOADS = {w.name: w for w in (Register, ListAppend, RwRegister, Bank, Counter)}
