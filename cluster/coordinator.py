@@ -66,6 +66,7 @@ class Write:
     """One queued write: updates per table, and for a read-then-write the state it read."""
     updates: dict[str, list]  # table -> [[row, diff]]
     as_of: int | None = None  # read-then-write: the timestamp its diffs were computed at
+    read_seq: int = 0  # read-then-write: the coordinator's write sequence before it read
     reads: tuple[str, ...] = ()  # tables the read-then-write read
     keyed: dict[str, set] = field(default_factory=dict)  # rtw-no-conflict: keys it overwrites
     done: asyncio.Future = None  # -> commit timestamp, or an exception
@@ -85,10 +86,15 @@ class Coordinator:
         # that read at as_of may commit only if no table it touched was written after as_of
         # (empty appends that only move the upper do not count).
         self.last_write: dict[str, int] = {}
+        # The same by commit order: a round that wrote a table gets a new sequence number.
+        # (Timestamps alone are not enough once the write-ts-not-strict bug reuses them.)
+        self.seq = 0
+        self.last_write_seq: dict[str, int] = {}
         self.queue: list[Write] = []
         self.wake = asyncio.Event()
         self.occ = asyncio.Semaphore(OCC_PERMITS)
         self.holds: collections.Counter[int] = collections.Counter()
+        self.local_read_ts = 0  # the largest timestamp this coordinator applied or was told
         self.last_round = 0.0
         self.rounds = 0
         self.round_done = asyncio.Condition()
@@ -135,6 +141,8 @@ class Coordinator:
         for t, u in uppers.items():
             if self.uppers.get(t) != u:
                 self.last_write[t] = max(self.last_write.get(t, -1), u - 1)
+                self.seq += 1
+                self.last_write_seq[t] = self.seq
             self.uppers[t] = u
 
     async def table(self, name: str) -> list[tuple[str, int]]:
@@ -169,12 +177,13 @@ class Coordinator:
             async with self.round_done:
                 self.round_done.notify_all()
 
-    async def moved_past(self, tables: set[str], as_of: int, timeout: float = 1.0) -> None:
+    async def moved_past(self, tables: set[str], as_of: int, seq: int, timeout: float = 1.0) -> None:
         """Wait until a write to one of these tables after as_of is visible (it beat our read)."""
         async with self.round_done:
             try:
                 await asyncio.wait_for(self.round_done.wait_for(
-                    lambda: any(self.last_write.get(t, -1) > as_of for t in tables)), timeout)
+                    lambda: any(self.last_write.get(t, -1) > as_of or self.last_write_seq.get(t, 0) > seq
+                                for t in tables)), timeout)
             except TimeoutError:
                 pass
 
@@ -196,7 +205,7 @@ class Coordinator:
             if w.as_of is not None:
                 touched = set(w.updates) | set(w.reads)
                 fresh = all(self.last_write.get(t, -1) <= w.as_of < self.uppers.get(t, 0)
-                            for t in touched)
+                            and self.last_write_seq.get(t, 0) <= w.read_seq for t in touched)
                 if "rtw-no-conflict" in self.faults:
                     fresh = True  # the bug: no conflict detection
                 if not fresh or touched & claimed:
@@ -231,6 +240,7 @@ class Coordinator:
                 for b in by_node[i]:
                     if b["updates"]:
                         self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
+                        self.last_write_seq[b["shard"]] = self.seq + 1
             elif isinstance(out, RpcError) and out.code == "upper-mismatch":
                 state[i] = "mismatch"
                 self._learned(out.extra or {})
@@ -244,6 +254,8 @@ class Coordinator:
                     self.uppers.pop(b["shard"], None)
                     if b["updates"]:
                         self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
+                        self.last_write_seq[b["shard"]] = self.seq + 1
+        self.seq += 1
         if any(s == "unknown" for s in state.values()):
             asyncio.create_task(self.refresh_uppers(list(self.catalog)))
 
@@ -252,6 +264,7 @@ class Coordinator:
             try:
                 await self.oracle.call("apply_write", ts=ts, timeout=RPC_TIMEOUT)
                 applied = True
+                self.local_read_ts = max(self.local_read_ts, ts)
             except (RpcError, Unavailable) as e:
                 log.warning("apply_write(%d) failed: %s", ts, e)
         retry = []
@@ -301,6 +314,11 @@ class Coordinator:
 
     async def read_timestamp(self, isolation: str, tables: list[str], session_ts: int) -> int:
         if isolation == "strict serializable":
+            if "no-fencing" in self.faults and self.local_read_ts:
+                # The bug: a leader "knows" every write went through it, so it reads at its
+                # own latest timestamp without asking the oracle (and without confirming it
+                # still leads). A deposed leader then misses the new leader's writes.
+                return self.local_read_ts
             try:
                 ts = await self.oracle.call("read_ts", epoch=self.sent_epoch(), timeout=RPC_TIMEOUT)
             except RpcError as e:
@@ -309,6 +327,7 @@ class Coordinator:
                 raise SQLError("58000", f"timestamp oracle refused: {e.message}") from None
             except Unavailable as e:
                 raise SQLError("58000", f"timestamp oracle unavailable: {e}") from None
+            self.local_read_ts = max(self.local_read_ts, ts)
             if "stale-read" in self.faults:
                 ts = max(0, ts - STALE_MS)  # the bug: an old timestamp
             return ts
@@ -566,6 +585,7 @@ class Session:
                 if any(t not in self.c.uppers for t in touched):
                     await self.c.refresh_uppers(list(touched))
                 as_of = min(self.c.uppers.get(t, 1) for t in touched) - 1
+                read_seq = self.c.seq
                 if as_of < 0:
                     await asyncio.sleep(0.01)
                     continue
@@ -578,10 +598,10 @@ class Session:
                     diffs = sql.mutate_diffs(stmt, columns, snaps[target])
                 keyed = {target: {row[0] for row, d in diffs if d < 0}} if isinstance(stmt, sql.Mutate) else {}
                 try:
-                    self.last_ts = await self.c.submit(Write({target: diffs}, as_of=as_of,
+                    self.last_ts = await self.c.submit(Write({target: diffs}, as_of=as_of, read_seq=read_seq,
                                                              reads=reads, keyed=keyed))
                 except Conflict:  # read again, once the write that beat us is visible
-                    await self.c.moved_past(touched, as_of)
+                    await self.c.moved_past(touched, as_of, read_seq)
                     continue
                 n = sum(1 for _, d in diffs if d < 0) if isinstance(stmt, sql.Mutate) else len(diffs)
                 tag = {"UPDATE": f"UPDATE {n}", "DELETE": f"DELETE {n}"}.get(kind, f"INSERT 0 {n}")

@@ -61,8 +61,12 @@ class Timeline:
         return self.read
 
     def write_ts(self, now: int) -> int:
-        # The fault drops the "+ 1": a write may get the timestamp an earlier read ran at.
-        self.write = max(now, self.write + 1 if self.strict else self.write)
+        if not self.strict:
+            # The write-ts-not-strict bug: a coarse (1 s) clock and no "+ 1", so every
+            # write in the same second gets the timestamp earlier reads already ran at.
+            self.write = max(now // 1000 * 1000, self.write)
+        else:
+            self.write = max(now, self.write + 1)
         return self.write
 
     def peek_write_ts(self) -> int:
@@ -89,9 +93,11 @@ class Oracle:
                         "epoch INTEGER NOT NULL)")
         self.timelines: dict[str, Timeline] = {}
         self.bounds: dict[str, int] = {}
+        firsts = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'first-bound:%'"))
         for name, bound in self.db.execute("SELECT name, bound FROM timelines"):
-            # Resume above everything handed out before (unless the fault makes us forget).
-            start = 0 if amnesia else bound
+            # Resume above everything handed out before. The oracle-amnesia bug forgets
+            # the bound and resumes from the first one it ever persisted.
+            start = firsts.get(f"first-bound:{name}", 0) if amnesia else bound
             self.timelines[name] = Timeline(start, strict)
             self.bounds[name] = start
 
@@ -110,6 +116,9 @@ class Oracle:
             bound = ts + self.window
             self.db.execute("INSERT INTO timelines (name, bound) VALUES (?, ?) "
                             "ON CONFLICT(name) DO UPDATE SET bound = excluded.bound", (name, bound))
+            if ts > 0:  # the first real timestamp's bound: where the amnesia bug resumes
+                self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
+                                "ON CONFLICT(key) DO NOTHING", (f"first-bound:{name}", bound))
             self.bounds[name] = bound
 
     def read_ts(self, timeline: str = "realtime") -> int:
