@@ -55,6 +55,7 @@ OCC_ATTEMPTS = 200
 STALE_MS = 2_000  # how far back the stale-read fault reads
 SINCE_LAG_MS = 30_000  # since trails the oracle's read_ts by this much, at least
 RPC_TIMEOUT = 3.0
+ORACLE_BACKOFF = 0.5  # after the oracle failed a round, writes are refused this long
 
 
 class Conflict(Exception):
@@ -96,6 +97,7 @@ class Coordinator:
         self.holds: collections.Counter[int] = collections.Counter()
         self.local_read_ts = 0  # the largest timestamp this coordinator applied or was told
         self.last_round = 0.0
+        self.backoff_until = 0.0
         self.rounds = 0
         self.round_done = asyncio.Condition()
         self.started = time.time()
@@ -155,6 +157,8 @@ class Coordinator:
     # -- group commit -------------------------------------------------------------
 
     async def submit(self, w: Write) -> int:
+        if time.monotonic() < self.backoff_until:  # a circuit breaker: the oracle just failed
+            raise SQLError("58000", "timestamp oracle unavailable (backing off); nothing was written")
         w.done = asyncio.get_running_loop().create_future()
         self.queue.append(w)
         self.wake.set()
@@ -195,8 +199,10 @@ class Coordinator:
         except RpcError as e:
             if e.code == "fenced":
                 return _fail_all(batch, SQLError("25006", f"coordinator {self.name} is fenced: {e.message}"))
+            self.backoff_until = time.monotonic() + ORACLE_BACKOFF
             return _fail_all(batch, SQLError("58000", f"timestamp oracle refused: {e.message}"))
         except Unavailable as e:  # nothing was written yet: a definite failure
+            self.backoff_until = time.monotonic() + ORACLE_BACKOFF
             return _fail_all(batch, SQLError("58000", f"timestamp oracle unavailable: {e}"))
 
         # Admit at most one read-then-write per table, and only if nothing moved since its read.

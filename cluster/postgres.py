@@ -1,0 +1,186 @@
+"""A real PostgreSQL server from Debian's packages, in a temp dir: the first external target.
+
+`PostgresServer` runs `initdb` (trust authentication, user and database
+`sleuth`) and `postgres` as the `postgres` system user (PostgreSQL refuses
+to run as root), on 127.0.0.1 and a free port, with fsync on. It can be
+killed (SIGKILL to the postmaster and its backends), restarted on the same
+data (crash recovery), paused and resumed (SIGSTOP/SIGCONT to every process
+of the server), and stopped.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+
+def ensure_installed() -> str:
+    """The bin dir holding initdb and postgres; installs Debian's postgresql if absent."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if p.returncode != 0:
+                raise RuntimeError(f"could not install PostgreSQL ({' '.join(cmd)}): {p.stderr.strip()[-300:]}")
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            raise RuntimeError("PostgreSQL installed but no initdb under /usr/lib/postgresql/*/bin")
+    return os.path.dirname(found[-1])
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class PostgresServer:
+    def __init__(self, datadir: str | None = None, port: int = 0, host: str = "127.0.0.1"):
+        self.bin = ensure_installed()
+        self.own_dir = datadir is None
+        self.base = datadir or tempfile.mkdtemp(prefix="sleuth-pg-")
+        self.datadir = os.path.join(self.base, "data")
+        self.sockdir = os.path.join(self.base, "sock")
+        self.host = host
+        self.port = port or _free_port(host)
+        self.proc: subprocess.Popen | None = None
+        self.user = pwd.getpwnam("postgres") if os.geteuid() == 0 else None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://sleuth@{self.host}:{self.port}/sleuth"
+
+    @property
+    def log_path(self) -> str:
+        return os.path.join(self.base, "postgres.log")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid if self.proc else 0
+
+    def _as_postgres(self) -> dict:
+        if self.user is None:
+            return {}
+        uid, gid = self.user.pw_uid, self.user.pw_gid
+
+        def demote() -> None:
+            os.setgid(gid)
+            os.setuid(uid)
+        return {"preexec_fn": demote}
+
+    def _chown(self, path: str) -> None:
+        if self.user is not None:
+            for dp, dns, fns in os.walk(path):
+                for n in [dp] + [os.path.join(dp, x) for x in dns + fns]:
+                    os.chown(n, self.user.pw_uid, self.user.pw_gid)
+
+    def start(self, timeout: float = 30) -> None:
+        os.makedirs(self.sockdir, exist_ok=True)
+        self._chown(self.base)
+        if not os.path.exists(os.path.join(self.datadir, "PG_VERSION")):
+            p = subprocess.run([os.path.join(self.bin, "initdb"), "-D", self.datadir, "-U", "sleuth",
+                                "--auth=trust", "-E", "UTF8", "--no-instructions"],
+                               capture_output=True, text=True, **self._as_postgres())
+            if p.returncode != 0:
+                raise RuntimeError(f"initdb failed: {p.stderr.strip()[-500:]}")
+            fresh = True
+        else:
+            fresh = False
+        self._launch(timeout)
+        if fresh:
+            import psycopg
+            with psycopg.connect(f"host={self.host} port={self.port} user=sleuth dbname=postgres",
+                                 autocommit=True) as c:
+                c.execute("CREATE DATABASE sleuth")
+
+    def _launch(self, timeout: float) -> None:
+        log = open(self.log_path, "ab")
+        if self.user is not None:
+            os.chown(self.log_path, self.user.pw_uid, self.user.pw_gid)
+        self.proc = subprocess.Popen(
+            [os.path.join(self.bin, "postgres"), "-D", self.datadir, "-k", self.sockdir,
+             "-c", f"listen_addresses={self.host}", "-c", f"port={self.port}", "-c", "fsync=on",
+             "-c", "max_connections=200", "-c", "synchronous_commit=on"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **self._as_postgres())
+        log.close()
+        deadline = time.monotonic() + timeout
+        import psycopg
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"postgres exited; log: {self.log_path}")
+            try:
+                with psycopg.connect(f"host={self.host} port={self.port} user=sleuth dbname=postgres",
+                                     connect_timeout=2) as c:
+                    c.execute("SELECT 1")
+                return
+            except psycopg.Error:
+                time.sleep(0.1)
+        raise RuntimeError(f"postgres did not answer within {timeout}s; log: {self.log_path}")
+
+    def _group(self, sig: int) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, sig)  # the postmaster and every backend (one session)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        self._group(signal.SIGCONT)
+        self._group(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+        deadline = time.monotonic() + 10  # backends exit when the postmaster is gone
+        while time.monotonic() < deadline and self._pids():
+            time.sleep(0.05)
+
+    def _pids(self) -> list[int]:
+        out = []
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    if os.getpgid(int(d)) == self.proc.pid:
+                        out.append(int(d))
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return out
+
+    def restart(self, timeout: float = 30) -> None:
+        self.kill()
+        pid_file = os.path.join(self.datadir, "postmaster.pid")
+        if os.path.exists(pid_file):
+            os.remove(pid_file)
+        self._launch(timeout)
+
+    def pause(self) -> None:
+        self._group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._group(signal.SIGCONT)
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self._group(signal.SIGCONT)
+        self.proc.send_signal(signal.SIGINT)  # fast shutdown
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.proc = None
+        if self.own_dir:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def __enter__(self) -> PostgresServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

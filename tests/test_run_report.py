@@ -1,0 +1,90 @@
+"""The per-run HTML report (reports/run_report.py), on histories with known answers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from sleuth.cli import main
+from sleuth.reports.run_report import nemesis_windows, render
+from sleuth.workloads.sim_list_append import write_sim
+
+
+def make_run(tmp_path, db):
+    d = tmp_path / db
+    d.mkdir()
+    write_sim(str(d / "h.jsonl"), db, 300, concurrency=5, keys=4, seed=1)
+    lines = (d / "h.jsonl").read_bytes().splitlines()
+    events = [orjson.loads(x) for x in lines]
+    # nemesis events a third and two thirds of the way through
+    for frac, f in ((0.33, "kill"), (0.66, "restart")):
+        i = int(len(events) * frac)
+        events.insert(i, {"index": 0, "time": events[i - 1]["time"], "type": "info",
+                          "process": "nemesis", "f": f, "value": ["storage1"]})
+    with open(d / "history.jsonl", "wb") as out:
+        for i, e in enumerate(events):
+            e["index"] = i
+            out.write(orjson.dumps(e) + b"\n")
+    os.remove(d / "h.jsonl")
+    r = CliRunner().invoke(main, ["check", str(d / "history.jsonl"), "--workload", "list-append", "--json"])
+    (d / "results.json").write_text(r.output.strip().splitlines()[-1])
+    (d / "test.json").write_text(json.dumps({"name": db, "workload": "list-append", "target": "sim",
+                                             "nemesis": ["kill"], "fault": [], "seed": 1}))
+    (d / "nodes" / "storage1").mkdir(parents=True)
+    (d / "nodes" / "storage1" / "node.log").write_text("log line\n")
+    return d
+
+
+def test_invalid_run_report_names_each_anomaly(tmp_path):
+    d = make_run(tmp_path, "read-committed")
+    results = json.loads((d / "results.json").read_text())
+    assert results["valid"] is False
+    page = open(render(str(d))).read()
+    assert "INVALID" in page
+    for name in results["anomaly-types"]:
+        assert name in page
+    for src in re.findall(r'<img src="([^"]+)"', page):
+        assert (d / src).exists(), src
+    assert "nodes/storage1/node.log" in page and (d / "timeline.html").exists()
+
+
+def test_valid_run_report(tmp_path):
+    d = make_run(tmp_path, "serializable")
+    page = open(render(str(d))).read()
+    assert ">\nvalid</p>" in page and "INVALID" not in page and "None found." in page
+
+
+def test_nemesis_windows_pair_starts_with_stops():
+    ev = [{"time": 1e9, "f": "kill"}, {"time": 2e9, "f": "restart"},
+          {"time": 3e9, "f": "start-dual-leader"}, {"time": 5e9, "f": "stop-dual-leader"},
+          {"time": 6e9, "f": "pause"}]
+    assert nemesis_windows(ev, 9.0) == [(1.0, 2.0, "kill"), (3.0, 5.0, "start-dual-leader"), (6.0, 9.0, "pause")]
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    p = subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if p.returncode != 0:
+        pytest.skip("chromium is not installed and could not be installed")
+    return shutil.which("chromium")
+
+
+@pytest.mark.slow
+def test_report_renders_in_headless_chromium(tmp_path):
+    d = make_run(tmp_path, "read-committed")
+    index = render(str(d))
+    p = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                        "--dump-dom", f"file://{index}"], capture_output=True, text=True, timeout=120)
+    dom = p.stdout
+    assert 'id="anomalies"' in dom and 'class="anomalies"' in dom
+    assert 'data-images="loaded"' in dom, p.stderr[-500:]
