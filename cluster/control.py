@@ -55,14 +55,14 @@ def block(name: str, runtime: str) -> str:
     return f"127.{(h >> 8) % 250 + 1}.{h % 250 + 1}"
 
 
-def make_runtime(runtime: str, name: str):
+def make_runtime(runtime: str, name: str, image: str | None = None):
     if runtime == "local":
         from sleuth.cluster.runtime_local import LocalRuntime
         return LocalRuntime(state_dir(name))
     if runtime == "docker":
         from sleuth.cluster.runtime_docker import DockerRuntime
         return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
-                             project_root=_project_root())
+                             project_root=_project_root(), image=image)
     raise ClusterError(f"--runtime: unknown runtime {runtime!r} (docker, local)")
 
 
@@ -100,7 +100,7 @@ class Cluster:
         if self._rt is None:
             if not self.exists:
                 raise ClusterError(f"no cluster named {self.name!r} (start one with `sleuth cluster up`)")
-            self._rt = make_runtime(self.meta["runtime"], self.name)
+            self._rt = make_runtime(self.meta["runtime"], self.name, self.meta.get("image"))
         return self._rt
 
     @property
@@ -153,7 +153,8 @@ class Cluster:
         rt = self.runtime
         if runtime == "docker":
             from sleuth.cluster.image import ensure_image
-            rt.image = ensure_image(_project_root(), progress=progress)
+            rt.image = self.meta["image"] = ensure_image(_project_root(), progress=progress)
+            self._save()
         rt.up_network()
         try:
             for n in nodes:  # in order: coordinators need the oracle and storage, and
