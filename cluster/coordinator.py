@@ -100,6 +100,7 @@ class Coordinator:
         self.backoff_until = 0.0
         self.rounds = 0
         self.round_done = asyncio.Condition()
+        self.finishing: set[asyncio.Task] = set()
         self.started = time.time()
 
     # -- start-up -----------------------------------------------------------------
@@ -265,6 +266,13 @@ class Coordinator:
         if any(s == "unknown" for s in state.values()):
             asyncio.create_task(self.refresh_uppers(list(self.catalog)))
 
+        # Pipelining: the next round may start (its write_ts is above ours) while this one
+        # waits for apply_write; this round's writers are answered only after it.
+        task = asyncio.create_task(self._finish(ts, state, admitted))
+        self.finishing.add(task)
+        task.add_done_callback(self.finishing.discard)
+
+    async def _finish(self, ts: int, state: dict[int, str], admitted: list[Write]) -> None:
         applied = False
         if any(s in ("ok", "unknown") for s in state.values()):
             try:

@@ -15,6 +15,7 @@ CASE, COALESCE, casts. Anything else is refused with SQLSTATE 0A000 (or
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -150,14 +151,56 @@ def parse(text: str) -> list[Any]:
     return [parse_one(s) for s in split(text)]
 
 
+_LITERAL = re.compile(r"'(?:[^']|'')*'|(?<![\w$.])\d+(?:\.\d+)?(?![\w.])")
+
+
+@functools.lru_cache(maxsize=2048)
+def _template(text: str) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.ParseError as e:
+        raise SQLError("42601", f"syntax error: {str(e).splitlines()[0]}") from None
+
+
+def _tree(text: str) -> exp.Expression:
+    """Parse, reusing the tree of a statement that differed only in its literals.
+
+    Literals become $n parameters, the template is parsed once (sqlglot is the
+    costly part of a statement) and the literals are put back into a copy.
+    """
+    if "$" in text or "--" in text or "/*" in text or '"' in text:
+        return _template(text)
+    values: list[str] = []
+
+    def mark(m: re.Match) -> str:
+        values.append(m.group(0))
+        return f"${len(values)}"
+
+    template = _LITERAL.sub(mark, text)
+    if not values:
+        return _template(text)
+    try:
+        tree = _template(template)
+    except SQLError:
+        return _template(text)
+    if not isinstance(tree, (exp.Select, exp.Insert, exp.Update, exp.Delete)):
+        return _template(text)  # only plain DML is worth the detour
+    tree = tree.copy()
+
+    def put_back(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Parameter):
+            v = values[int(node.name) - 1]
+            return exp.Literal.string(v[1:-1].replace("''", "'")) if v.startswith("'") else exp.Literal.number(v)
+        return node
+
+    return tree.transform(put_back, copy=False)
+
+
 def parse_one(text: str) -> Any:
     ctl = _control(text)
     if ctl is not None:
         return ctl
-    try:
-        tree = sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError as e:
-        raise SQLError("42601", f"syntax error: {str(e).splitlines()[0]}") from None
+    tree = _tree(text)
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         schema = tree.this
         if not isinstance(schema, exp.Schema):
