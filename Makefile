@@ -21,11 +21,12 @@ test: install
 	$(BIN)/pytest -q -n 2
 
 test-fast: install
-	$(BIN)/pytest -q -n 2 -m "not slow and not docker and not spark"
+	$(BIN)/pytest -q -n 2 -m "not slow and not docker and not spark and not cluster"
 
 bench: install
 	$(BIN)/python bench/bench_check.py
 	$(BIN)/python bench/bench_linearizable.py
+	$(BIN)/python bench/bench_cluster.py
 
 lint: install
 	$(BIN)/ruff check .

@@ -15,7 +15,7 @@ the rest follow through ww. Edges are therefore a subset of the true
 dependency graph: every cycle found is real (no false positives), though a
 cycle whose version order cannot be inferred from reads goes unseen.
 
-Non-cycle anomalies: G1a, G1b, internal, lost-update, garbage-read.
+Non-cycle anomalies: G1a, G1b, internal, fuzzy-read, lost-update, garbage-read.
 """
 
 from __future__ import annotations
@@ -79,20 +79,27 @@ class Analysis:
             first_read: dict[Key, Any] = {}
             touched: set = set()
             state: dict[Key, Any] = {}
+            own: set = set()  # keys whose state is this transaction's own write
             for f, k, v in value:
                 if f == "r":
                     if k in state:
-                        if v != state[k]:
+                        if v != state[k] and k in own:
                             self._add("internal", {
                                 "key": k, "op": self._op(i), "read": v, "expected": state[k],
-                                "explanation": f"{txn.txn_name(op)} read key {k!r} = {v!r}, but its own "
-                                               f"earlier micro-ops imply {state[k]!r}"})
+                                "explanation": f"{txn.txn_name(op)} read key {k!r} = {v!r}, but it had "
+                                               f"itself written {state[k]!r} to it"})
+                        elif v != state[k]:  # another committed write in between: P2
+                            self._add("fuzzy-read", {
+                                "key": k, "op": self._op(i), "read": v, "earlier": state[k],
+                                "explanation": f"{txn.txn_name(op)} read key {k!r} twice and saw "
+                                               f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
                     elif k not in touched:
                         first_read[k] = v
                         self.ext_reads.setdefault((k, v), []).append(i)
                     state[k] = v
                 else:
                     state[k] = v
+                    own.add(k)
                 touched.add(k)
             for k, v in first_read.items():
                 w = next((w for f, kk, w in reversed(value) if f == "w" and kk == k), _NONE)

@@ -102,3 +102,22 @@ def test_write_skew_lattice():
     res = list_append.check(to_history(CASES["G2-item"][1]), SER)
     assert res.not_ == [RR]
     assert SI in res.possible and RC in res.possible and SER not in res.possible
+
+
+def test_rw_register_non_repeatable_read_is_fuzzy_not_internal():
+    """PostgreSQL's READ COMMITTED: a transaction reads x twice and sees a commit in between."""
+    from sleuth.checker import rw_register
+    from sleuth.history import Event, History
+    ev = [Event(0, 0, "invoke", 0, "txn", [["r", "x", None], ["r", "x", None]]),
+          Event(1, 1, "invoke", 1, "txn", [["w", "x", 1]]),
+          Event(2, 2, "ok", 1, "txn", [["w", "x", 1]]),
+          Event(3, 3, "ok", 0, "txn", [["r", "x", None], ["r", "x", 1]])]
+    h = History(ev, "h")
+    rc = rw_register.check(h, model="read-committed")
+    assert rc.valid is True and "fuzzy-read" in rc.also_found and "internal" not in rc.anomaly_types
+    rr = rw_register.check(h, model="repeatable-read")
+    assert rr.valid is False and "fuzzy-read" in rr.anomaly_types
+    # reading back something other than its own write is still internal
+    ev2 = [Event(0, 0, "invoke", 0, "txn", [["w", "x", 2], ["r", "x", None]]),
+           Event(1, 1, "ok", 0, "txn", [["w", "x", 2], ["r", "x", 3]])]
+    assert "internal" in rw_register.check(History(ev2, "h"), model="read-committed").anomaly_types

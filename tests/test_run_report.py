@@ -88,3 +88,25 @@ def test_report_renders_in_headless_chromium(tmp_path):
     dom = p.stdout
     assert 'id="anomalies"' in dom and 'class="anomalies"' in dom
     assert 'data-images="loaded"' in dom, p.stderr[-500:]
+
+
+def test_serve_lists_runs_and_serves_reports(tmp_path):
+    import threading
+    import urllib.request
+
+    from sleuth.reports.serve import make_server
+    store = tmp_path / "store"
+    (store / "rc").mkdir(parents=True)
+    d = make_run(tmp_path, "read-committed")
+    shutil.move(str(d), str(store / "rc" / "20260101T000000"))
+    render(str(store / "rc" / "20260101T000000"))
+    srv = make_server(str(store), port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
+        assert "rc/20260101T000000/index.html" in root and "INVALID" in root
+        page = urllib.request.urlopen(base + "/rc/20260101T000000/index.html", timeout=10).read().decode()
+        assert "INVALID" in page
+    finally:
+        srv.shutdown()

@@ -1,0 +1,53 @@
+"""`sleuth serve`: the store over HTTP on 127.0.0.1, with a root page listing runs, newest first."""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import os
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+
+def runs(store: str) -> list[tuple[str, str]]:
+    """(relative run dir, verdict) for every run in the store, newest first."""
+    out = []
+    for name in os.listdir(store) if os.path.isdir(store) else []:
+        d = os.path.join(store, name)
+        if name == "latest" or not os.path.isdir(d):
+            continue
+        for stamp in os.listdir(d):
+            try:
+                with open(os.path.join(d, stamp, "results.json")) as f:
+                    v = json.load(f).get("valid")
+            except (OSError, ValueError):
+                v = "unknown"
+            out.append((stamp, f"{name}/{stamp}", {True: "valid", False: "INVALID"}.get(v, "unknown")))
+    return [(rel, verdict) for _, rel, verdict in sorted(out, reverse=True)]
+
+
+class Handler(SimpleHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        if self.path in ("/", "/index.html"):
+            rows = "".join(f'<li><a href="{html.escape(r)}/index.html">{html.escape(r)}</a> — {v}</li>'
+                           for r, v in runs(self.directory))
+            body = f"<!doctype html><meta charset='utf-8'><title>sleuth runs</title><h1>runs</h1><ul>{rows}</ul>"
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        super().do_GET()
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def make_server(store: str, host: str = "127.0.0.1", port: int = 8080) -> ThreadingHTTPServer:
+    return ThreadingHTTPServer((host, port), functools.partial(Handler, directory=store))
+
+
+def serve(store: str, host: str = "127.0.0.1", port: int = 8080) -> None:
+    make_server(store, host, port).serve_forever()
