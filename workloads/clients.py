@@ -31,6 +31,7 @@ class Workload:
     def __init__(self, keys: int, family: str):
         self.keys, self.family = keys, family
         self.counters: dict[int, int] = {}
+        self.seen: dict[int, Any] = {}  # register: the last value a client saw per key (cas guesses)
 
     def unique(self, slot: int) -> int:
         """A value no other client slot writes: slot, slot + 1000, slot + 2000, …"""
@@ -64,7 +65,6 @@ class Register(Workload):
 
     def setup(self, cur: Any) -> None:
         _rows_setup(cur, "registers", "k bigint, v bigint", [(k, None) for k in range(self.keys)])
-        self.seen: dict[int, Any] = {}
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         k = rnd.randrange(self.keys)
