@@ -23,6 +23,7 @@ class DockerRuntime:
         self.image = image
         self.client = docker.from_env()
         self.net_name = f"{cluster_name}-net"
+        self.cuts: list[str] = []
 
     @staticmethod
     def available() -> bool:
@@ -101,6 +102,22 @@ class DockerRuntime:
     def exec(self, name: str, argv: list[str]) -> tuple[int, str]:
         code, out = self._container(name).exec_run(argv)
         return code, out.decode(errors="replace")
+
+    def cut(self, a: str, ip_a: str, b: str, ip_b: str) -> None:
+        """Drop traffic between two containers, with iptables inside each (they have NET_ADMIN)."""
+        for node, peer in ((a, ip_b), (b, ip_a)):
+            code, out = self.exec(node, ["iptables", "-I", "INPUT", "-s", peer, "-j", "DROP"])
+            if code != 0:
+                raise RuntimeError(f"iptables in {node}: {out.strip()}")
+            self.cuts.append(node)
+
+    def heal_cuts(self) -> None:
+        for node in set(self.cuts):
+            try:
+                self.exec(node, ["iptables", "-F", "INPUT"])
+            except Exception:
+                pass
+        self.cuts = []
 
     def nodes(self) -> list[dict]:
         out = []

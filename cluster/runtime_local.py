@@ -26,6 +26,7 @@ class LocalRuntime:
         self.python = sys.executable
         self.file = os.path.join(state_dir, "local.json")
         self.procs: dict[str, dict] = {}
+        self.rules: list[list[str]] = []  # iptables rules this runtime added (partitions)
         if os.path.exists(self.file):
             with open(self.file) as f:
                 self.procs = json.load(f)
@@ -142,10 +143,25 @@ class LocalRuntime:
         p = subprocess.run(argv, capture_output=True, text=True)
         return p.returncode, p.stdout + p.stderr
 
+    def cut(self, a: str, ip_a: str, b: str, ip_b: str) -> None:
+        """Drop traffic between two nodes' addresses, both ways (iptables on the loopback).
+
+        Works because every node connects from its own address (cluster/rpc.py binds it)."""
+        for src, dst in ((ip_a, ip_b), (ip_b, ip_a)):
+            rule = ["INPUT", "-s", src, "-d", dst, "-j", "DROP"]
+            subprocess.run(["iptables", "-I", *rule], check=True, capture_output=True)
+            self.rules.append(rule)
+
+    def heal_cuts(self) -> None:
+        for rule in self.rules:
+            subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        self.rules = []
+
     def nodes(self) -> list[dict]:
         return [{"name": n, "ip": p["ip"], "state": self.state(n)} for n, p in self.procs.items()]
 
     def remove_all(self) -> None:
+        self.heal_cuts()
         for name in list(self.procs):
             self.stop(name)
         shutil.rmtree(os.path.join(self.dir, "nodes"), ignore_errors=True)

@@ -13,6 +13,9 @@ everything still broken is healed.
 - `dual-leader`: start another coordinator while the old one keeps serving
   (clients are spread over both); heal stops the older one.
 - `clock`: bump the oracle's clock by ±(1..30) s; heal resets it.
+- `partition`: cut links with iptables by address; grudges rotate: one node
+  isolated, the oracle cut from the coordinators, random halves. Clients
+  (on the host) still reach every coordinator.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from sleuth.targets import Target, Unsupported
 
-KINDS = ("kill", "pause", "dual-leader", "clock")
+KINDS = ("kill", "pause", "dual-leader", "clock", "partition")
 
 
 class Fault:
@@ -102,7 +105,35 @@ class Clock(Fault):
         return {"node": "oracle", "offset-ms": 0}
 
 
-FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock}
+class Partition(Fault):
+    start_f, stop_f = "start-partition", "stop-partition"
+    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves")
+
+    def start(self, rnd: random.Random) -> Any:
+        grudge = self.GRUDGES[self.turn % len(self.GRUDGES)]
+        self.turn += 1
+        nodes = [n for role in self.target.roles for n in self.target.nodes(role)]
+        if grudge == "isolate-one":
+            lone = rnd.choice(nodes)
+            pairs = [(lone, n) for n in nodes if n != lone]
+        elif grudge == "oracle-from-coordinators":
+            pairs = [("oracle", c) for c in self.target.nodes("coordinator")]
+        else:
+            shuffled = nodes[:]
+            rnd.shuffle(shuffled)
+            half = len(shuffled) // 2
+            pairs = [(a, b) for a in shuffled[:half] for b in shuffled[half:]]
+        for a, b in pairs:
+            self.target.cut(a, b)
+        return {"grudge": grudge, "cut": [list(p) for p in pairs]}
+
+    def stop(self) -> Any:
+        self.target.heal_cuts()
+        return {"healed": True}
+
+
+FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
+                                  "partition": Partition}
 
 
 def parse_mix(text: str | None, target: Target) -> list[str]:
@@ -111,14 +142,11 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
         return []
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     for k in kinds:
-        if k == "partition":
-            raise Unsupported("--nemesis partition is not implemented yet (kill, pause, dual-leader, "
-                              "clock are)")
         if k not in FAULTS:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")
         if k in ("kill", "pause") and not target.roles:
             raise Unsupported(f"--nemesis {k}: target {target.name} runs on nodes sleuth cannot reach")
-        if k in ("dual-leader", "clock") and target.family != "reference":
+        if k in ("dual-leader", "clock", "partition") and target.family != "reference":
             raise Unsupported(f"--nemesis {k} needs the reference cluster (--target reference)")
     return kinds
 

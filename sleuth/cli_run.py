@@ -23,7 +23,7 @@ def _die(message: str) -> None:
               help="Where the reference cluster runs (default: docker where an engine answers, else local).")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(["register", "list-append", "rw-register", "bank", "counter"]))
-@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, dual-leader, clock.")
+@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULT_CHOICES)}.")

@@ -42,6 +42,8 @@ class Target:
     def add_coordinator(self) -> str: raise Unsupported(f"{self.name} has one leader only")
     def retire_coordinator(self, node: str) -> None: raise Unsupported(f"{self.name} has one leader only")
     def set_clock(self, node: str, offset_ms: int) -> None: raise Unsupported(f"{self.name}: no clock control")
+    def cut(self, a: str, b: str) -> None: raise Unsupported(f"{self.name}: cannot partition its nodes")
+    def heal_cuts(self) -> None: ...
     def collect_logs(self, into: str) -> None: ...
     def wait_healthy(self, timeout: float = 30.0) -> None: ...
 
@@ -110,6 +112,13 @@ class ReferenceTarget(Target):
         from sleuth.cluster.rpc import call_sync
         n = self.cluster.node(node)
         call_sync(n.host, n.port, "set_clock_offset", ms=offset_ms, timeout=3)
+
+    def cut(self, a: str, b: str) -> None:
+        na, nb = self.cluster.node(a), self.cluster.node(b)
+        self.cluster.runtime.cut(a, na.host, b, nb.host)
+
+    def heal_cuts(self) -> None:
+        self.cluster.runtime.heal_cuts()
 
     def collect_logs(self, into: str) -> None:
         for n in self.cluster.nodes:

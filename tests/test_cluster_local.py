@@ -215,3 +215,25 @@ def test_cli_status_json_and_bad_input(make_cluster, tmp_path):
     p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "logs", "nosuch", "--name", c.name],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 2 and "no node 'nosuch'" in p.stderr
+
+
+def test_partition_by_address_on_the_loopback(make_cluster):
+    c = make_cluster()
+    n, o = c.coordinators()[0], c.node("oracle")
+    with sql(c) as conn:
+        conn.execute("CREATE TABLE t (k bigint)")
+    c.runtime.cut(n.name, n.host, o.name, o.host)
+    try:
+        with sql(c) as conn:
+            with pytest.raises(psycopg.Error):
+                conn.execute("INSERT INTO t VALUES (1)")
+    finally:
+        c.runtime.heal_cuts()
+    with sql(c) as conn:
+        for _ in range(20):
+            try:
+                conn.execute("INSERT INTO t VALUES (2)")
+                break
+            except psycopg.Error:
+                threading.Event().wait(0.2)
+        assert conn.execute("SELECT k FROM t").fetchall() == [(2,)]

@@ -55,3 +55,8 @@ def test_same_run_without_the_fault_is_valid(tmp_path, fault, workload, nemesis)
     code, s = sleuth_run(tmp_path, workload, None, nemesis)
     assert code == 0 and s["valid"] is True and s["anomaly-types"] == [], s
     assert s["ok"] > 100
+
+
+def test_partitions_leave_a_correct_cluster_valid(tmp_path):
+    code, s = sleuth_run(tmp_path, "list-append", None, "partition")
+    assert code == 0 and s["valid"] is True and s["ok"] > 100, s
