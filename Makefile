@@ -18,10 +18,10 @@ demo: install
 	$(BIN)/python bench/demo.py
 
 test: install
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 test-fast: install
-	$(BIN)/pytest -q -n 2 -m "not slow and not docker and not spark and not cluster"
+	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not docker and not spark and not cluster"
 
 bench: install
 	$(BIN)/python bench/bench_check.py

@@ -55,7 +55,10 @@ def block(name: str, runtime: str) -> str:
     return f"127.{(h >> 8) % 250 + 1}.{h % 250 + 1}"
 
 
-def make_runtime(runtime: str, name: str, image: str | None = None):
+def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[dict] | None = None):
+    if runtime == "ssh":
+        from sleuth.cluster.runtime_ssh import SshRuntime
+        return SshRuntime(state_dir(name), name, hosts=hosts, project_root=_project_root())
     if runtime == "local":
         from sleuth.cluster.runtime_local import LocalRuntime
         return LocalRuntime(state_dir(name))
@@ -63,7 +66,7 @@ def make_runtime(runtime: str, name: str, image: str | None = None):
         from sleuth.cluster.runtime_docker import DockerRuntime
         return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
                              project_root=_project_root(), image=image)
-    raise ClusterError(f"--runtime: unknown runtime {runtime!r} (docker, local)")
+    raise ClusterError(f"--runtime: unknown runtime {runtime!r} (docker, local, ssh)")
 
 
 def _project_root() -> str:
@@ -100,7 +103,8 @@ class Cluster:
         if self._rt is None:
             if not self.exists:
                 raise ClusterError(f"no cluster named {self.name!r} (start one with `sleuth cluster up`)")
-            self._rt = make_runtime(self.meta["runtime"], self.name, self.meta.get("image"))
+            self._rt = make_runtime(self.meta["runtime"], self.name, self.meta.get("image"),
+                                    self.meta.get("ssh_hosts"))
         return self._rt
 
     @property
@@ -135,28 +139,38 @@ class Cluster:
     # -- up / down ------------------------------------------------------------
 
     def up(self, runtime: str, coordinators: int = 1, storage: int = 2, faults: tuple = (),
-           progress=print, timeout: float = 60.0) -> None:
+           progress=print, timeout: float = 60.0, nodes_file: str | None = None) -> None:
         if self.exists:
             raise ClusterError(f"cluster {self.name!r} is already up ({self.meta['runtime']}); "
                                f"`sleuth cluster down` first")
         if storage < 1 or coordinators < 1:
             raise ClusterError("--storage and --coordinators must be at least 1")
-        prefix = block(self.name, runtime)
-        nodes = [Node("oracle", "oracle", f"{prefix}.2", ORACLE_PORT)]
-        nodes += [Node(f"storage{i + 1}", "storage", f"{prefix}.{10 + i}", STORAGE_PORT)
-                  for i in range(storage)]
-        nodes += [Node(f"coord{i + 1}", "coordinator", f"{prefix}.{20 + i}", PGWIRE_PORT, ADMIN_PORT)
-                  for i in range(coordinators)]
-        self.meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults),
-                     "nodes": [asdict(n) for n in nodes], "started": time.time()}
+        meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults), "nodes": [],
+                "started": time.time()}
+        if runtime == "ssh":
+            from sleuth.cluster.runtime_ssh import hosts_as_dicts, parse_nodes_file
+            if not nodes_file:
+                raise ClusterError("--nodes FILE is required with --runtime ssh (one [user@]host[:port] per line)")
+            try:
+                meta["ssh_hosts"] = hosts_as_dicts(parse_nodes_file(nodes_file))
+            except ValueError as e:
+                raise ClusterError(str(e)) from None
+        elif nodes_file:
+            raise ClusterError("--nodes is only for --runtime ssh")
+        self.meta = meta
+        nodes = [self._place("oracle", 0)]
+        for i in range(storage):
+            nodes.append(self._place("storage", i))
+        for k in range(coordinators):
+            nodes.append(self._place("coordinator", k))
         self._save()
         rt = self.runtime
         if runtime == "docker":
             from sleuth.cluster.image import ensure_image
             rt.image = self.meta["image"] = ensure_image(_project_root(), progress=progress)
             self._save()
-        rt.up_network()
         try:
+            rt.up_network(progress)
             for n in nodes:  # in order: coordinators need the oracle and storage, and
                 self.start_node(n)  # their epochs follow their start order
                 self.wait_ready(n, timeout)
@@ -164,6 +178,27 @@ class Cluster:
             self.meta["failed"] = True
             self._save()
             raise
+
+    def _place(self, role: str, i: int) -> Node:
+        """Name, address and ports of the i-th node of a role (0-based); recorded in cluster.json.
+
+        local/docker: every node has its own address, so ports are the same on all.
+        ssh: nodes go round-robin over the nodes file's hosts and may share one, so
+        each node has its own ports."""
+        k = len(self.meta["nodes"])
+        if self.meta["runtime"] == "ssh":
+            hosts = self.meta["ssh_hosts"]
+            host = hosts[k % len(hosts)]["address"]
+            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT + i, "coordinator": PGWIRE_PORT + 2 * i}[role]
+        else:
+            prefix = block(self.name, self.meta["runtime"])
+            last = {"oracle": 2, "storage": 10 + i, "coordinator": 20 + i}[role]
+            host = f"{prefix}.{last}"
+            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT, "coordinator": PGWIRE_PORT}[role]
+        name = {"oracle": "oracle", "storage": f"storage{i + 1}", "coordinator": f"coord{i + 1}"}[role]
+        n = Node(name, role, host, port, port + 1 if role == "coordinator" else None)
+        self.meta["nodes"].append(asdict(n))
+        return n
 
     def argv(self, n: Node) -> list[str]:
         rt = self.runtime
@@ -184,10 +219,7 @@ class Cluster:
 
     def add_coordinator(self, timeout: float = 30.0) -> Node:
         """Start one more coordinator: it takes over (fences every earlier one)."""
-        k = len(self.coordinators())
-        base = self.node("oracle").host.rsplit(".", 1)[0]
-        n = Node(f"coord{k + 1}", "coordinator", f"{base}.{20 + k}", PGWIRE_PORT, ADMIN_PORT)
-        self.meta["nodes"].append(asdict(n))
+        n = self._place("coordinator", len(self.coordinators()))
         self._save()
         self.start_node(n)
         self.wait_ready(n, timeout)

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-certificates"]
+PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-certificates", "openssh-server"]
 
 
 class ImageError(Exception):

@@ -42,7 +42,7 @@ class DockerRuntime:
     def _container(self, name: str):
         return self.client.containers.get(self._cname(name))
 
-    def up_network(self) -> None:
+    def up_network(self, progress=print) -> None:
         try:
             self.client.networks.get(self.net_name)
         except NotFound:

@@ -51,7 +51,7 @@ class LocalRuntime:
     def log_path(self, name: str) -> str:
         return os.path.join(self.node_dir(name), "node.log")
 
-    def up_network(self) -> None:
+    def up_network(self, progress=print) -> None:
         pass  # 127.0.0.0/8 is all on the loopback interface already
 
     def start(self, name: str, argv: list[str], ip: str, env: dict | None = None) -> None:

@@ -34,22 +34,24 @@ def _faults(values: tuple[str, ...]) -> list[str]:
 
 
 @cluster.command()
-@click.option("--runtime", type=click.Choice(["docker", "local"]), default=None,
-              help="docker (default where a Docker engine answers) or local processes.")
+@click.option("--runtime", type=click.Choice(["docker", "local", "ssh"]), default=None,
+              help="docker (default where a Docker engine answers), local processes, or ssh hosts (--nodes).")
+@click.option("--nodes", "nodes_file", default=None, metavar="FILE",
+              help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--coordinators", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--storage", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--fault", multiple=True, help=f"Fault switch, repeatable or comma-separated: {', '.join(FAULT_CHOICES)}.")
 @click.option("--name", default="default", show_default=True, help="Cluster name (several may run).")
-def up(runtime, coordinators, storage, fault, name) -> None:
+def up(runtime, nodes_file, coordinators, storage, fault, name) -> None:
     """Start a cluster; returns when every coordinator answers SQL."""
     from sleuth.cluster.control import Cluster, ClusterError, default_runtime
 
     faults = _faults(fault)
     c = Cluster(name)
-    runtime = runtime or default_runtime()
+    runtime = runtime or ("ssh" if nodes_file else default_runtime())
     try:
         c.up(runtime, coordinators=coordinators, storage=storage, faults=tuple(faults),
-             progress=lambda m: click.echo(m, err=True))
+             progress=lambda m: click.echo(m, err=True), nodes_file=nodes_file)
     except ClusterError as e:
         _die(str(e).splitlines()[0] if not c.exists else str(e))
     click.echo(f"cluster {name!r} is up ({runtime}, {storage} storage, {coordinators} coordinator(s)"

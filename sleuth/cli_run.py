@@ -19,8 +19,11 @@ def _die(message: str) -> None:
 @click.command()
 @click.option("--target", default="reference", show_default=True,
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), or a postgres:// URL.")
-@click.option("--runtime", type=click.Choice(["docker", "local"]), default=None,
-              help="Where the reference cluster runs (default: docker where an engine answers, else local).")
+@click.option("--runtime", type=click.Choice(["docker", "local", "ssh"]), default=None,
+              help="Where the reference cluster runs (default: docker where an engine answers, else local; "
+                   "ssh with --nodes).")
+@click.option("--nodes", "nodes_file", default=None, metavar="FILE",
+              help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(["register", "list-append", "rw-register", "bank", "counter"]))
 @click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
@@ -38,7 +41,7 @@ def _die(message: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--store", default="store", show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
-def run(target, runtime, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
+def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
         rate, keys, seed, store, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
@@ -48,7 +51,7 @@ def run(target, runtime, workload, nemesis, nemesis_interval, fault, isolation, 
     from sleuth.runner import RunConfig, execute
     from sleuth.targets import Unsupported
 
-    cfg = RunConfig(target=target, runtime=runtime, workload=workload, nemesis=nemesis,
+    cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, workload=workload, nemesis=nemesis,
                     faults=tuple(_faults(fault)), isolation=isolation, time_limit=time_limit,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
                     nemesis_interval=nemesis_interval, progress=sys.stderr.isatty())

@@ -51,6 +51,7 @@ ISOLATION_MODELS = {
 class RunConfig:
     target: str = "reference"
     runtime: str | None = None
+    nodes_file: str | None = None  # --runtime ssh: the hosts
     workload: str = "register"
     nemesis: str | None = None
     faults: tuple[str, ...] = ()
@@ -237,7 +238,7 @@ def execute(cfg: RunConfig, say=print) -> dict:
     from sleuth.nemesis.faults import Schedule, parse_mix
     from sleuth.targets import make_target
 
-    target = make_target(cfg.target, cfg.runtime, cfg.faults)
+    target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file)
     cfg.isolation = cfg.isolation or target.isolations[0] if target.isolations else cfg.isolation
     if target.isolations and cfg.isolation not in target.isolations:
         from sleuth.targets import Unsupported

@@ -56,18 +56,29 @@ class ReferenceTarget(Target):
     roles = ("storage", "oracle", "coordinator")
 
     def __init__(self, runtime: str | None, faults: tuple[str, ...] = (), storage: int = 2,
-                 coordinators: int = 1):
+                 coordinators: int = 1, nodes_file: str | None = None):
         super().__init__()
         from sleuth.cluster.control import Cluster, default_runtime
 
-        self.runtime_name = runtime or default_runtime()
+        self.runtime_name = runtime or ("ssh" if nodes_file else default_runtime())
+        self.nodes_file = nodes_file
+        if self.runtime_name == "ssh":  # a bad nodes file is bad usage: say so before anything starts
+            from sleuth.cluster.runtime_ssh import parse_nodes_file
+            if not nodes_file:
+                raise Unsupported("--runtime ssh needs --nodes FILE (one [user@]host[:port] per line)")
+            try:
+                parse_nodes_file(nodes_file)
+            except ValueError as e:
+                raise Unsupported(str(e)) from None
+        elif nodes_file:
+            raise Unsupported("--nodes is only for --runtime ssh")
         self.faults, self.n_storage, self.n_coord = tuple(faults), storage, coordinators
         self.cluster = Cluster(f"run-{uuid.uuid4().hex[:8]}")
         self.retired: set[str] = set()
 
     def up(self, progress=print) -> None:
         self.cluster.up(self.runtime_name, coordinators=self.n_coord, storage=self.n_storage,
-                        faults=self.faults, progress=progress)
+                        faults=self.faults, progress=progress, nodes_file=self.nodes_file)
 
     def down(self) -> None:
         if self.cluster.exists:
@@ -196,9 +207,12 @@ class UrlTarget(Target):
         return [f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {isolation.replace('-', ' ').upper()}"]
 
 
-def make_target(spec: str, runtime: str | None, faults: tuple[str, ...]) -> Target:
+def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:
     if spec == "reference":
-        return ReferenceTarget(runtime, faults)
+        return ReferenceTarget(runtime, faults, nodes_file=nodes_file)
+    if runtime or nodes_file:
+        raise Unsupported("--runtime and --nodes place the reference cluster; they do not apply to --target "
+                          f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
     if spec == "postgres":

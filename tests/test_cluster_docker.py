@@ -12,7 +12,7 @@ from test_cluster_local import _acked_inserts_survive_a_kill, _increments
 
 from sleuth.cluster.control import Cluster
 
-pytestmark = pytest.mark.docker
+pytestmark = pytest.mark.docker  # make test runs a file on one worker (--dist loadfile): one cluster per module
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +57,8 @@ def test_increments_and_kill_9_in_containers(cluster):
 
 def test_a_new_coordinator_container_fences_the_old_one(cluster):
     first = cluster.coordinators()[0]
+    with psycopg.connect(cluster.dsn(first), autocommit=True) as conn:  # whichever test ran before
+        conn.execute("CREATE TABLE IF NOT EXISTS ctr (k bigint, x bigint)")
     cluster.add_coordinator()
     with psycopg.connect(cluster.dsn(first), autocommit=True) as conn:
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
