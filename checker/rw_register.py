@@ -15,7 +15,19 @@ the rest follow through ww. Edges are therefore a subset of the true
 dependency graph: every cycle found is real (no false positives), though a
 cycle whose version order cannot be inferred from reads goes unseen.
 
-Non-cycle anomalies: G1a, G1b, internal, fuzzy-read, lost-update, garbage-read.
+With `linearizable_keys=True` (Elle's `:linearizable-keys?`, for databases
+where each key on its own is linearizable, e.g. a single PostgreSQL server at
+any isolation level) real time orders versions too: when a committed
+transaction T1 finished before a committed T2 began and both touched key k,
+the version T1 left in k (its last write, else what it read) is at or before
+the version T2 found there (what it read first, else its write). Distinct
+values give a known pair v < w. Only the latest finishers per key are linked
+(Elle's real-time frontier); earlier ones follow by transitivity. A
+transaction that read nil after a committed one had left a value contradicts
+the assumption: that is `cyclic-versions`.
+
+Non-cycle anomalies: G1a, G1b, internal, fuzzy-read, lost-update, garbage-read,
+cyclic-versions (only with linearizable_keys).
 """
 
 from __future__ import annotations
@@ -41,7 +53,7 @@ def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
 
 
 class Analysis:
-    def __init__(self, history: History):
+    def __init__(self, history: History, linearizable_keys: bool = False):
         self.history = history
         ops = history.ops()
         for op in ops:
@@ -114,6 +126,10 @@ class Analysis:
                     "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
                                    "whichever committed later should have seen the other's write"})
 
+        self.rt_pairs: dict[tuple, tuple[int, int]] = {}  # (k, v, w) -> (op left v, op found w)
+        if linearizable_keys:
+            self._realtime_versions()
+
         observed = set()
         for (k, v), readers in self.ext_reads.items():
             if v is None:
@@ -146,6 +162,53 @@ class Analysis:
                 txns.append(op)
         self.graph = txn.Graph(txns)
         self._edges()
+
+    def _realtime_versions(self) -> None:
+        """Known pairs v < w from real-time order on each key (see the module docstring)."""
+        ops, mops = self.ops, self.mops
+        first: dict[int, dict] = {}  # op -> key -> the version it found (read first, else its write)
+        last: dict[int, dict] = {}  # op -> key -> the version it left (its last write, else its read)
+        events = []
+        for i, op in enumerate(ops):
+            if op.type != "ok":
+                continue
+            fi: dict = {}
+            la: dict = {}
+            for f, k, v in mops[i]:
+                if k not in fi:
+                    fi[k] = (f, v)
+                if f == "w" or k not in la:
+                    la[k] = v
+            first[i] = {k: (la[k] if f == "w" else v) for k, (f, v) in fi.items()}
+            last[i] = la
+            events.append((op.invoke_pos, 0, i))
+            events.append((op.complete_pos, 1, i))
+        events.sort()
+        frontier: dict[Key, set[int]] = {}  # key -> committed txns not yet followed by another on it
+        before: dict[int, dict] = {}  # op -> key -> the frontier when it began
+        for _, kind, i in events:
+            if kind == 0:
+                seen = before[i] = {}
+                for k, w in first[i].items():
+                    preds = seen[k] = tuple(frontier.get(k, ()))
+                    for j in preds:
+                        v = last[j][k]
+                        if v == w:
+                            continue
+                        if w is None:
+                            self._add("cyclic-versions", {
+                                "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
+                                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = nil, but "
+                                               f"{txn.txn_name(ops[j])} had left {v!r} in it before "
+                                               f"{txn.txn_name(ops[i])} began (key {k!r} is not linearizable)"})
+                        else:
+                            self.succ.setdefault((k, v), set()).add(w)
+                            self.rt_pairs.setdefault((k, v, w), (j, i))
+            else:
+                for k, preds in before.pop(i).items():
+                    f = frontier.setdefault(k, set())
+                    f.difference_update(preds)
+                    f.add(i)
 
     def _add(self, name: str, example: dict) -> None:
         self.anomalies.setdefault(name, []).append(example)
@@ -193,16 +256,16 @@ class Analysis:
         ta, tb = self.graph.txns[a], self.graph.txns[b]
         na, nb = txn.txn_name(ta), txn.txn_name(tb)
         ma, mb = self.mops[ta.id], self.mops[tb.id]
-        if kind in (g.WR, g.WW):
+        if kind == g.WR:
             for f, k, v in mb:
                 if f == "r" and v is not None and self.writer.get((k, v)) == ta.id:
-                    then = ""
-                    if kind == g.WW:
-                        w = next(w for f2, k2, w in reversed(mb) if f2 == "w" and k2 == k)
-                        then = f" and then overwrote it with {w!r}"
-                    return f"{nb} read key {k!r} = {v!r}, written by {na}{then}"
+                    return f"{nb} read key {k!r} = {v!r}, written by {na}"
+        writes_b = {k: w for f, k, w in mb if f == "w"}
+        if kind == g.WW:
+            for f, k, v in ma:
+                if f == "w" and k in writes_b and writes_b[k] in self.succ.get((k, v), ()):
+                    return f"{na} wrote key {k!r} = {v!r} before {nb} wrote {writes_b[k]!r}" + self._why(k, v, writes_b[k])
         if kind == g.RW:
-            writes_b = {k: w for f, k, w in mb if f == "w"}
             for f, k, v in ma:
                 if f != "r" or k not in writes_b:
                     continue
@@ -210,15 +273,24 @@ class Analysis:
                 if v is None:
                     return f"{na} read key {k!r} = nil (never written), so it came before {nb}'s write of {w!r}"
                 if w in self.succ.get((k, v), ()):
-                    return f"{na} read key {k!r} = {v!r}, which {nb} read and then overwrote with {w!r}"
+                    return f"{na} read key {k!r} = {v!r}, which {nb} overwrote with {w!r}" + self._why(k, v, w)
         return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
 
+    def _why(self, k: Key, v: Any, w: Any) -> str:
+        """How the checker knows v came before w in key k."""
+        pair = self.rt_pairs.get((k, v, w))
+        if pair is None:
+            return f" (a transaction read {v!r} from {k!r} and then wrote {w!r})"
+        j, i = (txn.txn_name(self.ops[x]) for x in pair)
+        return (f" ({j} left {v!r} in {k!r} and finished before {i} began and found {w!r} there; "
+                f"each key is linearizable)")
 
 _NONE = object()
 
 
 @gc_paused
-def check(history: History, model: str = "strict-serializable", **_: Any) -> Result:
-    a = Analysis(history)
+def check(history: History, model: str = "strict-serializable", linearizable_keys: bool = False,
+          **_: Any) -> Result:
+    a = Analysis(history, linearizable_keys)
     stats = {"ops": len(a.ops)}
     return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)

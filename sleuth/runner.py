@@ -354,6 +354,8 @@ def judge(run_dir: str, cfg: RunConfig, test: dict, workload: Any, target: Any, 
             kwargs["total"] = workload.total()
         if workload.checker in ("register",):
             kwargs["model"] = "linearizable"
+        if workload.checker == "rw-register" and target.linearizable_keys(test.get("isolation")):
+            kwargs["linearizable_keys"] = test["linearizable_keys"] = True
         result = checker_for(workload.checker)(history, **kwargs)
         results = result.to_json()
         if target.grey_box and test.get("isolation") == "strict-serializable":

@@ -26,6 +26,10 @@ class Target:
     isolations: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
 
+    def linearizable_keys(self, isolation: str | None) -> bool:
+        """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
+        return False
+
     def __init__(self) -> None:
         self.generation = 0  # bumped when the set of coordinators changes (clients reconnect)
         self.lock = threading.Lock()
@@ -91,6 +95,9 @@ class ReferenceTarget(Target):
     def session_sql(self, isolation: str) -> list[str]:
         return [f"SET transaction_isolation = '{isolation.replace('-', ' ')}'"]
 
+    def linearizable_keys(self, isolation: str | None) -> bool:
+        return isolation == "strict-serializable"  # which implies per-key linearizability
+
     def nodes(self, role: str) -> list[str]:
         return [n.name for n in self.cluster.nodes if n.role == role and n.name not in self.retired]
 
@@ -153,6 +160,9 @@ class PostgresTarget(Target):
     def __init__(self) -> None:
         super().__init__()
         self.server: Any = None
+
+    def linearizable_keys(self, isolation: str | None) -> bool:
+        return True  # one server: each read and write takes effect at one instant inside its transaction
 
     def up(self, progress=print) -> None:
         from sleuth.cluster.postgres import PostgresServer

@@ -112,3 +112,16 @@ def test_bad_initial_value_is_a_usage_error(fine):
 def test_missing_file_exits_2(tmp_path):
     p = run("check", str(tmp_path / "none.jsonl"), "--workload", "list-append")
     assert p.returncode == 2 and "none.jsonl" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_linearizable_keys_flag_reveals_rw_register_write_skew(tmp_path):
+    """PostgreSQL-style write skew in rw-register: invisible from reads alone, G2-item with the flag."""
+    W = lambda k, v: ["w", k, v]  # noqa: E731
+    path = txn_history(tmp_path / "skew.jsonl", [
+        (0, 0, 5, [W("x", 1), W("y", 1)], [W("x", 1), W("y", 1)]),
+        (1, 10, 20, [R("x"), W("y", 2)], [R("x", 1), W("y", 2)]),
+        (2, 10, 20, [R("y"), W("x", 2)], [R("y", 1), W("x", 2)]),
+    ])
+    assert run("check", path, "-w", "rw-register", "-m", "serializable").returncode == 0
+    p = run("check", path, "-w", "rw-register", "-m", "serializable", "--linearizable-keys", "--json")
+    assert p.returncode == 1 and "G2-item" in json.loads(p.stdout)["anomaly-types"], p.stdout
