@@ -12,10 +12,11 @@ everything still broken is healed.
 - `pause`: SIGSTOP / SIGCONT, roles rotating the same way.
 - `dual-leader`: start another coordinator while the old one keeps serving
   (clients are spread over both); heal stops the older one.
-- `clock`: bump the oracle's clock by ±(1..30) s; heal resets it.
+- `clock`: bump the oracle's clock by ±(1..30) s, or strobe it (flip between
+  true time and an offset every few milliseconds), alternately; heal resets it.
 - `partition`: cut links with iptables by address; grudges rotate: one node
-  isolated, the oracle cut from the coordinators, random halves. Clients
-  (on the host) still reach every coordinator.
+  isolated, the oracle cut from the coordinators, random halves, a
+  majorities ring. Clients (on the host) still reach every coordinator.
 """
 
 from __future__ import annotations
@@ -93,21 +94,73 @@ class DualLeader(Fault):
 
 
 class Clock(Fault):
+    """Alternates a bump (one jump of ±1..30 s, held until heal) and a strobe (the clock
+    flips between true time and an offset of ±0.2..10 s every 10..200 ms until heal),
+    on the oracle's clock as its services see it."""
+
     start_f, stop_f = "clock-bump", "clock-reset"
+    MODES = ("bump", "strobe")
+
+    def __init__(self, target: Target):
+        super().__init__(target)
+        self.strobe: threading.Thread | None = None
+        self.halt = threading.Event()
 
     def start(self, rnd: random.Random) -> Any:
-        self.offset = rnd.choice([-1, 1]) * rnd.randint(1_000, 30_000)
-        self.target.set_clock("oracle", self.offset)
-        return {"node": "oracle", "offset-ms": self.offset}
+        mode = self.MODES[self.turn % len(self.MODES)]
+        self.turn += 1
+        self.start_f = f"clock-{mode}"
+        if mode == "bump":
+            self.offset = rnd.choice([-1, 1]) * rnd.randint(1_000, 30_000)
+            self.target.set_clock("oracle", self.offset)
+            return {"node": "oracle", "offset-ms": self.offset}
+        delta = rnd.choice([-1, 1]) * rnd.randint(200, 10_000)
+        period = rnd.randint(10, 200)
+        self.halt.clear()
+        self.flips = 0
+        self.strobe = threading.Thread(target=self._strobe, args=(delta, period), name="clock-strobe",
+                                       daemon=True)
+        self.strobe.start()
+        return {"node": "oracle", "mode": "strobe", "delta-ms": delta, "period-ms": period}
+
+    def _strobe(self, delta: int, period_ms: int) -> None:
+        on = False
+        while not self.halt.wait(period_ms / 1000):
+            on = not on
+            try:
+                self.target.set_clock("oracle", delta if on else 0)
+                self.flips += 1
+            except Exception:
+                pass  # the oracle may be down (another fault); keep strobing until healed
 
     def stop(self) -> Any:
+        out: dict[str, Any] = {"node": "oracle", "offset-ms": 0}
+        if self.strobe is not None:
+            self.halt.set()
+            self.strobe.join(10)
+            self.strobe = None
+            out["flips"] = self.flips
         self.target.set_clock("oracle", 0)
-        return {"node": "oracle", "offset-ms": 0}
+        return out
+
+
+def majorities_ring(nodes: list[str]) -> list[tuple[str, str]]:
+    """Jepsen's majorities ring: nodes in a (shuffled) ring each keep the links to their nearest
+    neighbours, enough to see a majority counting themselves; every other link is cut. Each node
+    sees a majority, and no two see the same one (for 4 nodes or more)."""
+    n = len(nodes)
+    reach = (n // 2 + 1) // 2  # neighbours kept on each side: 2 * reach + 1 >= n // 2 + 1
+    out = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            if min(j - i, n - (j - i)) > reach:
+                out.append((nodes[i], nodes[j]))
+    return out
 
 
 class Partition(Fault):
     start_f, stop_f = "start-partition", "stop-partition"
-    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves")
+    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")
 
     def start(self, rnd: random.Random) -> Any:
         grudge = self.GRUDGES[self.turn % len(self.GRUDGES)]
@@ -118,11 +171,15 @@ class Partition(Fault):
             pairs = [(lone, n) for n in nodes if n != lone]
         elif grudge == "oracle-from-coordinators":
             pairs = [("oracle", c) for c in self.target.nodes("coordinator")]
-        else:
+        elif grudge == "halves":
             shuffled = nodes[:]
             rnd.shuffle(shuffled)
             half = len(shuffled) // 2
             pairs = [(a, b) for a in shuffled[:half] for b in shuffled[half:]]
+        else:
+            ring = nodes[:]
+            rnd.shuffle(ring)
+            pairs = majorities_ring(ring)
         for a, b in pairs:
             self.target.cut(a, b)
         return {"grudge": grudge, "cut": [list(p) for p in pairs]}
@@ -169,7 +226,8 @@ class Schedule(threading.Thread):
             kind = self.rnd.choice(self.kinds)
             fault = self.faults[kind]
             try:
-                self.record(fault.start_f, fault.start(self.rnd))
+                value = fault.start(self.rnd)  # may choose its name (clock-bump, clock-strobe)
+                self.record(fault.start_f, value)
                 self.active = fault
             except Exception as e:
                 self.errors.append(f"{kind}: {e}")

@@ -27,13 +27,14 @@ MATRIX = [
 TIME_LIMIT = os.environ.get("SLEUTH_MATRIX_SECONDS", "30")
 
 
-def sleuth_run(tmp_path, workload, fault, nemesis, seed=0):
+def sleuth_run(tmp_path, workload, fault, nemesis, seed=0, extra=()):
     args = [sys.executable, "-m", "sleuth.cli", "run", "--runtime", "local", "--workload", workload,
             "--time-limit", TIME_LIMIT, "--seed", str(seed), "--store", str(tmp_path / "store"), "--json"]
     if fault:
         args += ["--fault", fault]
     if nemesis:
         args += ["--nemesis", nemesis]
+    args += list(extra)
     env = {**os.environ, "SLEUTH_HOME": str(tmp_path / "home")}
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     summary = json.loads(p.stdout.strip().splitlines()[-1])
@@ -55,8 +56,3 @@ def test_same_run_without_the_fault_is_valid(tmp_path, fault, workload, nemesis)
     code, s = sleuth_run(tmp_path, workload, None, nemesis)
     assert code == 0 and s["valid"] is True and s["anomaly-types"] == [], s
     assert s["ok"] > 100
-
-
-def test_partitions_leave_a_correct_cluster_valid(tmp_path):
-    code, s = sleuth_run(tmp_path, "list-append", None, "partition")
-    assert code == 0 and s["valid"] is True and s["ok"] > 100, s
