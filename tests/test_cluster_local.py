@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 
 import psycopg
@@ -168,15 +169,19 @@ def _acked_inserts_survive_a_kill(c, victim):
     threads = [threading.Thread(target=writer, args=(i * 1_000_000,)) for i in range(4)]
     for t in threads:
         t.start()
+    def wait_for(n, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while len(acked) < n:
+            assert time.monotonic() < deadline, f"only {len(acked)} of {n} inserts acknowledged in {timeout:.0f}s"
+            time.sleep(0.05)
+
     try:
-        while len(acked) < 100:
-            threading.Event().wait(0.05)
+        wait_for(100)
         c.runtime.kill(victim)
         before = len(acked)
         c.runtime.restart(victim)
         c.wait_ready(c.node(victim))
-        while len(acked) < before + 100:
-            threading.Event().wait(0.05)
+        wait_for(before + 100)
     finally:
         stop.set()
         for t in threads:
