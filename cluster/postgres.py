@@ -3,7 +3,8 @@
 `PostgresServer` runs `initdb` (trust authentication, user and database
 `sleuth`) and `postgres` as the `postgres` system user (PostgreSQL refuses
 to run as root), on 127.0.0.1 and a free port, with fsync on. It can be
-killed (SIGKILL to the postmaster and its backends), restarted on the same
+killed (SIGKILL to the postmaster and every backend: each backend calls
+setsid(), so signals go to the process tree, not a process group), restarted on the same
 data (crash recovery), paused and resumed (SIGSTOP/SIGCONT to every process
 of the server), and stopped.
 """
@@ -34,6 +35,22 @@ def ensure_installed() -> str:
         if not found:
             raise RuntimeError("PostgreSQL installed but no initdb under /usr/lib/postgresql/*/bin")
     return os.path.dirname(found[-1])
+
+
+def _cont(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"Z"
 
 
 def _free_port(host: str) -> int:
@@ -125,32 +142,52 @@ class PostgresServer:
                 time.sleep(0.1)
         raise RuntimeError(f"postgres did not answer within {timeout}s; log: {self.log_path}")
 
-    def _group(self, sig: int) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, sig)  # the postmaster and every backend (one session)
-            except ProcessLookupError:
-                pass
-
-    def kill(self) -> None:
-        self._group(signal.SIGCONT)
-        self._group(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(10)
-        deadline = time.monotonic() + 10  # backends exit when the postmaster is gone
-        while time.monotonic() < deadline and self._pids():
-            time.sleep(0.05)
-
-    def _pids(self) -> list[int]:
-        out = []
+    def processes(self) -> list[int]:
+        """The postmaster and every process it forked (each backend calls setsid(),
+        so the postmaster's process group does not reach them)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return []
+        children: dict[int, list[int]] = {}
         for d in os.listdir("/proc"):
             if d.isdigit():
                 try:
-                    if os.getpgid(int(d)) == self.proc.pid:
-                        out.append(int(d))
-                except (ProcessLookupError, PermissionError):
-                    pass
+                    with open(f"/proc/{d}/stat", "rb") as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                ppid = int(stat[stat.rindex(b")") + 2:].split()[1])  # the field after the state
+                children.setdefault(ppid, []).append(int(d))
+        out, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            todo.extend(children.get(pid, []))
         return out
+
+    def _signal_all(self, sig: int) -> list[int]:
+        """Stop the postmaster first (it forks no more), then signal the whole tree."""
+        if self.proc is None:
+            return []
+        try:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            return []
+        pids = self.processes()
+        for pid in reversed(pids):  # children before the postmaster
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        return pids
+
+    def kill(self) -> None:
+        """kill -9 of every process of the server, as a crash; returns once they are all gone."""
+        pids = self._signal_all(signal.SIGKILL)
+        if self.proc is not None:
+            self.proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and not _zombie(p) for p in pids):
+            time.sleep(0.05)
 
     def restart(self, timeout: float = 30) -> None:
         self.kill()
@@ -160,15 +197,21 @@ class PostgresServer:
         self._launch(timeout)
 
     def pause(self) -> None:
-        self._group(signal.SIGSTOP)
+        """SIGSTOP to the postmaster and every backend: open sessions hang, new ones too."""
+        self._signal_all(signal.SIGSTOP)
 
     def resume(self) -> None:
-        self._group(signal.SIGCONT)
+        pids = self.processes()
+        for pid in pids:  # the postmaster last: it finds its children running again
+            if pid != self.proc.pid:
+                _cont(pid)
+        if pids:
+            _cont(self.proc.pid)
 
     def stop(self) -> None:
         if self.proc is None:
             return
-        self._group(signal.SIGCONT)
+        self.resume()
         self.proc.send_signal(signal.SIGINT)  # fast shutdown
         try:
             self.proc.wait(20)

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import psycopg
 import pytest
 
-from sleuth.cluster.postgres import PostgresServer
+from sleuth.cluster.postgres import PostgresServer, _zombie
 
 pytestmark = pytest.mark.slow
 
@@ -20,16 +21,40 @@ def test_server_survives_kill_9_and_pauses():
         with psycopg.connect(pg.url, autocommit=True) as c:
             c.execute("CREATE TABLE t (k int)")
             c.execute("INSERT INTO t VALUES (1), (2)")
+        held = psycopg.connect(pg.url, autocommit=True)  # a session open across the kill
+        assert held.execute("SELECT 1").fetchone() == (1,)
+        tree = pg.processes()
+        assert len(tree) > 2  # the postmaster, its helpers and our backend
         pg.kill()
+        alive = [p for p in tree if os.path.exists(f"/proc/{p}") and not _zombie(p)]
+        assert not alive, f"processes of the killed server still running: {alive}"
+        with pytest.raises(psycopg.OperationalError):
+            held.execute("SELECT 1")
+        held.close()
         pg.restart()
         with psycopg.connect(pg.url, autocommit=True) as c:
             assert sorted(c.execute("SELECT k FROM t").fetchall()) == [(1,), (2,)]
-        pg.pause()
-        with pytest.raises(psycopg.OperationalError):
-            psycopg.connect(pg.url, connect_timeout=2)
-        pg.resume()
+
+
+def test_pause_stops_open_sessions_too():
+    """Each backend calls setsid(): a pause must reach it, not only the postmaster."""
+    with PostgresServer() as pg:
+        with psycopg.connect(pg.url, autocommit=True) as held:
+            assert held.execute("SELECT 1").fetchone() == (1,)
+            pg.pause()
+            answered = []
+            t = threading.Thread(target=lambda: answered.append(held.execute("SELECT 2").fetchone()))
+            t.start()
+            t.join(1.5)
+            hung = t.is_alive()
+            with pytest.raises(psycopg.OperationalError):
+                psycopg.connect(pg.url, connect_timeout=2)
+            pg.resume()
+            t.join(10)
+            assert hung, "an open session answered while the server was paused"
+            assert answered == [(2,)]
         with psycopg.connect(pg.url, autocommit=True) as c:
-            assert c.execute("SELECT count(*) FROM t").fetchone() == (2,)
+            assert c.execute("SELECT 3").fetchone() == (3,)
 
 
 def test_write_skew_under_serializable_but_not_repeatable_read():
