@@ -114,9 +114,13 @@ class Client:
         choices = self.target.dsns()
         self.generation = self.target.generation
         self.node, dsn = choices[self.conn_rnd.randrange(len(choices))] if len(choices) > 1 else choices[0]
-        self.conn = psycopg.connect(dsn, autocommit=True)
-        for stmt in self.target.session_sql(self.cfg.isolation):
-            self.conn.execute(stmt)
+        self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(2, int(OP_TIMEOUT)))
+        self.deadline = time.monotonic() + OP_TIMEOUT  # a paused server hangs the session setup
+        try:
+            for stmt in self.target.session_sql(self.cfg.isolation):
+                self.conn.execute(stmt)
+        finally:
+            self.deadline = 0.0
 
     def close(self) -> None:
         if self.conn is not None:
@@ -151,9 +155,15 @@ class Client:
 
         writes = _writes(f, value)
         self.rec.event("invoke", self.process, f, value, node=self.node)
-        try:
-            if self.conn is None or self.generation != self.target.generation:
+        if self.conn is None or self.generation != self.target.generation:
+            try:
                 self.connect()
+            except Exception as e:  # no statement of this operation was sent: it did not happen
+                self.close()
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                self.rec.event("fail", self.process, f, value, node=self.node, error=f"not connected: {msg}")
+                return
+        try:
             self.deadline = time.monotonic() + OP_TIMEOUT
             out = self.wl.perform(self.conn, f, value)
             ts = self.timestamp()
