@@ -15,7 +15,8 @@ The steps (DESIGN.md, "Data flow of one run"):
 
 Outcomes, as Jepsen records them: an error the database guarantees had no
 effect (serialization failure, a fenced coordinator, a cas that did not
-match, any failed read) is `fail`; a timeout or a lost connection on a
+match, any failed read, a connection that could not be opened, so nothing
+was sent) is `fail`; a timeout or a lost connection on a
 write is `info`, and that client continues as a fresh process on a new
 connection. A watchdog cuts the socket of an operation that hangs (a paused
 node), so no client waits forever.
