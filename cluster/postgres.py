@@ -125,7 +125,8 @@ class PostgresServer:
         self.proc = subprocess.Popen(
             [os.path.join(self.bin, "postgres"), "-D", self.datadir, "-k", self.sockdir,
              "-c", f"listen_addresses={self.host}", "-c", f"port={self.port}", "-c", "fsync=on",
-             "-c", "max_connections=200", "-c", "synchronous_commit=on"],
+             "-c", "max_connections=200", "-c", "synchronous_commit=on",
+             "-c", "deadlock_timeout=100ms"],  # workloads deadlock often: find it in 0.1 s, not 1 s
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **self._as_postgres())
         log.close()
         deadline = time.monotonic() + timeout
