@@ -106,6 +106,7 @@ class Client:
         self.generation = -1
         self.rnd = random.Random(f"{cfg.seed}-{slot}")
         self.conn_rnd = random.Random(f"{cfg.seed}-{slot}-conn")
+        self.pace = random.Random(f"{cfg.seed}-{slot}-pace")
         self.deadline = 0.0
 
     def connect(self) -> None:
@@ -203,7 +204,9 @@ def _writes(f: str, value: Any) -> bool:
 
 
 def _worker(client: Client, stop: threading.Event, interval: float, end: float) -> None:
-    nxt = time.monotonic() + client.rnd.random() * interval
+    # Jepsen's stagger: each gap uniform in [0, 2 * interval], so clients meet at random
+    # moments (a fixed cadence locks their phases: some seeds would never contend).
+    nxt = time.monotonic() + client.pace.random() * interval
     while not stop.is_set():
         now = time.monotonic()
         if now >= end:
@@ -211,7 +214,7 @@ def _worker(client: Client, stop: threading.Event, interval: float, end: float) 
         if nxt > now:
             if stop.wait(nxt - now):
                 break
-        nxt = max(nxt + interval, time.monotonic() - interval)
+        nxt = max(nxt + client.pace.uniform(0, 2 * interval), time.monotonic() - interval)
         f, value = client.wl.generate(client.rnd, client.slot)
         client.run_op(f, value)
     client.close()
