@@ -22,6 +22,7 @@ import zlib
 from dataclasses import asdict, dataclass
 
 from sleuth.cluster.rpc import call_sync
+from sleuth.jsonfile import write_json
 
 ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, ADMIN_PORT = 6000, 6100, 6875, 6876
 
@@ -130,11 +131,7 @@ class Cluster:
         return f"postgresql://sleuth@{node.host}:{node.port}/sleuth"
 
     def _save(self) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        tmp = self.file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.meta, f, indent=1)
-        os.replace(tmp, self.file)
+        write_json(self.file, self.meta)
 
     # -- up / down ------------------------------------------------------------
 

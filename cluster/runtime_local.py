@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from sleuth.jsonfile import write_json
+
 
 class LocalRuntime:
     name = "local"
@@ -36,11 +38,7 @@ class LocalRuntime:
         return True
 
     def _save(self) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        tmp = self.file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.procs, f, indent=1)
-        os.replace(tmp, self.file)
+        write_json(self.file, self.procs)
 
     def node_dir(self, name: str) -> str:
         return os.path.join(self.dir, "nodes", name)

@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from sleuth.cluster.control import ClusterError
+from sleuth.jsonfile import write_json
 
 ROOT = "{root}"  # stands for the host's ~/.sleuth-node in command lines; filled in per host
 
@@ -167,11 +168,7 @@ class SshRuntime:
         return True
 
     def _save(self) -> None:
-        os.makedirs(self.dir, exist_ok=True)
-        tmp = self.file + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(self.meta, f, indent=1)
-        os.replace(tmp, self.file)
+        write_json(self.file, self.meta)
 
     def _conn(self, address: str) -> _Conn:
         with self._lock:

@@ -24,7 +24,6 @@ node), so no client waits forever.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import socket
@@ -36,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from sleuth.jsonfile import write_json
 from sleuth.workloads.clients import WORKLOADS, Failed
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
@@ -267,7 +267,7 @@ def execute(cfg: RunConfig, say=print) -> dict:
             "model": ISOLATION_MODELS.get(cfg.isolation), "time_limit": cfg.time_limit,
             "concurrency": cfg.concurrency, "rate": cfg.rate, "keys": cfg.keys, "seed": cfg.seed,
             "nemesis_interval": cfg.nemesis_interval, "started": time.time()}
-    _write_json(os.path.join(run_dir, "test.json"), test)
+    write_json(os.path.join(run_dir, "test.json"), test)
     say(f"sleuth run: {cfg.workload} on {cfg.target}"
         + (f" ({test['runtime']})" if test["runtime"] else "")
         + (f", faults {','.join(cfg.faults)}" if cfg.faults else "")
@@ -394,21 +394,14 @@ def judge(run_dir: str, cfg: RunConfig, test: dict, workload: Any, target: Any, 
                 counts["ops"] += 1
                 counts[e["type"]] += 1
     test["summary"] = counts
-    _write_json(os.path.join(run_dir, "test.json"), test)
-    _write_json(os.path.join(run_dir, "results.json"), results)
+    write_json(os.path.join(run_dir, "test.json"), test)
+    write_json(os.path.join(run_dir, "results.json"), results)
     report = None
     try:
         from sleuth.reports.run_report import render
         report = render(run_dir)
     except Exception as e:
         test.setdefault("report_error", f"{type(e).__name__}: {e}")
-        _write_json(os.path.join(run_dir, "test.json"), test)
+        write_json(os.path.join(run_dir, "test.json"), test)
     return {"valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
             "run_dir": run_dir, **counts, "report": report, "results": results, "test": test}
-
-
-def _write_json(path: str, obj: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=repr)
-    os.replace(tmp, path)
