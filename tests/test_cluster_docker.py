@@ -8,7 +8,7 @@ import uuid
 
 import psycopg
 import pytest
-from test_cluster_local import _acked_inserts_survive_a_kill, _increments
+from test_cluster_local import _acked_inserts_survive_a_kill, _cut_oracle_then_heal, _increments
 
 from sleuth.cluster.control import Cluster
 
@@ -66,22 +66,4 @@ def test_a_new_coordinator_container_fences_the_old_one(cluster):
 
 
 def test_partition_cuts_the_oracle_from_a_coordinator_then_heals(cluster):
-    n, o = cluster.coordinators()[-1], cluster.node("oracle")
-    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS ctr (k bigint, x bigint)")
-    cluster.runtime.cut(n.name, n.host, o.name, o.host)
-    try:
-        with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-            with pytest.raises(psycopg.Error):
-                conn.execute("INSERT INTO ctr VALUES (8, 8)")
-    finally:
-        cluster.runtime.heal_cuts()
-    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-        for _ in range(20):  # the circuit breaker may still be open for half a second
-            try:
-                conn.execute("INSERT INTO ctr VALUES (9, 9)")
-                break
-            except psycopg.Error:
-                import time
-                time.sleep(0.2)
-        assert conn.execute("SELECT count(*) FROM ctr WHERE k = 9").fetchone() == (1,)
+    _cut_oracle_then_heal(cluster)

@@ -193,6 +193,30 @@ def _acked_inserts_survive_a_kill(c, victim):
     return len(acked)
 
 
+def _cut_oracle_then_heal(cluster, check_cut=lambda: None, check_healed=lambda: None):
+    """Cut the newest coordinator from the oracle: its writes fail; heal: they work again."""
+    n, o = cluster.coordinators()[-1], cluster.node("oracle")
+    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS ctr (k bigint, x bigint)")
+    cluster.runtime.cut(n.name, n.host, o.name, o.host)
+    try:
+        check_cut()
+        with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
+            with pytest.raises(psycopg.Error):
+                conn.execute("INSERT INTO ctr VALUES (8, 8)")
+    finally:
+        cluster.runtime.heal_cuts()
+    check_healed()
+    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
+        for _ in range(20):  # the circuit breaker may still be open for half a second
+            try:
+                conn.execute("INSERT INTO ctr VALUES (9, 9)")
+                break
+            except psycopg.Error:
+                time.sleep(0.2)
+        assert conn.execute("SELECT count(*) FROM ctr WHERE k = 9").fetchone() == (1,)
+
+
 def test_kill_9_of_a_storage_node_loses_no_acknowledged_write(make_cluster):
     c = make_cluster(storage=2)
     assert _acked_inserts_survive_a_kill(c, "storage1") >= 200

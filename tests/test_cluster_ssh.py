@@ -19,7 +19,7 @@ import uuid
 
 import psycopg
 import pytest
-from test_cluster_local import _acked_inserts_survive_a_kill, _increments
+from test_cluster_local import _acked_inserts_survive_a_kill, _cut_oracle_then_heal, _increments
 
 from sleuth.cluster.control import Cluster
 
@@ -170,26 +170,13 @@ def test_pause_and_resume_over_ssh(cluster):
 
 
 def test_partition_with_iptables_on_the_hosts_then_heal(cluster, hosts):
-    n, o = cluster.coordinators()[-1], cluster.node("oracle")
-    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS ctr (k bigint, x bigint)")
-    cluster.runtime.cut(n.name, n.host, o.name, o.host)
-    try:
+    def rule_on_the_host():
         assert "sleuth-" + cluster.name in _remote(hosts, 0, "iptables -S INPUT")
-        with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-            with pytest.raises(psycopg.Error):
-                conn.execute("INSERT INTO ctr VALUES (8, 8)")
-    finally:
-        cluster.runtime.heal_cuts()
-    assert "DROP" not in _remote(hosts, 0, "iptables -S INPUT")
-    with psycopg.connect(cluster.dsn(n), autocommit=True) as conn:
-        for _ in range(20):  # the circuit breaker may still be open for half a second
-            try:
-                conn.execute("INSERT INTO ctr VALUES (9, 9)")
-                break
-            except psycopg.Error:
-                time.sleep(0.2)
-        assert conn.execute("SELECT count(*) FROM ctr WHERE k = 9").fetchone() == (1,)
+
+    def rule_gone():
+        assert "DROP" not in _remote(hosts, 0, "iptables -S INPUT")
+
+    _cut_oracle_then_heal(cluster, check_cut=rule_on_the_host, check_healed=rule_gone)
 
 
 def test_a_second_coordinator_on_a_shared_host_fences_the_first(cluster):
