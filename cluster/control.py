@@ -74,7 +74,26 @@ def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def default_runtime() -> str:
+def ssh_hosts(runtime: str, nodes_file: str | None) -> list[dict] | None:
+    """The hosts of a nodes file for the ssh runtime; None for the others. A missing,
+    unreadable or malformed file, or one given without ssh, is a ClusterError naming it."""
+    if runtime != "ssh":
+        if nodes_file:
+            raise ClusterError("--nodes is only for --runtime ssh")
+        return None
+    from sleuth.cluster.runtime_ssh import hosts_as_dicts, parse_nodes_file
+    if not nodes_file:
+        raise ClusterError("--nodes FILE is required with --runtime ssh (one [user@]host[:port] per line)")
+    try:
+        return hosts_as_dicts(parse_nodes_file(nodes_file))
+    except ValueError as e:
+        raise ClusterError(str(e)) from None
+
+
+def default_runtime(nodes_file: str | None = None) -> str:
+    """ssh when a nodes file is given, else docker where an engine answers, else local."""
+    if nodes_file:
+        return "ssh"
     try:
         from sleuth.cluster.runtime_docker import DockerRuntime
         return "docker" if DockerRuntime.available() else "local"
@@ -144,16 +163,9 @@ class Cluster:
             raise ClusterError("--storage and --coordinators must be at least 1")
         meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults), "nodes": [],
                 "started": time.time()}
-        if runtime == "ssh":
-            from sleuth.cluster.runtime_ssh import hosts_as_dicts, parse_nodes_file
-            if not nodes_file:
-                raise ClusterError("--nodes FILE is required with --runtime ssh (one [user@]host[:port] per line)")
-            try:
-                meta["ssh_hosts"] = hosts_as_dicts(parse_nodes_file(nodes_file))
-            except ValueError as e:
-                raise ClusterError(str(e)) from None
-        elif nodes_file:
-            raise ClusterError("--nodes is only for --runtime ssh")
+        hosts = ssh_hosts(runtime, nodes_file)  # also refuses a nodes file without ssh
+        if hosts is not None:
+            meta["ssh_hosts"] = hosts
         self.meta = meta
         nodes = [self._place("oracle", 0)]
         for i in range(storage):

@@ -48,7 +48,7 @@ def up(runtime, nodes_file, coordinators, storage, fault, name) -> None:
 
     faults = _faults(fault)
     c = Cluster(name)
-    runtime = runtime or ("ssh" if nodes_file else default_runtime())
+    runtime = runtime or default_runtime(nodes_file)
     try:
         c.up(runtime, coordinators=coordinators, storage=storage, faults=tuple(faults),
              progress=lambda m: click.echo(m, err=True), nodes_file=nodes_file)

@@ -62,20 +62,14 @@ class ReferenceTarget(Target):
     def __init__(self, runtime: str | None, faults: tuple[str, ...] = (), storage: int = 2,
                  coordinators: int = 1, nodes_file: str | None = None):
         super().__init__()
-        from sleuth.cluster.control import Cluster, default_runtime
+        from sleuth.cluster.control import Cluster, ClusterError, default_runtime, ssh_hosts
 
-        self.runtime_name = runtime or ("ssh" if nodes_file else default_runtime())
+        self.runtime_name = runtime or default_runtime(nodes_file)
         self.nodes_file = nodes_file
-        if self.runtime_name == "ssh":  # a bad nodes file is bad usage: say so before anything starts
-            from sleuth.cluster.runtime_ssh import parse_nodes_file
-            if not nodes_file:
-                raise Unsupported("--runtime ssh needs --nodes FILE (one [user@]host[:port] per line)")
-            try:
-                parse_nodes_file(nodes_file)
-            except ValueError as e:
-                raise Unsupported(str(e)) from None
-        elif nodes_file:
-            raise Unsupported("--nodes is only for --runtime ssh")
+        try:  # a bad nodes file is bad usage: say so before anything starts
+            ssh_hosts(self.runtime_name, nodes_file)
+        except ClusterError as e:
+            raise Unsupported(str(e)) from None
         self.faults, self.n_storage, self.n_coord = tuple(faults), storage, coordinators
         self.cluster = Cluster(f"run-{uuid.uuid4().hex[:8]}")
         self.retired: set[str] = set()
