@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 import time
 
+from sleuth.cluster import procs
+
 
 def ensure_installed() -> str:
     """The bin dir holding initdb and postgres; installs Debian's postgresql if absent."""
@@ -42,15 +44,6 @@ def _cont(pid: int) -> None:
         os.kill(pid, signal.SIGCONT)
     except ProcessLookupError:
         pass
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return True
-    return stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"Z"
 
 
 def _free_port(host: str) -> int:
@@ -148,22 +141,7 @@ class PostgresServer:
         so the postmaster's process group does not reach them)."""
         if self.proc is None or self.proc.poll() is not None:
             return []
-        children: dict[int, list[int]] = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open(f"/proc/{d}/stat", "rb") as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                ppid = int(stat[stat.rindex(b")") + 2:].split()[1])  # the field after the state
-                children.setdefault(ppid, []).append(int(d))
-        out, todo = [], [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
-            todo.extend(children.get(pid, []))
-        return out
+        return procs.descendants(self.proc.pid)
 
     def _signal_all(self, sig: int) -> list[int]:
         """Stop the postmaster first (it forks no more), then signal the whole tree."""
@@ -187,7 +165,7 @@ class PostgresServer:
         if self.proc is not None:
             self.proc.wait(10)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") and not _zombie(p) for p in pids):
+        while time.monotonic() < deadline and any(procs.running(p) for p in pids):
             time.sleep(0.05)
 
     def restart(self, timeout: float = 30) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from sleuth.cluster import procs
 from sleuth.jsonfile import write_json
 
 
@@ -87,18 +88,12 @@ class LocalRuntime:
                 return False
         except ChildProcessError:
             pass
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        with open(f"/proc/{pid}/stat") as f:  # a zombie is dead
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        return procs.running(pid)
 
     def state(self, name: str) -> str:
         if not self.alive(name):
             return "down"
-        with open(f"/proc/{self.procs[name]['pid']}/stat") as f:
-            return "paused" if f.read().rsplit(")", 1)[1].split()[0] == "T" else "running"
+        return "paused" if procs.state(self.procs[name]["pid"]) == "T" else "running"
 
     def kill(self, name: str) -> None:
         self._signal(name, signal.SIGCONT)

@@ -11,7 +11,8 @@ import threading
 import psycopg
 import pytest
 
-from sleuth.cluster.postgres import PostgresServer, _zombie
+from sleuth.cluster import procs
+from sleuth.cluster.postgres import PostgresServer
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ def test_server_survives_kill_9_and_pauses():
         tree = pg.processes()
         assert len(tree) > 2  # the postmaster, its helpers and our backend
         pg.kill()
-        alive = [p for p in tree if os.path.exists(f"/proc/{p}") and not _zombie(p)]
+        alive = [p for p in tree if procs.running(p)]
         assert not alive, f"processes of the killed server still running: {alive}"
         with pytest.raises(psycopg.OperationalError):
             held.execute("SELECT 1")

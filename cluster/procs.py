@@ -1,0 +1,42 @@
+"""Processes on this machine as /proc shows them (local nodes, the PostgreSQL server)."""
+
+from __future__ import annotations
+
+import os
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name: state, ppid, …; None once gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(b")") + 2:].decode().split()  # the name may hold spaces and ')'
+
+
+def state(pid: int) -> str | None:
+    """R, S, D, T (stopped), Z (zombie), …; None when there is no such process."""
+    fields = _stat(pid)
+    return fields[0] if fields else None
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (a zombie is dead, only not yet reaped)."""
+    return state(pid) not in (None, "Z")
+
+
+def descendants(root: int) -> list[int]:
+    """`root` and every process below it, parents before children."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            fields = _stat(int(d))
+            if fields:
+                children.setdefault(int(fields[1]), []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
