@@ -285,6 +285,7 @@ class Analysis:
         return (f" ({j} left {v!r} in {k!r} and finished before {i} began and found {w!r} there; "
                 f"each key is linearizable)")
 
+
 _NONE = object()
 
 
