@@ -56,7 +56,7 @@ def main() -> None:
     a = ap.parse_args()
     os.environ.setdefault("SLEUTH_HOME", tempfile.mkdtemp(prefix="sleuth-bench-"))
     from sleuth.cluster.control import Cluster
-    from sleuth.cluster.postgres import PostgresServer
+    from sleuth.targets.postgres_server import PostgresServer
 
     c = Cluster(f"bench{uuid.uuid4().hex[:6]}")
     c.up(a.runtime, storage=2, progress=lambda m: None)

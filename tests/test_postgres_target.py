@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from sleuth.cluster import procs
-from sleuth.cluster.postgres import PostgresServer
+from sleuth.targets.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.slow
 

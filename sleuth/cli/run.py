@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from sleuth.cli_cluster import FAULT_CHOICES
+from sleuth.cli.cluster import FAULT_CHOICES
 
 
 def _die(message: str) -> None:
@@ -47,7 +47,7 @@ def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault,
 
     Exit status: 0 valid, 1 invalid, 2 unknown or crashed (or bad usage).
     """
-    from sleuth.cli_cluster import _faults
+    from sleuth.cli.cluster import _faults
     from sleuth.runner import RunConfig, execute
     from sleuth.targets import Unsupported
 

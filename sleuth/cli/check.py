@@ -1,8 +1,4 @@
-"""The `sleuth` command line (click).
-
-Imports of the heavier subsystems happen inside each command, so `sleuth
-check` on a register history starts in a fraction of a second.
-"""
+"""`sleuth check` and `sleuth sim`: judge histories, and write simulated ones."""
 
 from __future__ import annotations
 
@@ -21,12 +17,6 @@ def fail_usage(message: str) -> None:
     """A one-line error and exit status 2, no traceback."""
     click.echo(f"sleuth: error: {message}", err=True)
     sys.exit(EXIT_BAD_INPUT)
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="sleuth")
-def main() -> None:
-    """sleuth: a Jepsen-style consistency checker for SQL systems."""
 
 
 def _model_for(workload: str, model: str | None) -> str | None:
@@ -56,7 +46,7 @@ def _summary_line(path: str, result) -> str:
     return line
 
 
-@main.command()
+@click.command()
 @click.argument("files", nargs=-1, required=True)
 @click.option("--workload", "-w", required=True, type=click.Choice(sorted(CHECKERS)),
               help="What the history's operations are.")
@@ -124,7 +114,7 @@ def check(files, workload, model, initial_value, total, no_negative, linearizabl
     sys.exit(EXIT_BAD_INPUT if bad_input else status)
 
 
-@main.command()
+@click.command()
 @click.option("--db", required=True,
               type=click.Choice(["serializable", "snapshot-isolation", "read-committed", "stale-reads"]),
               help="The simulated database's behaviour.")
@@ -142,15 +132,3 @@ def sim(db, txns, concurrency, keys, seed, output) -> None:
     click.echo(f"wrote {output}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
 
 
-
-
-from sleuth.cli_cluster import cluster  # noqa: E402
-from sleuth.cli_run import report, run, serve  # noqa: E402
-
-main.add_command(cluster)
-main.add_command(run)
-main.add_command(report)
-main.add_command(serve)
-
-if __name__ == "__main__":
-    main()

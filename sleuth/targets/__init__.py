@@ -1,0 +1,70 @@
+"""What a run talks to: the adapters to systems under test.
+
+`reference` (the bundled cluster), `postgres` (a local PostgreSQL server
+sleuth starts) and any PostgreSQL-wire URL.
+
+A target starts (or finds) the system, hands clients a connection string,
+and exposes the handles the nemeses need: nodes by role, kill/restart,
+pause/resume, extra coordinators, clock offsets. A target refuses a fault it
+cannot reach with `Unsupported` (printed as a one-line usage error).
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class Unsupported(Exception):
+    """This target cannot do what was asked (e.g. kill a remote database)."""
+
+
+class Target:
+    family = "general"
+    name = ""
+    grey_box = False  # does it report statement timestamps?
+    isolations: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+
+    def linearizable_keys(self, isolation: str | None) -> bool:
+        """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
+        return False
+
+    def __init__(self) -> None:
+        self.generation = 0  # bumped when the set of coordinators changes (clients reconnect)
+        self.lock = threading.Lock()
+
+    def up(self, progress=print) -> None: ...
+    def down(self) -> None: ...
+    def dsns(self) -> list[tuple[str, str]]: raise NotImplementedError  # (node name, dsn)
+    def session_sql(self, isolation: str) -> list[str]: return []
+    def nodes(self, role: str) -> list[str]: raise Unsupported(f"{self.name} has no {role} nodes")
+    def kill(self, node: str) -> None: raise Unsupported(f"{self.name}: cannot kill {node}")
+    def restart(self, node: str) -> None: raise Unsupported(f"{self.name}: cannot restart {node}")
+    def pause(self, node: str) -> None: raise Unsupported(f"{self.name}: cannot pause {node}")
+    def resume(self, node: str) -> None: raise Unsupported(f"{self.name}: cannot resume {node}")
+    def add_coordinator(self) -> str: raise Unsupported(f"{self.name} has one leader only")
+    def retire_coordinator(self, node: str) -> None: raise Unsupported(f"{self.name} has one leader only")
+    def set_clock(self, node: str, offset_ms: int) -> None: raise Unsupported(f"{self.name}: no clock control")
+    def cut(self, a: str, b: str) -> None: raise Unsupported(f"{self.name}: cannot partition its nodes")
+    def heal_cuts(self) -> None: ...
+    def collect_logs(self, into: str) -> None: ...
+    def wait_healthy(self, timeout: float = 30.0) -> None: ...
+
+
+def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:
+    if spec == "reference":
+        from sleuth.targets.reference import ReferenceTarget
+
+        return ReferenceTarget(runtime, faults, nodes_file=nodes_file)
+    if runtime or nodes_file:
+        raise Unsupported("--runtime and --nodes place the reference cluster; they do not apply to --target "
+                          f"{spec if '://' not in spec else 'URL'}")
+    if faults:
+        raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+    from sleuth.targets.postgres import PostgresTarget, UrlTarget
+
+    if spec == "postgres":
+        return PostgresTarget()
+    if spec.startswith(("postgres://", "postgresql://")):
+        return UrlTarget(spec)
+    raise Unsupported(f"--target {spec!r}: use reference, postgres, or a postgres:// URL")

@@ -1,0 +1,101 @@
+"""The bundled reference cluster as a target: nodes by role, kill, pause, partitions, clocks, a second leader."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+from sleuth.targets import Target, Unsupported
+
+
+class ReferenceTarget(Target):
+    family = "reference"
+    name = "reference"
+    grey_box = True
+    isolations = ("strict-serializable", "serializable", "strong-session-serializable")
+    roles = ("storage", "oracle", "coordinator")
+
+    def __init__(self, runtime: str | None, faults: tuple[str, ...] = (), storage: int = 2,
+                 coordinators: int = 1, nodes_file: str | None = None):
+        super().__init__()
+        from sleuth.cluster.control import Cluster, ClusterError, default_runtime, ssh_hosts
+
+        self.runtime_name = runtime or default_runtime(nodes_file)
+        self.nodes_file = nodes_file
+        try:  # a bad nodes file is bad usage: say so before anything starts
+            ssh_hosts(self.runtime_name, nodes_file)
+        except ClusterError as e:
+            raise Unsupported(str(e)) from None
+        self.faults, self.n_storage, self.n_coord = tuple(faults), storage, coordinators
+        self.cluster = Cluster(f"run-{uuid.uuid4().hex[:8]}")
+        self.retired: set[str] = set()
+
+    def up(self, progress=print) -> None:
+        self.cluster.up(self.runtime_name, coordinators=self.n_coord, storage=self.n_storage,
+                        faults=self.faults, progress=progress, nodes_file=self.nodes_file)
+
+    def down(self) -> None:
+        if self.cluster.exists:
+            self.cluster.down()
+
+    def dsns(self) -> list[tuple[str, str]]:
+        return [(n.name, self.cluster.dsn(n) + " connect_timeout=3")
+                for n in self.cluster.coordinators() if n.name not in self.retired]
+
+    def session_sql(self, isolation: str) -> list[str]:
+        return [f"SET transaction_isolation = '{isolation.replace('-', ' ')}'"]
+
+    def linearizable_keys(self, isolation: str | None) -> bool:
+        return isolation == "strict-serializable"  # which implies per-key linearizability
+
+    def nodes(self, role: str) -> list[str]:
+        return [n.name for n in self.cluster.nodes if n.role == role and n.name not in self.retired]
+
+    def kill(self, node: str) -> None:
+        self.cluster.runtime.kill(node)
+
+    def restart(self, node: str) -> None:
+        self.cluster.runtime.restart(node)
+        self.cluster.wait_ready(self.cluster.node(node), timeout=60)
+
+    def pause(self, node: str) -> None:
+        self.cluster.runtime.pause(node)
+
+    def resume(self, node: str) -> None:
+        self.cluster.runtime.resume(node)
+
+    def add_coordinator(self) -> str:
+        n = self.cluster.add_coordinator()
+        with self.lock:
+            self.generation += 1
+        return n.name
+
+    def retire_coordinator(self, node: str) -> None:
+        self.cluster.runtime.stop(node)
+        with self.lock:
+            self.retired.add(node)
+            self.generation += 1
+
+    def set_clock(self, node: str, offset_ms: int) -> None:
+        from sleuth.cluster.rpc import call_sync
+        n = self.cluster.node(node)
+        call_sync(n.host, n.port, "set_clock_offset", ms=offset_ms, timeout=3)
+
+    def cut(self, a: str, b: str) -> None:
+        na, nb = self.cluster.node(a), self.cluster.node(b)
+        self.cluster.runtime.cut(a, na.host, b, nb.host)
+
+    def heal_cuts(self) -> None:
+        self.cluster.runtime.heal_cuts()
+
+    def collect_logs(self, into: str) -> None:
+        for n in self.cluster.nodes:
+            d = os.path.join(into, n.name)
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "node.log"), "w") as f:
+                f.write(self.cluster.runtime.logs(n.name))
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        for n in self.cluster.nodes:
+            if n.name not in self.retired:
+                self.cluster.wait_ready(n, timeout)
