@@ -44,12 +44,6 @@ from sleuth.cluster.rpc import RpcClient, RpcError, Unavailable
 
 log = logging.getLogger("sleuth.coordinator")
 
-ISOLATION = {"strict serializable": "strict serializable", "strict-serializable": "strict serializable",
-             "serializable": "serializable", "strong session serializable": "strong session serializable",
-             "strong-session-serializable": "strong session serializable",
-             # PostgreSQL's names, as Materialize maps them
-             "read committed": "serializable", "repeatable read": "serializable",
-             "read uncommitted": "serializable"}
 OCC_PERMITS = 4
 OCC_ATTEMPTS = 200
 STALE_MS = 2_000  # how far back the stale-read fault reads
@@ -424,6 +418,10 @@ class Session:
         self.statement_timeout = 10.0
         self.hold: int | None = None
 
+    def level(self) -> str:
+        """The isolation the next statement runs at: the open transaction's, else the session's."""
+        return self.txn["isolation"] if self.txn is not None else self.isolation
+
     def txn_status(self) -> str:
         if self.txn is None:
             return "I"
@@ -485,9 +483,10 @@ class Session:
     async def _control(self, stmt: sql.Control) -> Result:
         if stmt.kind == "begin":
             if self.txn is None:
-                mode = "read" if "read only" in (stmt.value or "") else None
-                self.txn = {"mode": mode, "ts": None, "writes": collections.defaultdict(list),
-                            "failed": False}
+                opts = stmt.value or {}
+                self.txn = {"mode": "read" if opts.get("read_only") else None, "ts": None,
+                            "writes": collections.defaultdict(list), "failed": False,
+                            "isolation": opts.get("isolation") or self.isolation}
             return Result([], [], "BEGIN")
         if stmt.kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
@@ -498,10 +497,12 @@ class Session:
                           else "COMMIT")
         if stmt.kind == "set":
             if stmt.name in ("transaction_isolation", "default_transaction_isolation"):
-                level = ISOLATION.get(" ".join(str(stmt.value).lower().replace("_", " ").split()))
-                if level is None:
-                    raise SQLError("22023", f"invalid value for parameter \"transaction_isolation\": "
-                                            f"\"{stmt.value}\"")
+                level = sql.isolation(stmt.value)  # an unknown level is an error, never ignored
+                if self.txn is not None:
+                    if self.txn["ts"] is not None or self.txn["writes"]:
+                        raise SQLError("25001", "SET TRANSACTION ISOLATION LEVEL must be called "
+                                                "before any query")
+                    self.txn["isolation"] = level
                 self.isolation = level
             elif stmt.name == "statement_timeout":
                 v = str(stmt.value).lower().rstrip("ms").strip() or "0"
@@ -510,7 +511,8 @@ class Session:
                 self.statement_timeout = ms / 1000 if ms > 0 else 3600.0
             return Result([], [], "SET")
         if stmt.kind == "show":
-            values = {"transaction_isolation": self.isolation, "transaction isolation level": self.isolation,
+            level = self.level()
+            values = {"transaction_isolation": level, "transaction isolation level": level,
                       "last_timestamp": self.last_ts, "sleuth_last_timestamp": self.last_ts,
                       "epoch": self.c.epoch, "server_version": "15.0 (sleuth)",
                       "statement_timeout": f"{int(self.statement_timeout * 1000)}ms",
@@ -559,7 +561,7 @@ class Session:
             ts = await self._read_ts(stmt.tables)
             for t in stmt.tables:
                 snaps[t] = await self.c.snapshot(t, ts, timeout=self.statement_timeout)
-            self.last_ts = max(self.last_ts, ts) if self.isolation != "strict serializable" else ts
+            self.last_ts = max(self.last_ts, ts) if self.level() != "strict serializable" else ts
         columns, rows = stmt.run(snaps, catalog)
         return Result(columns, rows, f"SELECT {len(rows)}")
 
@@ -567,7 +569,7 @@ class Session:
         """The timestamp of a read; inside a transaction, the same for every read."""
         if self.txn is not None and self.txn["ts"] is not None:
             return self.txn["ts"]
-        ts = await self.c.read_timestamp(self.isolation, tables, self.last_ts)
+        ts = await self.c.read_timestamp(self.level(), tables, self.last_ts)
         if self.txn is not None:
             self.txn["ts"] = ts
             self.hold = ts
