@@ -76,6 +76,9 @@ class Coordinator:
         self.storage = [RpcClient(h, p, source=source) for h, p in storage]
         self.epoch = 0
         self.catalog: dict[str, list[tuple[str, int]]] = {}
+        # table -> the storage shard holding its rows (oracle.py: never reused after a drop).
+        # Every other dict here is keyed by table; only storage calls speak shard names.
+        self.shards: dict[str, str] = {}
         self.uppers: dict[str, int] = {}
         # table -> the latest timestamp a write to it may have landed at. A read-then-write
         # that read at as_of may commit only if no table it touched was written after as_of
@@ -112,15 +115,35 @@ class Coordinator:
         log.info("coordinator %s leads at epoch %d", self.name, self.epoch)
 
     def node_of(self, table: str) -> int:
-        return zlib.crc32(table.encode()) % len(self.storage)
+        return self.node_of_shard(self.shard(table))
+
+    def node_of_shard(self, shard: str) -> int:
+        return zlib.crc32(shard.encode()) % len(self.storage)
+
+    def shard(self, table: str) -> str:
+        return self.shards.get(table, table)
+
+    def tables_of(self, by_shard: dict) -> dict:
+        """A storage answer keyed by shard, keyed by table (shards of no current table dropped)."""
+        table_of = {s: t for t, s in self.shards.items()}
+        return {table_of[s]: v for s, v in by_shard.items() if s in table_of}
 
     def sent_epoch(self) -> int | None:
         return None if "no-fencing" in self.faults else self.epoch
 
     async def refresh_catalog(self) -> None:
-        tables = await self.oracle.call("tables", timeout=RPC_TIMEOUT)
-        self.catalog = {n: [tuple(c) for c in cols] for n, cols in tables.items()}
+        self.set_catalog(await self.oracle.call("catalog", timeout=RPC_TIMEOUT))
         await self.refresh_uppers(list(self.catalog))
+
+    def set_catalog(self, catalog: dict) -> None:
+        """The oracle's catalog; a table dropped or re-created since forgets what we knew of it."""
+        shards = {n: t["shard"] for n, t in catalog.items()}
+        for name in set(self.shards) | set(shards):
+            if self.shards.get(name) != shards.get(name):
+                for known in (self.uppers, self.last_write, self.last_write_seq):
+                    known.pop(name, None)
+        self.shards = shards
+        self.catalog = {n: [tuple(c) for c in t["columns"]] for n, t in catalog.items()}
 
     async def refresh_uppers(self, tables: list[str]) -> None:
         by_node: dict[int, list[str]] = collections.defaultdict(list)
@@ -128,9 +151,10 @@ class Coordinator:
             by_node[self.node_of(t)].append(t)
         for i, names in by_node.items():
             try:
-                uppers = await self.storage[i].call("uppers", shards=names, timeout=RPC_TIMEOUT)
-                self._learned(uppers)
-            except Unavailable:
+                uppers = await self.storage[i].call("uppers", shards=[self.shard(t) for t in names],
+                                                    timeout=RPC_TIMEOUT)
+                self._learned(self.tables_of(uppers))
+            except (Unavailable, RpcError):
                 pass
 
     def _learned(self, uppers: dict[str, int]) -> None:
@@ -225,26 +249,31 @@ class Coordinator:
             if ts < expected and not (lenient and ts == expected - 1):
                 # A stale cache (another coordinator wrote): the append will tell us the real upper.
                 pass
-            by_node[self.node_of(table)].append({"shard": table, "updates": updates,
+            by_node[self.node_of(table)].append({"shard": self.shard(table), "table": table,
+                                                 "updates": updates,
                                                  "expected_upper": expected,
                                                  "new_upper": max(ts + 1, expected)})
         nodes = list(by_node)
         outcomes = await asyncio.gather(*[
-            self.storage[i].call("append", batches=by_node[i], epoch=self.sent_epoch(),
+            self.storage[i].call("append", batches=[{k: v for k, v in b.items() if k != "table"}
+                                                    for b in by_node[i]], epoch=self.sent_epoch(),
                                  lenient=lenient, timeout=RPC_TIMEOUT) for i in nodes],
             return_exceptions=True)
         state: dict[int, str] = {}
         for i, out in zip(nodes, outcomes):
             if isinstance(out, dict):
                 state[i] = "ok"
-                self.uppers.update(out)
+                self.uppers.update(self.tables_of(out))
                 for b in by_node[i]:
                     if b["updates"]:
-                        self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
-                        self.last_write_seq[b["shard"]] = self.seq + 1
+                        self.last_write[b["table"]] = max(self.last_write.get(b["table"], -1), ts)
+                        self.last_write_seq[b["table"]] = self.seq + 1
             elif isinstance(out, RpcError) and out.code == "upper-mismatch":
                 state[i] = "mismatch"
-                self._learned(out.extra or {})
+                self._learned(self.tables_of(out.extra or {}))
+            elif isinstance(out, RpcError) and out.code == "dropped":
+                state[i] = "refused"  # another coordinator dropped a table: our catalog is old
+                asyncio.create_task(self._quiet(self.refresh_catalog()))
             elif isinstance(out, RpcError) and out.code == "fenced":
                 state[i] = "fenced"
             elif isinstance(out, RpcError):
@@ -252,10 +281,10 @@ class Coordinator:
             else:
                 state[i] = "unknown"  # no answer: the append may or may not have happened
                 for b in by_node[i]:
-                    self.uppers.pop(b["shard"], None)
+                    self.uppers.pop(b["table"], None)
                     if b["updates"]:
-                        self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
-                        self.last_write_seq[b["shard"]] = self.seq + 1
+                        self.last_write[b["table"]] = max(self.last_write.get(b["table"], -1), ts)
+                        self.last_write_seq[b["table"]] = self.seq + 1
         self.seq += 1
         if any(s == "unknown" for s in state.values()):
             asyncio.create_task(self.refresh_uppers(list(self.catalog)))
@@ -348,9 +377,12 @@ class Coordinator:
     async def snapshot(self, table: str, as_of: int, timeout: float = 5.0) -> list[tuple]:
         node = self.storage[self.node_of(table)]
         try:
-            pairs = await node.call("snapshot", shard=table, as_of=as_of, wait=timeout,
+            pairs = await node.call("snapshot", shard=self.shard(table), as_of=as_of, wait=timeout,
                                     timeout=timeout + RPC_TIMEOUT)
         except RpcError as e:
+            if e.code == "dropped":  # another coordinator dropped it since our catalog was read
+                await self._quiet(self.refresh_catalog())
+                raise SQLError("42P01", f'relation "{table}" does not exist') from None
             if e.code == "since":
                 raise SQLError("40001", f"timestamp {as_of} is no longer readable: {e.message}") from None
             if e.code == "timeout":
@@ -380,7 +412,7 @@ class Coordinator:
                 if floor > 0:
                     by_node: dict[int, dict] = collections.defaultdict(dict)
                     for t in self.catalog:
-                        by_node[self.node_of(t)][t] = floor
+                        by_node[self.node_of(t)][self.shard(t)] = floor
                     for i, sinces in by_node.items():
                         await self.storage[i].call("downgrade_since", sinces=sinces, timeout=RPC_TIMEOUT)
             except (RpcError, Unavailable) as e:
@@ -468,10 +500,7 @@ class Session:
         if isinstance(stmt, sql.CreateTable):
             return await self._create(stmt)
         if isinstance(stmt, sql.DropTable):
-            self._no_txn("DROP TABLE")
-            await self.c.oracle.call("drop_table", epoch=self.c.sent_epoch(), name=stmt.table)
-            self.c.catalog.pop(stmt.table, None)
-            return Result([], [], "DROP TABLE")
+            return await self._drop(stmt)
         if isinstance(stmt, sql.Select):
             return await self._select(stmt)
         if isinstance(stmt, sql.Insert) and stmt.select is None:
@@ -544,10 +573,39 @@ class Session:
             raise SQLError("58000", e.message) from None
         except Unavailable as e:
             raise SQLError("58000", f"timestamp oracle unavailable: {e}") from None
-        self.c.catalog = {n: [tuple(c) for c in cols] for n, cols in tables.items()}
+        self.c.set_catalog(tables)
         await self.c.refresh_uppers([stmt.table])
         self.last_ts = await self.c.submit(Write({stmt.table: []}))  # seal the new shard's upper
         return Result([], [], "CREATE TABLE")
+
+    async def _drop(self, stmt: sql.DropTable) -> Result:
+        """The catalog forgets the table first (so no new statement finds it), then its storage
+        node drops the shard (its files go; it refuses coordinators with an older catalog).
+        A new table of the same name gets a new shard (oracle.py), so the old rows cannot
+        come back even when that node is down at the drop: then the old shard only stays on
+        its disk, named by no table, and the log says so."""
+        self._no_txn("DROP TABLE")
+        try:
+            out = await self.c.oracle.call("drop_table", epoch=self.c.sent_epoch(), name=stmt.table,
+                                           timeout=RPC_TIMEOUT)
+        except RpcError as e:
+            if e.code == "fenced":
+                raise SQLError("25006", f"coordinator {self.c.name} is fenced: {e.message}") from None
+            raise SQLError("58000", e.message) from None
+        except Unavailable as e:
+            raise SQLError("58000", f"timestamp oracle unavailable: {e}") from None
+        shard = out["dropped"]
+        self.c.set_catalog(out["catalog"])
+        if shard is None:
+            if stmt.if_exists:
+                return Result([], [], "DROP TABLE")
+            raise SQLError("42P01", f'table "{stmt.table}" does not exist')
+        try:
+            await self.c.storage[self.c.node_of_shard(shard)].call("drop", shard=shard, timeout=RPC_TIMEOUT)
+        except (RpcError, Unavailable) as e:
+            log.warning("DROP TABLE %s: storage did not drop shard %s (%s); the catalog no longer "
+                        "names it", stmt.table, shard, e)
+        return Result([], [], "DROP TABLE")
 
     async def _select(self, stmt: sql.Select) -> Result:
         if self.txn is not None:

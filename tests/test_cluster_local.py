@@ -266,3 +266,67 @@ def test_partition_by_address_on_the_loopback(make_cluster):
             except psycopg.Error:
                 threading.Event().wait(0.2)
         assert conn.execute("SELECT k FROM t").fetchall() == [(2,)]
+
+
+def test_drop_table_drops_everywhere_and_for_good(make_cluster):
+    """A table created after DROP TABLE starts empty: at once, after the coordinator restarts,
+    and after every storage node is killed and restarted (old rows sealed in Parquet and
+    still in the log alike)."""
+    from sleuth.cluster.rpc import call_sync
+
+    c = make_cluster(storage=2)
+    with sql(c) as conn:
+        conn.execute("CREATE TABLE t (k bigint, v text)")
+        conn.execute("INSERT INTO t VALUES (1, 'old'), (2, 'old')")
+        for s in (n for n in c.nodes if n.role == "storage"):
+            call_sync(s.host, s.port, "seal", timeout=10)  # the first rows into Parquet
+        conn.execute("INSERT INTO t VALUES (3, 'old')")  # this one only in the log
+        conn.execute("DROP TABLE t")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM t")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("DROP TABLE t")
+        conn.execute("DROP TABLE IF EXISTS t")
+        conn.execute("CREATE TABLE t (k bigint, v text)")
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
+        conn.execute("INSERT INTO t VALUES (10, 'new')")
+    for node in ("coord1", "storage1", "storage2"):
+        c.runtime.kill(node)
+        c.runtime.restart(node)
+    for node in ("storage1", "storage2", "coord1"):
+        c.wait_ready(c.node(node), 30)
+    with sql(c) as conn:
+        assert conn.execute("SELECT k, v FROM t").fetchall() == [(10, "new")]
+
+
+def test_sql_is_correct_or_refuses_over_pgwire(make_cluster):
+    c = make_cluster()
+    with sql(c) as conn:
+        assert conn.execute("SELECT 7/2, 7.0/2, -7/2, -7 % 2").fetchone() == (3, 3.5, -3, -1)
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT 7/0")
+        for ddl in ("CREATE TABLE p (k bigint PRIMARY KEY)", "CREATE TABLE p (k bigint UNIQUE)",
+                    "CREATE TABLE p (k bigint NOT NULL)"):
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                conn.execute(ddl)
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM p")  # refused means not created either
+        with pytest.raises(psycopg.errors.SyntaxError) as e:
+            conn.execute("SELECT 1 +")
+        assert "sqlglot" not in str(e.value) and "<class" not in str(e.value)
+
+        show = "SHOW transaction_isolation"
+        assert conn.execute(show).fetchone() == ("strict serializable",)
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("SET transaction_isolation = 'snapshot isolation'")
+        assert conn.execute(show).fetchone() == ("strict serializable",)
+        conn.execute("SET transaction_isolation = 'strong session serializable'")
+        assert conn.execute(show).fetchone() == ("strong session serializable",)
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("BEGIN ISOLATION LEVEL SNAPSHOT")
+    with sql(c, autocommit=False) as conn:  # psycopg sends BEGIN ISOLATION LEVEL SERIALIZABLE
+        conn.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("serializable",)
+        conn.rollback()
+        conn.isolation_level = None
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("strict serializable",)
