@@ -21,14 +21,14 @@ import time
 import zlib
 from dataclasses import asdict, dataclass
 
+from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
 
 ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, ADMIN_PORT = 6000, 6100, 6875, 6876
 
 
-class ClusterError(Exception):
-    """A cluster command cannot proceed (printed as one line by the CLI)."""
+__all__ = ["Cluster", "ClusterError", "ClusterFailed", "Node", "clusters", "default_runtime", "ssh_hosts"]
 
 
 @dataclass
@@ -248,9 +248,13 @@ class Cluster:
                     return
             except Exception as e:
                 last = e
+            alive = getattr(self.runtime, "alive", None)
+            if alive is not None and not alive(n.name):  # it exited: waiting will not help
+                raise ClusterFailed(f"node {n.name} exited while starting ({last}); its log ends:\n"
+                                    f"{self.runtime.logs(n.name)[-2000:]}")
             time.sleep(0.1)
         log = self.runtime.logs(n.name)[-2000:]
-        raise ClusterError(f"node {n.name} did not answer within {timeout:.0f}s ({last}); "
+        raise ClusterFailed(f"node {n.name} did not answer within {timeout:.0f}s ({last}); "
                            f"its log ends:\n{log}")
 
     def _sql_answers(self, n: Node) -> bool:
@@ -289,3 +293,28 @@ class Cluster:
             out.append(entry)
         return {"runtime": self.meta["runtime"], "name": self.name, "faults": self.meta.get("faults", []),
                 "nodes": out}
+
+
+def clusters() -> list[dict]:
+    """Every cluster recorded on this machine: name, runtime, nodes, state, faults.
+
+    state: `up` (every node answers), `degraded` (some do), `down` (none does),
+    `failed` (its `up` did not finish), `unknown` (its runtime cannot be asked,
+    e.g. the Docker engine is gone)."""
+    root = os.path.join(home(), "clusters")
+    out = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        c = Cluster(name)
+        if not c.exists:
+            continue
+        entry = {"name": name, "runtime": c.meta.get("runtime"), "nodes": len(c.nodes),
+                 "state": "failed", "faults": c.meta.get("faults", [])}
+        if not c.meta.get("failed"):
+            try:
+                states = [n["state"] for n in c.status()["nodes"]]
+                up = states.count("up")
+                entry["state"] = "up" if up == len(states) else ("down" if up == 0 else "degraded")
+            except Exception:
+                entry["state"] = "unknown"
+        out.append(entry)
+    return out

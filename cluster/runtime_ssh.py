@@ -34,13 +34,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from sleuth.cluster.control import ClusterError
+from sleuth.cluster.errors import ClusterFailed
 from sleuth.jsonfile import write_json
 
 ROOT = "{root}"  # stands for the host's ~/.sleuth-node in command lines; filled in per host
 
 
-class SshError(ClusterError):
+class SshError(ClusterFailed):
     """A host cannot be reached or a command on it failed (one line, names the host)."""
 
 

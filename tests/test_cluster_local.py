@@ -227,23 +227,67 @@ def test_kill_9_of_the_oracle_loses_no_acknowledged_write(make_cluster):
     assert _acked_inserts_survive_a_kill(c, "oracle") >= 200
 
 
-def test_cli_status_json_and_bad_input(make_cluster, tmp_path):
+def cli(*args, timeout=90):
+    return subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_status_list_down_and_the_exit_table(make_cluster):
     c = make_cluster(coordinators=2)
-    env = {**os.environ}
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "status", "--json", "--name", c.name],
-                       capture_output=True, text=True, env=env, timeout=60)
+    p = cli("status", "--json", "--name", c.name)
     st = json.loads(p.stdout)
     assert st["runtime"] == "local"
     roles = [n["role"] for n in st["nodes"]]
     assert roles.count("oracle") == 1 and roles.count("storage") == 2 and roles.count("coordinator") == 2
     assert all(n["state"] == "up" for n in st["nodes"])
     assert [n["epoch"] for n in st["nodes"] if n["role"] == "coordinator"] == [1, 2]
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "up", "--fault", "nope",
-                        "--runtime", "local"], capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 2 and "--fault" in p.stderr and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "logs", "nosuch", "--name", c.name],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 2 and "no node 'nosuch'" in p.stderr
+
+    p = cli("list", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout) == {"clusters": [
+        {"name": c.name, "runtime": "local", "nodes": 5, "state": "up", "faults": []}]}
+    c.runtime.kill("storage2")
+    p = cli("list")
+    assert p.returncode == 0 and c.name in p.stdout and "degraded" in p.stdout
+
+    # bad options and unknown names: 254, one line, no traceback (sleuth/exits.py)
+    for args, says in ((["up", "--fault", "nope", "--runtime", "local"], "--fault"),
+                       (["up", "--storage", "0"], "--storage"), (["bogus"], "bogus"),
+                       (["logs", "nosuch", "--name", c.name], "no node 'nosuch'"),
+                       (["status", "--name", "nosuch"], "no cluster named 'nosuch'")):
+        p = cli(*args)
+        assert p.returncode == 254 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+
+    p = cli("down", "--name", c.name)
+    assert p.returncode == 0 and not Cluster(c.name).exists
+    p = cli("down", "--name", c.name)  # already gone: nothing to do is not an error
+    assert p.returncode == 0 and "no cluster named" in p.stderr and p.stdout == ""
+    assert json.loads(cli("list", "--json").stdout) == {"clusters": []}
+
+
+def test_cli_up_of_a_cluster_that_will_not_start_exits_255(tmp_path, monkeypatch):
+    """The oracle cannot bind its address (something else listens there): it exits, `up`
+    says so at once (not after its 60 s wait) and exits 255; the half-started cluster is
+    listed as failed and `down` removes it."""
+    import socket
+
+    from sleuth.cluster.control import ORACLE_PORT, block
+
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+    name = f"t{uuid.uuid4().hex[:8]}"
+    squatter = socket.socket()
+    squatter.bind((f"{block(name, 'local')}.2", ORACLE_PORT))
+    squatter.listen()
+    try:
+        t0 = time.monotonic()
+        p = cli("up", "--runtime", "local", "--name", name)
+        assert p.returncode == 255 and "node oracle exited while starting" in p.stderr
+        assert "address already in use" in p.stderr.lower() and "Traceback" not in p.stderr
+        assert time.monotonic() - t0 < 45
+        assert json.loads(cli("list", "--json").stdout)["clusters"][0]["state"] == "failed"
+    finally:
+        squatter.close()
+        assert cli("down", "--name", name).returncode == 0
+    assert not Cluster(name).exists
 
 
 def test_partition_by_address_on_the_loopback(make_cluster):
