@@ -56,13 +56,14 @@ def block(name: str, runtime: str) -> str:
     return f"127.{(h >> 8) % 250 + 1}.{h % 250 + 1}"
 
 
-def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[dict] | None = None):
+def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[dict] | None = None,
+                 python: str | None = None):
     if runtime == "ssh":
         from sleuth.cluster.runtime_ssh import SshRuntime
         return SshRuntime(state_dir(name), name, hosts=hosts, project_root=_project_root())
     if runtime == "local":
         from sleuth.cluster.runtime_local import LocalRuntime
-        return LocalRuntime(state_dir(name))
+        return LocalRuntime(state_dir(name), python=python)
     if runtime == "docker":
         from sleuth.cluster.runtime_docker import DockerRuntime
         return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
@@ -124,7 +125,7 @@ class Cluster:
             if not self.exists:
                 raise ClusterError(f"no cluster named {self.name!r} (start one with `sleuth cluster up`)")
             self._rt = make_runtime(self.meta["runtime"], self.name, self.meta.get("image"),
-                                    self.meta.get("ssh_hosts"))
+                                    self.meta.get("ssh_hosts"), self.meta.get("python"))
         return self._rt
 
     @property
@@ -155,7 +156,10 @@ class Cluster:
     # -- up / down ------------------------------------------------------------
 
     def up(self, runtime: str, coordinators: int = 1, storage: int = 2, faults: tuple = (),
-           progress=print, timeout: float = 60.0, nodes_file: str | None = None) -> None:
+           progress=print, timeout: float = 60.0, nodes_file: str | None = None,
+           python: str | None = None) -> None:
+        """Start every node, each ready before the next starts. `python`: the interpreter
+        the local runtime runs nodes with (default: this one), e.g. a node-only venv."""
         if self.exists:
             raise ClusterError(f"cluster {self.name!r} is already up ({self.meta['runtime']}); "
                                f"`sleuth cluster down` first")
@@ -163,6 +167,10 @@ class Cluster:
             raise ClusterError("--storage and --coordinators must be at least 1")
         meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults), "nodes": [],
                 "started": time.time()}
+        if python is not None:
+            if runtime != "local":
+                raise ClusterError("a node interpreter can be chosen for the local runtime only")
+            meta["python"] = python
         hosts = ssh_hosts(runtime, nodes_file)  # also refuses a nodes file without ssh
         if hosts is not None:
             meta["ssh_hosts"] = hosts
