@@ -374,3 +374,36 @@ def test_sql_is_correct_or_refuses_over_pgwire(make_cluster):
         conn.rollback()
         conn.isolation_level = None
         assert conn.execute("SHOW transaction_isolation").fetchone() == ("strict serializable",)
+
+
+def test_a_coordinator_with_an_old_catalog_never_reads_a_dropped_table(make_cluster):
+    """coord1 (fenced, but serializable reads need no epoch) read t before coord2 dropped and
+    re-created it: it must not serve the old rows from its old catalog. Storage refuses the
+    dropped shard (42P01 once), and coord1 then reads the new table."""
+    c = make_cluster(coordinators=2)
+    c1, c2 = c.coordinators()
+
+    def until(f, want, seconds=10.0):  # serializable reads trail the latest writes by ~1 s
+        deadline = time.monotonic() + seconds
+        while (got := f()) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return got
+
+    with sql(c, c2) as new, sql(c, c1) as old:
+        new.execute("CREATE TABLE t (k bigint)")
+        new.execute("INSERT INTO t VALUES (1), (2)")
+        old.execute("SET transaction_isolation = 'serializable'")
+        read = lambda: old.execute("SELECT k FROM t ORDER BY k").fetchall()  # noqa: E731
+        assert until(read, [(1,), (2,)]) == [(1,), (2,)]
+        new.execute("DROP TABLE t")
+        new.execute("CREATE TABLE t (k bigint)")
+        new.execute("INSERT INTO t VALUES (3)")
+        seen = []
+        deadline = time.monotonic() + 10
+        while seen[-1:] != [[(3,)]] and time.monotonic() < deadline:
+            try:
+                seen.append(read())
+            except psycopg.errors.UndefinedTable:
+                seen.append("42P01")
+            time.sleep(0.1)
+        assert seen[-1] == [(3,)] and all(s in ("42P01", [], [(3,)]) for s in seen), seen
