@@ -79,6 +79,7 @@ class Coordinator:
         # table -> the storage shard holding its rows (oracle.py: never reused after a drop).
         # Every other dict here is keyed by table; only storage calls speak shard names.
         self.shards: dict[str, str] = {}
+        self.not_null: dict[str, list[str]] = {}  # table -> its NOT NULL columns
         self.uppers: dict[str, int] = {}
         # table -> the latest timestamp a write to it may have landed at. A read-then-write
         # that read at as_of may commit only if no table it touched was written after as_of
@@ -143,6 +144,7 @@ class Coordinator:
                 for known in (self.uppers, self.last_write, self.last_write_seq):
                     known.pop(name, None)
         self.shards = shards
+        self.not_null = {n: t.get("not_null", []) for n, t in catalog.items()}
         self.catalog = {n: [tuple(c) for c in t["columns"]] for n, t in catalog.items()}
 
     async def refresh_uppers(self, tables: list[str]) -> None:
@@ -561,6 +563,7 @@ class Session:
         try:
             tables = await self.c.oracle.call("create_table", epoch=self.c.sent_epoch(),
                                               name=stmt.table, columns=stmt.columns,
+                                              not_null=stmt.not_null,
                                               timeout=RPC_TIMEOUT)
         except RpcError as e:
             if e.code == "exists":
@@ -637,6 +640,7 @@ class Session:
     async def _insert(self, stmt: sql.Insert) -> Result:
         columns = await self.c.table(stmt.table)
         rows = sql.insert_rows(stmt, columns, [])
+        sql.check_not_null(stmt.table, columns, self.c.not_null.get(stmt.table, ()), rows)
         if self.txn is not None:
             if self.txn["mode"] == "read":
                 raise SQLError("25006", "transaction in read-only mode")
@@ -670,6 +674,8 @@ class Session:
                     diffs = [(r, 1) for r in sql.insert_rows(stmt, columns, out)]
                 else:
                     diffs = sql.mutate_diffs(stmt, columns, snaps[target])
+                sql.check_not_null(target, columns, self.c.not_null.get(target, ()),
+                                   [row for row, d in diffs if d > 0])
                 keyed = {target: {row[0] for row, d in diffs if d < 0}} if isinstance(stmt, sql.Mutate) else {}
                 try:
                     self.last_ts = await self.c.submit(Write({target: diffs}, as_of=as_of, read_seq=read_seq,

@@ -90,9 +90,11 @@ class Oracle:
         self.db.execute("CREATE TABLE IF NOT EXISTS timelines (name TEXT PRIMARY KEY, bound INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, columns TEXT NOT NULL, "
-                        "epoch INTEGER NOT NULL, shard TEXT)")
-        if "shard" not in {r[1] for r in self.db.execute("PRAGMA table_info(tables)")}:
-            self.db.execute("ALTER TABLE tables ADD COLUMN shard TEXT")  # a data dir from before drops
+                        "epoch INTEGER NOT NULL, shard TEXT, not_null TEXT)")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(tables)")}
+        for column in ("shard", "not_null"):  # a data dir from before these existed
+            if column not in have:
+                self.db.execute(f"ALTER TABLE tables ADD COLUMN {column} TEXT")
         self.timelines: dict[str, Timeline] = {}
         self.bounds: dict[str, int] = {}
         firsts = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'first-bound:%'"))
@@ -165,7 +167,7 @@ class Oracle:
         if epoch < current:
             raise Fenced(epoch, current)
 
-    def create_table(self, epoch: int, name: str, columns: list[str]) -> str:
+    def create_table(self, epoch: int, name: str, columns: list[str], not_null: list[str] = ()) -> str:
         """A new table and its shard, which no earlier table of this name ever used.
 
         A table's rows live in the storage shard the catalog names. Shards are never
@@ -181,8 +183,9 @@ class Oracle:
                 row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
                 generation = (row[0] if row else 0) + 1
                 shard = name if generation == 1 else f"{name}@{generation}"
-                self.db.execute("INSERT INTO tables (name, columns, epoch, shard) VALUES (?, ?, ?, ?)",
-                                (name, json.dumps(columns), epoch, shard))
+                self.db.execute("INSERT INTO tables (name, columns, epoch, shard, not_null) "
+                                "VALUES (?, ?, ?, ?, ?)",
+                                (name, json.dumps(columns), epoch, shard, json.dumps(list(not_null))))
                 self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
                                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, generation))
                 self.db.execute("COMMIT")
@@ -210,9 +213,11 @@ class Oracle:
         return {name: json.loads(cols) for name, cols in self.db.execute("SELECT name, columns FROM tables")}
 
     def catalog(self) -> dict[str, dict]:
-        """Every table: its columns and the shard that holds its rows."""
-        return {name: {"columns": json.loads(cols), "shard": shard or name}
-                for name, cols, shard in self.db.execute("SELECT name, columns, shard FROM tables")}
+        """Every table: its columns, the shard that holds its rows, its NOT NULL columns."""
+        return {name: {"columns": json.loads(cols), "shard": shard or name,
+                       "not_null": json.loads(not_null or "[]")}
+                for name, cols, shard, not_null in
+                self.db.execute("SELECT name, columns, shard, not_null FROM tables")}
 
     def close(self) -> None:
         self.db.close()
@@ -261,9 +266,9 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
     async def epoch() -> int:
         return oracle.epoch()
 
-    async def create_table(epoch: int | None, name: str, columns: list) -> dict:
+    async def create_table(epoch: int | None, name: str, columns: list, not_null: list = ()) -> dict:
         try:
-            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns)
+            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns, not_null)
         except Fenced as e:
             raise RpcError("fenced", str(e), e.current) from None
         except sqlite3.IntegrityError:

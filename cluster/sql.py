@@ -50,6 +50,7 @@ class CreateTable:
     table: str
     columns: list[tuple[str, int]]
     if_not_exists: bool = False
+    not_null: list[str] = field(default_factory=list)  # enforced on every row written
 
 
 @dataclass
@@ -265,15 +266,17 @@ def _plan(text: str, tree: exp.Expression) -> Any:
         schema = tree.this
         if not isinstance(schema, exp.Schema):
             raise SQLError("0A000", "CREATE TABLE needs a column list")
-        cols = []
+        cols, not_null = [], []
         for cd in schema.expressions:
             if not isinstance(cd, exp.ColumnDef):
                 raise SQLError("0A000", f"table constraint {_constraint_name(cd)} is not supported: "
                                         f"{REFUSED_CONSTRAINT}")
             for c in cd.args.get("constraints") or ():
                 kind = c.args.get("kind")
-                if isinstance(kind, exp.NotNullColumnConstraint) and kind.args.get("allow_null"):
-                    continue  # an explicit NULL: what every column is anyway
+                if isinstance(kind, exp.NotNullColumnConstraint):
+                    if not kind.args.get("allow_null"):  # NOT NULL (a bare NULL: what all are)
+                        not_null.append(cd.name.lower())
+                    continue
                 raise SQLError("0A000", f"column constraint {_constraint_name(kind)} is not supported: "
                                         f"{REFUSED_CONSTRAINT}")
             kind = cd.args.get("kind")
@@ -285,7 +288,7 @@ def _plan(text: str, tree: exp.Expression) -> Any:
             if oid is None:
                 raise SQLError("0A000", f"column type {kind.sql()} is not supported")
             cols.append((cd.name.lower(), oid))
-        return CreateTable(_table_name(schema.this), cols, bool(tree.args.get("exists")))
+        return CreateTable(_table_name(schema.this), cols, bool(tree.args.get("exists")), not_null)
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
         tables = tree.args.get("tables") or [tree.this]
         return DropTable(_table_name(tables[0]), bool(tree.args.get("exists")))
@@ -320,12 +323,13 @@ def _plan(text: str, tree: exp.Expression) -> Any:
     raise SQLError("0A000", f"statement not supported: {text.split()[0].upper()}")
 
 
-# Constraints are refused rather than accepted and ignored: a schema that says PRIMARY KEY
+# NOT NULL is enforced (every row written is checked, `check_not_null`); the other
+# constraints are refused rather than accepted and ignored: a schema that says PRIMARY KEY
 # promises the client that a duplicate insert fails, and checking that under optimistic
 # concurrency (every insert a read-then-write of the whole table) is work this cluster does
 # not do. The workloads need none of them.
-REFUSED_CONSTRAINT = "the reference cluster enforces no constraints (PRIMARY KEY, UNIQUE, NOT NULL, " \
-                     "CHECK, REFERENCES, DEFAULT) and refuses them rather than ignore them"
+REFUSED_CONSTRAINT = "the reference cluster enforces only NOT NULL and refuses the others " \
+                     "(PRIMARY KEY, UNIQUE, CHECK, REFERENCES, DEFAULT) rather than ignore them"
 
 
 def _constraint_name(c: exp.Expression | None) -> str:
@@ -661,6 +665,15 @@ def insert_rows(plan: Insert, columns: list[tuple[str, int]], source: list[tuple
         given = dict(zip(target, vals))
         rows.append(tuple(coerce(given.get(c), oid) for c, oid in columns))
     return rows
+
+
+def check_not_null(table: str, columns: list[tuple[str, int]], not_null: list[str] | set[str],
+                   rows: list[tuple]) -> None:
+    """23502 for a row that would put NULL into a NOT NULL column (as PostgreSQL words it)."""
+    for i, (name, _) in enumerate(columns):
+        if name in not_null and any(r[i] is None for r in rows):
+            raise SQLError("23502", f'null value in column "{name}" of relation "{table}" '
+                                    f"violates not-null constraint")
 
 
 def mutate_diffs(plan: Mutate, columns: list[tuple[str, int]], rows: list[tuple]) -> list[tuple[tuple, int]]:

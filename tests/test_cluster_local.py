@@ -350,11 +350,18 @@ def test_sql_is_correct_or_refuses_over_pgwire(make_cluster):
         with pytest.raises(psycopg.errors.DivisionByZero):
             conn.execute("SELECT 7/0")
         for ddl in ("CREATE TABLE p (k bigint PRIMARY KEY)", "CREATE TABLE p (k bigint UNIQUE)",
-                    "CREATE TABLE p (k bigint NOT NULL)"):
+                    "CREATE TABLE p (k bigint, PRIMARY KEY (k))"):
             with pytest.raises(psycopg.errors.FeatureNotSupported):
                 conn.execute(ddl)
         with pytest.raises(psycopg.errors.UndefinedTable):
             conn.execute("SELECT * FROM p")  # refused means not created either
+        conn.execute("CREATE TABLE nn (k bigint NOT NULL, v text)")
+        conn.execute("INSERT INTO nn VALUES (1, NULL)")
+        for bad in ("INSERT INTO nn VALUES (NULL, 'a')", "INSERT INTO nn (v) VALUES ('a')",
+                    "UPDATE nn SET k = NULL", "INSERT INTO nn SELECT NULL, v FROM nn"):
+            with pytest.raises(psycopg.errors.NotNullViolation):
+                conn.execute(bad)
+        assert conn.execute("SELECT k, v FROM nn").fetchall() == [(1, None)]
         with pytest.raises(psycopg.errors.SyntaxError) as e:
             conn.execute("SELECT 1 +")
         assert "sqlglot" not in str(e.value) and "<class" not in str(e.value)

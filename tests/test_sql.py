@@ -93,7 +93,7 @@ def test_arithmetic_errors_carry_sqlstate(q, code):
 
 @pytest.mark.parametrize("ddl", [
     "CREATE TABLE x (k bigint PRIMARY KEY, v text)", "CREATE TABLE x (k bigint, v text UNIQUE)",
-    "CREATE TABLE x (k bigint NOT NULL)", "CREATE TABLE x (k bigint, PRIMARY KEY (k))",
+    "CREATE TABLE x (k bigint, PRIMARY KEY (k))",
     "CREATE TABLE x (k bigint, UNIQUE (k))", "CREATE TABLE x (k bigint DEFAULT 0)",
     "CREATE TABLE x (k bigint CHECK (k > 0))",
 ])
@@ -105,7 +105,18 @@ def test_constraints_are_refused_not_ignored(ddl):
 
 def test_plain_columns_and_explicit_null_are_accepted():
     (c,) = sql.parse("CREATE TABLE x (k bigint NULL, v text)")
-    assert c.columns == [("k", sql.INT8), ("v", sql.TEXT)]
+    assert c.columns == [("k", sql.INT8), ("v", sql.TEXT)] and c.not_null == []
+
+
+def test_not_null_is_enforced():
+    (c,) = sql.parse("CREATE TABLE t (k bigint NOT NULL, v text)")
+    assert c.not_null == ["k"]
+    sql.check_not_null("t", CAT["t"], c.not_null, [(1, None)])  # v may be NULL
+    for q in ("INSERT INTO t VALUES (NULL, 'a')", "INSERT INTO t (v) VALUES ('a')"):
+        (i,) = sql.parse(q)
+        with pytest.raises(SQLError) as e:
+            sql.check_not_null("t", CAT["t"], c.not_null, sql.insert_rows(i, CAT["t"], []))
+        assert e.value.code == "23502" and '"k"' in e.value.message
 
 
 @pytest.mark.parametrize("q, code", [
