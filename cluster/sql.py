@@ -5,12 +5,16 @@ small plan object. Control statements (BEGIN, COMMIT, SET, SHOW, …) are
 matched directly; everything else goes through sqlglot's PostgreSQL dialect.
 Expressions compile to Python closures over a row tuple, once per statement.
 
-Supported: CREATE TABLE, DROP TABLE, INSERT … VALUES / INSERT … SELECT,
-SELECT with WHERE, ORDER BY, LIMIT and whole-table aggregates (count, sum,
-min, max), UPDATE … SET col = expr WHERE …, DELETE … WHERE …; expressions
-with arithmetic, `||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN,
-CASE, COALESCE, casts. Anything else is refused with SQLSTATE 0A000 (or
-42601 for a syntax error), never guessed at.
+Supported: CREATE TABLE (NOT NULL enforced; other constraints refused),
+DROP TABLE, INSERT … VALUES / INSERT … SELECT, SELECT with WHERE, ORDER BY,
+LIMIT and whole-table aggregates (count, sum, min, max), UPDATE … SET col =
+expr WHERE …, DELETE … WHERE …; expressions with arithmetic (PostgreSQL's:
+integer division truncates, 22012 on division by zero, 22003 past 64 bits),
+`||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN, CASE, COALESCE,
+casts. Anything else is refused with SQLSTATE 0A000 (or 42601 for a syntax
+error, in PostgreSQL's short form), never guessed at or ignored. The isolation
+levels a session may ask for are named here too (`ISOLATION`). User guide:
+docs/cluster.md.
 """
 
 from __future__ import annotations
