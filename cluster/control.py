@@ -21,14 +21,14 @@ import time
 import zlib
 from dataclasses import asdict, dataclass
 
+from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
 
 ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, ADMIN_PORT = 6000, 6100, 6875, 6876
 
 
-class ClusterError(Exception):
-    """A cluster command cannot proceed (printed as one line by the CLI)."""
+__all__ = ["Cluster", "ClusterError", "ClusterFailed", "Node", "clusters", "default_runtime", "ssh_hosts"]
 
 
 @dataclass
@@ -56,13 +56,14 @@ def block(name: str, runtime: str) -> str:
     return f"127.{(h >> 8) % 250 + 1}.{h % 250 + 1}"
 
 
-def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[dict] | None = None):
+def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[dict] | None = None,
+                 python: str | None = None):
     if runtime == "ssh":
         from sleuth.cluster.runtime_ssh import SshRuntime
         return SshRuntime(state_dir(name), name, hosts=hosts, project_root=_project_root())
     if runtime == "local":
         from sleuth.cluster.runtime_local import LocalRuntime
-        return LocalRuntime(state_dir(name))
+        return LocalRuntime(state_dir(name), python=python)
     if runtime == "docker":
         from sleuth.cluster.runtime_docker import DockerRuntime
         return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
@@ -124,7 +125,7 @@ class Cluster:
             if not self.exists:
                 raise ClusterError(f"no cluster named {self.name!r} (start one with `sleuth cluster up`)")
             self._rt = make_runtime(self.meta["runtime"], self.name, self.meta.get("image"),
-                                    self.meta.get("ssh_hosts"))
+                                    self.meta.get("ssh_hosts"), self.meta.get("python"))
         return self._rt
 
     @property
@@ -155,7 +156,10 @@ class Cluster:
     # -- up / down ------------------------------------------------------------
 
     def up(self, runtime: str, coordinators: int = 1, storage: int = 2, faults: tuple = (),
-           progress=print, timeout: float = 60.0, nodes_file: str | None = None) -> None:
+           progress=print, timeout: float = 60.0, nodes_file: str | None = None,
+           python: str | None = None) -> None:
+        """Start every node, each ready before the next starts. `python`: the interpreter
+        the local runtime runs nodes with (default: this one), e.g. a node-only venv."""
         if self.exists:
             raise ClusterError(f"cluster {self.name!r} is already up ({self.meta['runtime']}); "
                                f"`sleuth cluster down` first")
@@ -163,6 +167,10 @@ class Cluster:
             raise ClusterError("--storage and --coordinators must be at least 1")
         meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults), "nodes": [],
                 "started": time.time()}
+        if python is not None:
+            if runtime != "local":
+                raise ClusterError("a node interpreter can be chosen for the local runtime only")
+            meta["python"] = python
         hosts = ssh_hosts(runtime, nodes_file)  # also refuses a nodes file without ssh
         if hosts is not None:
             meta["ssh_hosts"] = hosts
@@ -248,9 +256,13 @@ class Cluster:
                     return
             except Exception as e:
                 last = e
+            alive = getattr(self.runtime, "alive", None)
+            if alive is not None and not alive(n.name):  # it exited: waiting will not help
+                raise ClusterFailed(f"node {n.name} exited while starting ({last}); its log ends:\n"
+                                    f"{self.runtime.logs(n.name)[-2000:]}")
             time.sleep(0.1)
         log = self.runtime.logs(n.name)[-2000:]
-        raise ClusterError(f"node {n.name} did not answer within {timeout:.0f}s ({last}); "
+        raise ClusterFailed(f"node {n.name} did not answer within {timeout:.0f}s ({last}); "
                            f"its log ends:\n{log}")
 
     def _sql_answers(self, n: Node) -> bool:
@@ -289,3 +301,28 @@ class Cluster:
             out.append(entry)
         return {"runtime": self.meta["runtime"], "name": self.name, "faults": self.meta.get("faults", []),
                 "nodes": out}
+
+
+def clusters() -> list[dict]:
+    """Every cluster recorded on this machine: name, runtime, nodes, state, faults.
+
+    state: `up` (every node answers), `degraded` (some do), `down` (none does),
+    `failed` (its `up` did not finish), `unknown` (its runtime cannot be asked,
+    e.g. the Docker engine is gone)."""
+    root = os.path.join(home(), "clusters")
+    out = []
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        c = Cluster(name)
+        if not c.exists:
+            continue
+        entry = {"name": name, "runtime": c.meta.get("runtime"), "nodes": len(c.nodes),
+                 "state": "failed", "faults": c.meta.get("faults", [])}
+        if not c.meta.get("failed"):
+            try:
+                states = [n["state"] for n in c.status()["nodes"]]
+                up = states.count("up")
+                entry["state"] = "up" if up == len(states) else ("down" if up == 0 else "degraded")
+            except Exception:
+                entry["state"] = "unknown"
+        out.append(entry)
+    return out

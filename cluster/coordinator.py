@@ -44,12 +44,6 @@ from sleuth.cluster.rpc import RpcClient, RpcError, Unavailable
 
 log = logging.getLogger("sleuth.coordinator")
 
-ISOLATION = {"strict serializable": "strict serializable", "strict-serializable": "strict serializable",
-             "serializable": "serializable", "strong session serializable": "strong session serializable",
-             "strong-session-serializable": "strong session serializable",
-             # PostgreSQL's names, as Materialize maps them
-             "read committed": "serializable", "repeatable read": "serializable",
-             "read uncommitted": "serializable"}
 OCC_PERMITS = 4
 OCC_ATTEMPTS = 200
 STALE_MS = 2_000  # how far back the stale-read fault reads
@@ -82,6 +76,10 @@ class Coordinator:
         self.storage = [RpcClient(h, p, source=source) for h, p in storage]
         self.epoch = 0
         self.catalog: dict[str, list[tuple[str, int]]] = {}
+        # table -> the storage shard holding its rows (oracle.py: never reused after a drop).
+        # Every other dict here is keyed by table; only storage calls speak shard names.
+        self.shards: dict[str, str] = {}
+        self.not_null: dict[str, list[str]] = {}  # table -> its NOT NULL columns
         self.uppers: dict[str, int] = {}
         # table -> the latest timestamp a write to it may have landed at. A read-then-write
         # that read at as_of may commit only if no table it touched was written after as_of
@@ -118,15 +116,36 @@ class Coordinator:
         log.info("coordinator %s leads at epoch %d", self.name, self.epoch)
 
     def node_of(self, table: str) -> int:
-        return zlib.crc32(table.encode()) % len(self.storage)
+        return self.node_of_shard(self.shard(table))
+
+    def node_of_shard(self, shard: str) -> int:
+        return zlib.crc32(shard.encode()) % len(self.storage)
+
+    def shard(self, table: str) -> str:
+        return self.shards.get(table, table)
+
+    def tables_of(self, by_shard: dict) -> dict:
+        """A storage answer keyed by shard, keyed by table (shards of no current table dropped)."""
+        table_of = {s: t for t, s in self.shards.items()}
+        return {table_of[s]: v for s, v in by_shard.items() if s in table_of}
 
     def sent_epoch(self) -> int | None:
         return None if "no-fencing" in self.faults else self.epoch
 
     async def refresh_catalog(self) -> None:
-        tables = await self.oracle.call("tables", timeout=RPC_TIMEOUT)
-        self.catalog = {n: [tuple(c) for c in cols] for n, cols in tables.items()}
+        self.set_catalog(await self.oracle.call("catalog", timeout=RPC_TIMEOUT))
         await self.refresh_uppers(list(self.catalog))
+
+    def set_catalog(self, catalog: dict) -> None:
+        """The oracle's catalog; a table dropped or re-created since forgets what we knew of it."""
+        shards = {n: t["shard"] for n, t in catalog.items()}
+        for name in set(self.shards) | set(shards):
+            if self.shards.get(name) != shards.get(name):
+                for known in (self.uppers, self.last_write, self.last_write_seq):
+                    known.pop(name, None)
+        self.shards = shards
+        self.not_null = {n: t.get("not_null", []) for n, t in catalog.items()}
+        self.catalog = {n: [tuple(c) for c in t["columns"]] for n, t in catalog.items()}
 
     async def refresh_uppers(self, tables: list[str]) -> None:
         by_node: dict[int, list[str]] = collections.defaultdict(list)
@@ -134,9 +153,10 @@ class Coordinator:
             by_node[self.node_of(t)].append(t)
         for i, names in by_node.items():
             try:
-                uppers = await self.storage[i].call("uppers", shards=names, timeout=RPC_TIMEOUT)
-                self._learned(uppers)
-            except Unavailable:
+                uppers = await self.storage[i].call("uppers", shards=[self.shard(t) for t in names],
+                                                    timeout=RPC_TIMEOUT)
+                self._learned(self.tables_of(uppers))
+            except (Unavailable, RpcError):
                 pass
 
     def _learned(self, uppers: dict[str, int]) -> None:
@@ -231,26 +251,31 @@ class Coordinator:
             if ts < expected and not (lenient and ts == expected - 1):
                 # A stale cache (another coordinator wrote): the append will tell us the real upper.
                 pass
-            by_node[self.node_of(table)].append({"shard": table, "updates": updates,
+            by_node[self.node_of(table)].append({"shard": self.shard(table), "table": table,
+                                                 "updates": updates,
                                                  "expected_upper": expected,
                                                  "new_upper": max(ts + 1, expected)})
         nodes = list(by_node)
         outcomes = await asyncio.gather(*[
-            self.storage[i].call("append", batches=by_node[i], epoch=self.sent_epoch(),
+            self.storage[i].call("append", batches=[{k: v for k, v in b.items() if k != "table"}
+                                                    for b in by_node[i]], epoch=self.sent_epoch(),
                                  lenient=lenient, timeout=RPC_TIMEOUT) for i in nodes],
             return_exceptions=True)
         state: dict[int, str] = {}
         for i, out in zip(nodes, outcomes):
             if isinstance(out, dict):
                 state[i] = "ok"
-                self.uppers.update(out)
+                self.uppers.update(self.tables_of(out))
                 for b in by_node[i]:
                     if b["updates"]:
-                        self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
-                        self.last_write_seq[b["shard"]] = self.seq + 1
+                        self.last_write[b["table"]] = max(self.last_write.get(b["table"], -1), ts)
+                        self.last_write_seq[b["table"]] = self.seq + 1
             elif isinstance(out, RpcError) and out.code == "upper-mismatch":
                 state[i] = "mismatch"
-                self._learned(out.extra or {})
+                self._learned(self.tables_of(out.extra or {}))
+            elif isinstance(out, RpcError) and out.code == "dropped":
+                state[i] = "refused"  # another coordinator dropped a table: our catalog is old
+                asyncio.create_task(self._quiet(self.refresh_catalog()))
             elif isinstance(out, RpcError) and out.code == "fenced":
                 state[i] = "fenced"
             elif isinstance(out, RpcError):
@@ -258,10 +283,10 @@ class Coordinator:
             else:
                 state[i] = "unknown"  # no answer: the append may or may not have happened
                 for b in by_node[i]:
-                    self.uppers.pop(b["shard"], None)
+                    self.uppers.pop(b["table"], None)
                     if b["updates"]:
-                        self.last_write[b["shard"]] = max(self.last_write.get(b["shard"], -1), ts)
-                        self.last_write_seq[b["shard"]] = self.seq + 1
+                        self.last_write[b["table"]] = max(self.last_write.get(b["table"], -1), ts)
+                        self.last_write_seq[b["table"]] = self.seq + 1
         self.seq += 1
         if any(s == "unknown" for s in state.values()):
             asyncio.create_task(self.refresh_uppers(list(self.catalog)))
@@ -354,9 +379,12 @@ class Coordinator:
     async def snapshot(self, table: str, as_of: int, timeout: float = 5.0) -> list[tuple]:
         node = self.storage[self.node_of(table)]
         try:
-            pairs = await node.call("snapshot", shard=table, as_of=as_of, wait=timeout,
+            pairs = await node.call("snapshot", shard=self.shard(table), as_of=as_of, wait=timeout,
                                     timeout=timeout + RPC_TIMEOUT)
         except RpcError as e:
+            if e.code == "dropped":  # another coordinator dropped it since our catalog was read
+                await self._quiet(self.refresh_catalog())
+                raise SQLError("42P01", f'relation "{table}" does not exist') from None
             if e.code == "since":
                 raise SQLError("40001", f"timestamp {as_of} is no longer readable: {e.message}") from None
             if e.code == "timeout":
@@ -386,7 +414,7 @@ class Coordinator:
                 if floor > 0:
                     by_node: dict[int, dict] = collections.defaultdict(dict)
                     for t in self.catalog:
-                        by_node[self.node_of(t)][t] = floor
+                        by_node[self.node_of(t)][self.shard(t)] = floor
                     for i, sinces in by_node.items():
                         await self.storage[i].call("downgrade_since", sinces=sinces, timeout=RPC_TIMEOUT)
             except (RpcError, Unavailable) as e:
@@ -423,6 +451,10 @@ class Session:
         self.last_ts = 0
         self.statement_timeout = 10.0
         self.hold: int | None = None
+
+    def level(self) -> str:
+        """The isolation the next statement runs at: the open transaction's, else the session's."""
+        return self.txn["isolation"] if self.txn is not None else self.isolation
 
     def txn_status(self) -> str:
         if self.txn is None:
@@ -470,10 +502,7 @@ class Session:
         if isinstance(stmt, sql.CreateTable):
             return await self._create(stmt)
         if isinstance(stmt, sql.DropTable):
-            self._no_txn("DROP TABLE")
-            await self.c.oracle.call("drop_table", epoch=self.c.sent_epoch(), name=stmt.table)
-            self.c.catalog.pop(stmt.table, None)
-            return Result([], [], "DROP TABLE")
+            return await self._drop(stmt)
         if isinstance(stmt, sql.Select):
             return await self._select(stmt)
         if isinstance(stmt, sql.Insert) and stmt.select is None:
@@ -485,9 +514,10 @@ class Session:
     async def _control(self, stmt: sql.Control) -> Result:
         if stmt.kind == "begin":
             if self.txn is None:
-                mode = "read" if "read only" in (stmt.value or "") else None
-                self.txn = {"mode": mode, "ts": None, "writes": collections.defaultdict(list),
-                            "failed": False}
+                opts = stmt.value or {}
+                self.txn = {"mode": "read" if opts.get("read_only") else None, "ts": None,
+                            "writes": collections.defaultdict(list), "failed": False,
+                            "isolation": opts.get("isolation") or self.isolation}
             return Result([], [], "BEGIN")
         if stmt.kind in ("commit", "rollback"):
             txn, self.txn = self.txn, None
@@ -498,10 +528,12 @@ class Session:
                           else "COMMIT")
         if stmt.kind == "set":
             if stmt.name in ("transaction_isolation", "default_transaction_isolation"):
-                level = ISOLATION.get(" ".join(str(stmt.value).lower().replace("_", " ").split()))
-                if level is None:
-                    raise SQLError("22023", f"invalid value for parameter \"transaction_isolation\": "
-                                            f"\"{stmt.value}\"")
+                level = sql.isolation(stmt.value)  # an unknown level is an error, never ignored
+                if self.txn is not None:
+                    if self.txn["ts"] is not None or self.txn["writes"]:
+                        raise SQLError("25001", "SET TRANSACTION ISOLATION LEVEL must be called "
+                                                "before any query")
+                    self.txn["isolation"] = level
                 self.isolation = level
             elif stmt.name == "statement_timeout":
                 v = str(stmt.value).lower().rstrip("ms").strip() or "0"
@@ -510,7 +542,8 @@ class Session:
                 self.statement_timeout = ms / 1000 if ms > 0 else 3600.0
             return Result([], [], "SET")
         if stmt.kind == "show":
-            values = {"transaction_isolation": self.isolation, "transaction isolation level": self.isolation,
+            level = self.level()
+            values = {"transaction_isolation": level, "transaction isolation level": level,
                       "last_timestamp": self.last_ts, "sleuth_last_timestamp": self.last_ts,
                       "epoch": self.c.epoch, "server_version": "15.0 (sleuth)",
                       "statement_timeout": f"{int(self.statement_timeout * 1000)}ms",
@@ -530,6 +563,7 @@ class Session:
         try:
             tables = await self.c.oracle.call("create_table", epoch=self.c.sent_epoch(),
                                               name=stmt.table, columns=stmt.columns,
+                                              not_null=stmt.not_null,
                                               timeout=RPC_TIMEOUT)
         except RpcError as e:
             if e.code == "exists":
@@ -542,10 +576,39 @@ class Session:
             raise SQLError("58000", e.message) from None
         except Unavailable as e:
             raise SQLError("58000", f"timestamp oracle unavailable: {e}") from None
-        self.c.catalog = {n: [tuple(c) for c in cols] for n, cols in tables.items()}
+        self.c.set_catalog(tables)
         await self.c.refresh_uppers([stmt.table])
         self.last_ts = await self.c.submit(Write({stmt.table: []}))  # seal the new shard's upper
         return Result([], [], "CREATE TABLE")
+
+    async def _drop(self, stmt: sql.DropTable) -> Result:
+        """The catalog forgets the table first (so no new statement finds it), then its storage
+        node drops the shard (its files go; it refuses coordinators with an older catalog).
+        A new table of the same name gets a new shard (oracle.py), so the old rows cannot
+        come back even when that node is down at the drop: then the old shard only stays on
+        its disk, named by no table, and the log says so."""
+        self._no_txn("DROP TABLE")
+        try:
+            out = await self.c.oracle.call("drop_table", epoch=self.c.sent_epoch(), name=stmt.table,
+                                           timeout=RPC_TIMEOUT)
+        except RpcError as e:
+            if e.code == "fenced":
+                raise SQLError("25006", f"coordinator {self.c.name} is fenced: {e.message}") from None
+            raise SQLError("58000", e.message) from None
+        except Unavailable as e:
+            raise SQLError("58000", f"timestamp oracle unavailable: {e}") from None
+        shard = out["dropped"]
+        self.c.set_catalog(out["catalog"])
+        if shard is None:
+            if stmt.if_exists:
+                return Result([], [], "DROP TABLE")
+            raise SQLError("42P01", f'table "{stmt.table}" does not exist')
+        try:
+            await self.c.storage[self.c.node_of_shard(shard)].call("drop", shard=shard, timeout=RPC_TIMEOUT)
+        except (RpcError, Unavailable) as e:
+            log.warning("DROP TABLE %s: storage did not drop shard %s (%s); the catalog no longer "
+                        "names it", stmt.table, shard, e)
+        return Result([], [], "DROP TABLE")
 
     async def _select(self, stmt: sql.Select) -> Result:
         if self.txn is not None:
@@ -559,7 +622,7 @@ class Session:
             ts = await self._read_ts(stmt.tables)
             for t in stmt.tables:
                 snaps[t] = await self.c.snapshot(t, ts, timeout=self.statement_timeout)
-            self.last_ts = max(self.last_ts, ts) if self.isolation != "strict serializable" else ts
+            self.last_ts = max(self.last_ts, ts) if self.level() != "strict serializable" else ts
         columns, rows = stmt.run(snaps, catalog)
         return Result(columns, rows, f"SELECT {len(rows)}")
 
@@ -567,7 +630,7 @@ class Session:
         """The timestamp of a read; inside a transaction, the same for every read."""
         if self.txn is not None and self.txn["ts"] is not None:
             return self.txn["ts"]
-        ts = await self.c.read_timestamp(self.isolation, tables, self.last_ts)
+        ts = await self.c.read_timestamp(self.level(), tables, self.last_ts)
         if self.txn is not None:
             self.txn["ts"] = ts
             self.hold = ts
@@ -577,6 +640,7 @@ class Session:
     async def _insert(self, stmt: sql.Insert) -> Result:
         columns = await self.c.table(stmt.table)
         rows = sql.insert_rows(stmt, columns, [])
+        sql.check_not_null(stmt.table, columns, self.c.not_null.get(stmt.table, ()), rows)
         if self.txn is not None:
             if self.txn["mode"] == "read":
                 raise SQLError("25006", "transaction in read-only mode")
@@ -610,6 +674,8 @@ class Session:
                     diffs = [(r, 1) for r in sql.insert_rows(stmt, columns, out)]
                 else:
                     diffs = sql.mutate_diffs(stmt, columns, snaps[target])
+                sql.check_not_null(target, columns, self.c.not_null.get(target, ()),
+                                   [row for row, d in diffs if d > 0])
                 keyed = {target: {row[0] for row, d in diffs if d < 0}} if isinstance(stmt, sql.Mutate) else {}
                 try:
                     self.last_ts = await self.c.submit(Write({target: diffs}, as_of=as_of, read_seq=read_seq,

@@ -7,9 +7,17 @@ Two layers, each cached by a content hash:
    python3, iproute2, iptables and procps, turned into an image by
    `docker import`. Built once per machine (about a minute).
 2. `sleuth-node:<hash>`: the base plus a venv at /opt/sleuth holding sleuth
-   and its dependencies, installed offline from a wheelhouse built on the
+   and what a node needs, installed offline from a wheelhouse built on the
    host (pip inside the image cannot verify PyPI's certificate). Rebuilt only
    when the wheels change.
+
+A node needs only a few of sleuth's dependencies (`NODE_PACKAGES`); the
+checkers, reports, CLI and runtimes need the rest (matplotlib, scipy,
+paramiko, docker, jinja2 …), which a node never imports. So the wheelhouse
+holds the sleuth wheel built `--no-deps` plus wheels of `NODE_PACKAGES`
+only, at the versions sleuth's own metadata requires (written to
+`node-requirements.txt` beside them), and `install_command` installs exactly
+that: the same for the docker image and the ssh runtime.
 
 `python -m sleuth.cluster.image` builds (or finds) the image and prints its tag.
 """
@@ -24,8 +32,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-certificates", "openssh-server"]
+
+# What a node process imports beyond the standard library (cluster/node.py and the roles it
+# runs): orjson (storage log and RPC), pyarrow (sealed Parquet), sqlglot (the coordinator's
+# SQL). The one list of them; their versions come from sleuth's own requirements.
+NODE_PACKAGES = ("orjson", "pyarrow", "sqlglot")
+NODE_REQUIREMENTS = "node-requirements.txt"
 
 
 class ImageError(Exception):
@@ -89,15 +104,56 @@ def ensure_base(progress=print) -> str:
     return tag
 
 
+def node_requirements(sleuth_wheel: str) -> list[str]:
+    """sleuth's own requirements (the wheel's Requires-Dist) of the packages a node needs.
+
+    A Requires-Dist value is `name[extras] specifiers[; marker]` (PEP 508); the name is
+    all we match on, and a requirement with a marker (an extra's) is none of a node's."""
+    with zipfile.ZipFile(sleuth_wheel) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = z.read(meta).decode().splitlines()
+    out = {}
+    for line in lines:
+        if line.startswith("Requires-Dist:"):
+            req = line.split(":", 1)[1].strip()
+            name = re.match(r"[A-Za-z0-9._-]+", req).group(0).lower()
+            if name in NODE_PACKAGES and ";" not in req:
+                out[name] = req
+    missing = set(NODE_PACKAGES) - set(out)
+    if missing:
+        raise ImageError(f"sleuth's metadata does not require {', '.join(sorted(missing))}")
+    return [out[n] for n in NODE_PACKAGES]
+
+
 def wheelhouse(project_root: str, into: str) -> str:
-    """Wheels of sleuth and its dependencies; returns their content hash."""
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", into, project_root])
-    h = hashlib.sha256()
+    """The sleuth wheel (no dependencies) and wheels of what a node needs, with the list
+    of those in `node-requirements.txt`; returns their content hash."""
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", into, project_root])
+    (sleuth_wheel,) = glob.glob(os.path.join(into, "sleuth-*.whl"))
+    reqs = os.path.join(into, NODE_REQUIREMENTS)
+    with open(reqs, "w") as f:
+        f.write("".join(r + "\n" for r in node_requirements(sleuth_wheel)))
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", into, "-r", reqs])
+    h = hashlib.sha256(open(reqs, "rb").read())
     for path in sorted(glob.glob(os.path.join(into, "*.whl"))):
         h.update(os.path.basename(path).encode())
         if os.path.basename(path).startswith("sleuth-"):
             h.update(open(path, "rb").read())
     return h.hexdigest()[:12]
+
+
+def install_command(pip: str, wheels: str) -> str:
+    """The shell command that installs a node from a wheelhouse, offline: the node's
+    requirements, then sleuth itself without its other dependencies."""
+    return (f"{pip} install -q --no-compile --no-index --find-links {wheels} -r {wheels}/{NODE_REQUIREMENTS} && "
+            f"{pip} install -q --no-compile --no-index --no-deps --find-links {wheels} sleuth")
+
+
+def dockerfile(base: str) -> str:
+    """The node image: the base, and a venv at /opt/sleuth installed from the wheelhouse."""
+    return (f"FROM {base}\nCOPY wheels /wheels\n"
+            f"RUN python3 -m venv /opt/sleuth && {install_command('/opt/sleuth/bin/pip', '/wheels')} "
+            "&& rm -rf /wheels\n")
 
 
 def ensure_image(project_root: str, *, progress=print) -> str:
@@ -111,9 +167,7 @@ def ensure_image(project_root: str, *, progress=print) -> str:
             return tag
         progress(f"building {tag} …")
         with open(os.path.join(ctx, "Dockerfile"), "w") as f:
-            f.write(f"FROM {base}\nCOPY wheels /wheels\n"
-                    "RUN python3 -m venv /opt/sleuth && /opt/sleuth/bin/pip install -q --no-index "
-                    "--find-links /wheels sleuth && rm -rf /wheels\n")
+            f.write(dockerfile(base))
         _client().images.build(path=ctx, tag=tag, rm=True, forcerm=True)
     return tag
 

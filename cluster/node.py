@@ -18,8 +18,8 @@ import os
 import signal
 import sys
 
-FAULTS = ("stale-read", "oracle-amnesia", "no-fencing", "rtw-no-conflict", "ack-before-durable",
-          "write-ts-not-strict")
+from sleuth.cluster.faults import FAULTS
+
 ROLES = ("oracle", "storage", "coordinator")
 
 
@@ -37,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle", type=addr)
     p.add_argument("--storage", default="")
     p.add_argument("--admin", type=addr)
-    p.add_argument("--fault", action="append", default=[], choices=FAULTS)
+    p.add_argument("--fault", action="append", default=[], choices=list(FAULTS))
     return p
 
 
@@ -93,6 +93,9 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(coro)
     except KeyboardInterrupt:
         pass
+    except OSError as e:  # e.g. its address is taken: one line in its log, not a traceback
+        logging.error("cannot serve on %s:%s: %s", *a.listen, e.strerror or e)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

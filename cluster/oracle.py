@@ -90,7 +90,11 @@ class Oracle:
         self.db.execute("CREATE TABLE IF NOT EXISTS timelines (name TEXT PRIMARY KEY, bound INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, columns TEXT NOT NULL, "
-                        "epoch INTEGER NOT NULL)")
+                        "epoch INTEGER NOT NULL, shard TEXT, not_null TEXT)")
+        have = {r[1] for r in self.db.execute("PRAGMA table_info(tables)")}
+        for column in ("shard", "not_null"):  # a data dir from before these existed
+            if column not in have:
+                self.db.execute(f"ALTER TABLE tables ADD COLUMN {column} TEXT")
         self.timelines: dict[str, Timeline] = {}
         self.bounds: dict[str, int] = {}
         firsts = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'first-bound:%'"))
@@ -163,20 +167,57 @@ class Oracle:
         if epoch < current:
             raise Fenced(epoch, current)
 
-    def create_table(self, epoch: int, name: str, columns: list[str]) -> None:
+    def create_table(self, epoch: int, name: str, columns: list[str], not_null: list[str] = ()) -> str:
+        """A new table and its shard, which no earlier table of this name ever used.
+
+        A table's rows live in the storage shard the catalog names. Shards are never
+        reused: the first table called t keeps its rows in shard `t` (the layout the
+        Parquet readers know), the n-th one after DROP TABLE in `t@n`. So a table created
+        after a drop starts empty whatever became of the old shard, on every storage node
+        and after any restart."""
         with self.lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
                 self.check_epoch(epoch)
-                self.db.execute("INSERT INTO tables (name, columns, epoch) VALUES (?, ?, ?)",
-                                (name, json.dumps(columns), epoch))
+                key = f"generation:{name}"
+                row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+                generation = (row[0] if row else 0) + 1
+                shard = name if generation == 1 else f"{name}@{generation}"
+                self.db.execute("INSERT INTO tables (name, columns, epoch, shard, not_null) "
+                                "VALUES (?, ?, ?, ?, ?)",
+                                (name, json.dumps(columns), epoch, shard, json.dumps(list(not_null))))
+                self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, generation))
                 self.db.execute("COMMIT")
+                return shard
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def drop_table(self, epoch: int, name: str) -> str | None:
+        """Forget a table; returns its shard (for the storage nodes to drop), None if none."""
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.check_epoch(epoch)
+                row = self.db.execute("SELECT coalesce(shard, name) FROM tables WHERE name = ?",
+                                      (name,)).fetchone()
+                self.db.execute("DELETE FROM tables WHERE name = ?", (name,))
+                self.db.execute("COMMIT")
+                return row[0] if row else None
             except BaseException:
                 self.db.execute("ROLLBACK")
                 raise
 
     def tables(self) -> dict[str, list[str]]:
         return {name: json.loads(cols) for name, cols in self.db.execute("SELECT name, columns FROM tables")}
+
+    def catalog(self) -> dict[str, dict]:
+        """Every table: its columns, the shard that holds its rows, its NOT NULL columns."""
+        return {name: {"columns": json.loads(cols), "shard": shard or name,
+                       "not_null": json.loads(not_null or "[]")}
+                for name, cols, shard, not_null in
+                self.db.execute("SELECT name, columns, shard, not_null FROM tables")}
 
     def close(self) -> None:
         self.db.close()
@@ -225,22 +266,27 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
     async def epoch() -> int:
         return oracle.epoch()
 
-    async def create_table(epoch: int | None, name: str, columns: list) -> dict:
+    async def create_table(epoch: int | None, name: str, columns: list, not_null: list = ()) -> dict:
         try:
-            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns)
+            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns, not_null)
         except Fenced as e:
             raise RpcError("fenced", str(e), e.current) from None
         except sqlite3.IntegrityError:
             raise RpcError("exists", f'relation "{name}" already exists') from None
-        return oracle.tables()
+        return oracle.catalog()
 
     async def drop_table(epoch: int | None, name: str) -> dict:
-        checked(epoch)
-        oracle.db.execute("DELETE FROM tables WHERE name = ?", (name,))
-        return oracle.tables()
+        try:
+            shard = oracle.drop_table(oracle.epoch() if epoch is None else epoch, name)
+        except Fenced as e:
+            raise RpcError("fenced", str(e), e.current) from None
+        return {"dropped": shard, "catalog": oracle.catalog()}
 
     async def tables() -> dict:
         return oracle.tables()
+
+    async def catalog() -> dict:
+        return oracle.catalog()
 
     async def set_clock_offset(ms: int) -> int:
         offset[0] = int(ms)
@@ -254,7 +300,7 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
     server = await serve(host, port, {
         "read_ts": read_ts, "write_ts": write_ts, "peek_write_ts": peek_write_ts,
         "apply_write": apply_write, "bump_epoch": bump_epoch, "epoch": epoch,
-        "create_table": create_table, "drop_table": drop_table, "tables": tables,
+        "create_table": create_table, "drop_table": drop_table, "tables": tables, "catalog": catalog,
         "set_clock_offset": set_clock_offset, "status": status})
     logging.getLogger("sleuth.oracle").info("oracle listening on %s:%s, faults %s", host, port,
                                             sorted(faults))

@@ -24,6 +24,7 @@ import asyncio
 import inspect
 import logging
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,11 +267,15 @@ class Connection:
         await self.writer.drain()
 
     def error(self, e: BaseException) -> None:
+        """An SQLError as it is; anything else is a bug of ours: XX000 with a short message and
+        an id, the traceback only in the node's log under that id (a client needs neither the
+        engine's internals nor its exception text)."""
         if isinstance(e, SQLError):
             self.out.append(error_response(e.code, e.message, e.detail))
-        else:
-            log.exception("internal error")
-            self.out.append(error_response("XX000", f"internal error: {type(e).__name__}: {e}"))
+            return
+        ref = f"{time.time_ns() & 0xFFFFFFFF:08x}"
+        log.error("internal error %s", ref, exc_info=e)
+        self.out.append(error_response("XX000", f"internal error {ref} (details in the node's log)"))
 
     async def run(self) -> None:
         if not await self.startup():
@@ -347,46 +352,55 @@ class Connection:
             self._fail(e)
 
     async def _results(self, portal: dict) -> list[Result]:
+        if "error" in portal:  # Describe ran it and failed: Execute must not run it again
+            raise portal["error"]
         if portal["results"] is None:
-            portal["results"] = await self.session.execute(portal["sql"])
+            try:
+                portal["results"] = await self.session.execute(portal["sql"])
+            except Exception as e:
+                portal["error"] = e
+                raise
         return portal["results"]
 
     async def describe(self, body: bytes) -> None:
         kind, name = body[:1], body[1:].rstrip(b"\0").decode()
+        # Only the lookups answer "does not exist": a KeyError from the engine is a bug (XX000).
+        if kind == b"S":
+            if name not in self.statements:
+                return self._fail(SQLError("26000", f"prepared statement {name!r} does not exist"))
+            sql, oids = self.statements[name]
+            n = max(len(oids), count_params(sql))
+            oids = [(oids[i] if i < len(oids) and oids[i] else 25) for i in range(n)]
+            self.out.append(_msg(b"t", struct.pack(f"!h{n}i", n, *oids)))
+            self.out.append(_msg(b"n"))  # row shape unknown until it runs
+            return
+        if name not in self.portals:
+            return self._fail(SQLError("34000", f"portal {name!r} does not exist"))
+        portal = self.portals[name]
         try:
-            if kind == b"S":
-                sql, oids = self.statements[name]
-                n = max(len(oids), count_params(sql))
-                oids = [(oids[i] if i < len(oids) and oids[i] else 25) for i in range(n)]
-                self.out.append(_msg(b"t", struct.pack(f"!h{n}i", n, *oids)))
-                self.out.append(_msg(b"n"))  # row shape unknown until it runs
-                return
-            portal = self.portals[name]
             results = await self._results(portal)
-            last = results[-1] if results else None
-            if last is not None and last.columns:
-                self.out.append(row_description(last.columns))
-                portal["described"] = True
-            else:
-                self.out.append(_msg(b"n"))
-        except KeyError:
-            self._fail(SQLError("26000", f"{'statement' if kind == b'S' else 'portal'} {name!r} does not exist"))
         except Exception as e:
-            self._fail(e)
+            return self._fail(e)
+        last = results[-1] if results else None
+        if last is not None and last.columns:
+            self.out.append(row_description(last.columns))
+            portal["described"] = True
+        else:
+            self.out.append(_msg(b"n"))
 
     async def execute(self, body: bytes) -> None:
         name = body.split(b"\0", 1)[0].decode()
+        if name not in self.portals:
+            return self._fail(SQLError("34000", f"portal {name!r} does not exist"))
+        portal = self.portals[name]
         try:
-            portal = self.portals[name]
             results = await self._results(portal)
-            if not results:
-                self.out.append(_msg(b"I"))
-            for r in results:
-                self.out.append(result_messages(r, with_description=not portal["described"]))
-        except KeyError:
-            self._fail(SQLError("34000", f"portal {name!r} does not exist"))
         except Exception as e:
-            self._fail(e)
+            return self._fail(e)
+        if not results:
+            self.out.append(_msg(b"I"))
+        for r in results:
+            self.out.append(result_messages(r, with_description=not portal["described"]))
 
     async def sync(self, body: bytes) -> None:
         self.skipping = False

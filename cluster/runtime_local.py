@@ -24,9 +24,9 @@ from sleuth.jsonfile import write_json
 class LocalRuntime:
     name = "local"
 
-    def __init__(self, state_dir: str):
+    def __init__(self, state_dir: str, python: str | None = None):
         self.dir = state_dir
-        self.python = sys.executable
+        self.python = python or sys.executable
         self.file = os.path.join(state_dir, "local.json")
         self.procs: dict[str, dict] = {}
         self.rules: list[list[str]] = []  # iptables rules this runtime added (partitions)
@@ -62,8 +62,9 @@ class LocalRuntime:
         p = self.procs[name]
         log = open(self.log_path(name), "ab")
         env = {**os.environ, **p["env"]}
+        # cwd: its own directory, so `python -m` never imports a sleuth from the caller's cwd
         proc = subprocess.Popen(p["argv"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, env=env)
+                                start_new_session=True, env=env, cwd=self.node_dir(name))
         log.close()
         p["pid"] = proc.pid
         self._save()

@@ -6,8 +6,8 @@ The user defaults to root, the port to 22; without a key paramiko tries the
 ssh agent and `~/.ssh`. Host keys are accepted on first sight, as Jepsen
 does: the hosts are test machines.
 
-On `up`, sleuth builds a wheelhouse of itself and its dependencies on this
-machine, uploads it over SFTP to each host that does not already have that
+On `up`, sleuth builds a wheelhouse of itself and what a node needs on this
+machine (cluster/image.py: not the checkers' and reports' dependencies), uploads it over SFTP to each host that does not already have that
 exact wheelhouse installed, and installs it offline into
 `~/.sleuth-node/venv` (the host needs `python3` with `venv`, the same Python
 minor version and architecture as this machine, and `iptables` for
@@ -34,13 +34,13 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from sleuth.cluster.control import ClusterError
+from sleuth.cluster.errors import ClusterFailed
 from sleuth.jsonfile import write_json
 
 ROOT = "{root}"  # stands for the host's ~/.sleuth-node in command lines; filled in per host
 
 
-class SshError(ClusterError):
+class SshError(ClusterFailed):
     """A host cannot be reached or a command on it failed (one line, names the host)."""
 
 
@@ -191,7 +191,7 @@ class SshRuntime:
 
     def up_network(self, progress=print) -> None:
         """Connect to every host and install this sleuth there (skipped where it already is)."""
-        from sleuth.cluster.image import wheelhouse
+        from sleuth.cluster.image import install_command, wheelhouse
 
         self._save()
         with tempfile.TemporaryDirectory(prefix="sleuth-wheels-") as wheels:
@@ -210,7 +210,7 @@ class SshRuntime:
                 for name in files:
                     c.put(os.path.join(wheels, name), f"{c.root}/wheels/{name}")
                 c.run(f"rm -rf {c.root}/venv && python3 -m venv {c.root}/venv && "
-                      f"{c.root}/venv/bin/pip install -q --no-compile --no-index --find-links {c.root}/wheels sleuth && "
+                      f"{install_command(c.root + '/venv/bin/pip', c.root + '/wheels')} && "
                       f"rm -rf {c.root}/wheels && echo {digest} > {marker}", check=True, timeout=600)
 
             with ThreadPoolExecutor(len(self.hosts) or 1) as pool:

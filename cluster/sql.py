@@ -5,17 +5,22 @@ small plan object. Control statements (BEGIN, COMMIT, SET, SHOW, …) are
 matched directly; everything else goes through sqlglot's PostgreSQL dialect.
 Expressions compile to Python closures over a row tuple, once per statement.
 
-Supported: CREATE TABLE, DROP TABLE, INSERT … VALUES / INSERT … SELECT,
-SELECT with WHERE, ORDER BY, LIMIT and whole-table aggregates (count, sum,
-min, max), UPDATE … SET col = expr WHERE …, DELETE … WHERE …; expressions
-with arithmetic, `||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN,
-CASE, COALESCE, casts. Anything else is refused with SQLSTATE 0A000 (or
-42601 for a syntax error), never guessed at.
+Supported: CREATE TABLE (NOT NULL enforced; other constraints refused),
+DROP TABLE, INSERT … VALUES / INSERT … SELECT, SELECT with WHERE, ORDER BY,
+LIMIT and whole-table aggregates (count, sum, min, max), UPDATE … SET col =
+expr WHERE …, DELETE … WHERE …; expressions with arithmetic (PostgreSQL's:
+integer division truncates, 22012 on division by zero, 22003 past 64 bits),
+`||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN, CASE, COALESCE,
+casts. Anything else is refused with SQLSTATE 0A000 (or 42601 for a syntax
+error, in PostgreSQL's short form), never guessed at or ignored. The isolation
+levels a session may ask for are named here too (`ISOLATION`). User guide:
+docs/cluster.md.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +54,7 @@ class CreateTable:
     table: str
     columns: list[tuple[str, int]]
     if_not_exists: bool = False
+    not_null: list[str] = field(default_factory=list)  # enforced on every row written
 
 
 @dataclass
@@ -78,6 +84,47 @@ class Mutate:
     table: str
     where: exp.Expression | None
     assignments: list[tuple[str, exp.Expression]] = field(default_factory=list)
+
+
+# -- isolation levels ------------------------------------------------------------------
+
+# The levels a session may ask for, by every name a client may use, and the level it gets.
+# PostgreSQL's weaker levels run as serializable, as Materialize maps them: a stronger
+# guarantee honours a weaker request, and `SHOW transaction_isolation` says what runs.
+ISOLATION = {"strict serializable": "strict serializable",
+             "serializable": "serializable",
+             "strong session serializable": "strong session serializable",
+             "read committed": "serializable", "repeatable read": "serializable",
+             "read uncommitted": "serializable"}
+
+
+def isolation(value: Any, code: str = "22023") -> str:
+    """The level a requested isolation runs at; anything else is an error (never ignored)."""
+    level = ISOLATION.get(" ".join(str(value).lower().replace("_", " ").replace("-", " ").split()))
+    if level is None:
+        raise SQLError(code, f'invalid value for parameter "transaction_isolation": "{value}"; '
+                             f"supported: {', '.join(sorted(set(ISOLATION.values())))}")
+    return level
+
+
+_LEVEL = r"strict\s+serializable|strong\s+session\s+serializable|serializable|repeatable\s+read|read\s+committed|read\s+uncommitted|\S+?"
+_BEGIN_MODE = re.compile(rf"(?is)(isolation\s+level\s+(?P<level>{_LEVEL})|(?P<ro>read\s+only)|read\s+write"
+                         r"|(not\s+)?deferrable)(\s*,\s*|\s+|$)")
+
+
+def begin_options(rest: str) -> dict:
+    """BEGIN's transaction modes (PostgreSQL's grammar): isolation level, READ ONLY/WRITE, DEFERRABLE."""
+    out: dict = {"isolation": None, "read_only": False}
+    rest = rest.strip()
+    while rest:
+        m = _BEGIN_MODE.match(rest)
+        if m is None or not m.group(0):
+            raise SQLError("42601", f'syntax error at or near "{rest.split()[0]}"')
+        if m.group("level"):
+            out["isolation"] = isolation(m.group("level"), "42601")
+        out["read_only"] = out["read_only"] or bool(m.group("ro"))
+        rest = rest[m.end():]
+    return out
 
 
 # -- statement splitting and control statements -------------------------------------
@@ -135,9 +182,9 @@ def _control(text: str) -> Control | None:
         if not m:
             continue
         if kind == "begin":
-            return Control("begin", value=m.group("rest").strip().lower())
+            return Control("begin", value=begin_options(m.group("rest")))
         if kind == "set-isolation":
-            return Control("set", "transaction_isolation", _unquote(m.group("value")).lower())
+            return Control("set", "transaction_isolation", isolation(_unquote(m.group("value")), "42601"))
         if kind == "set":
             return Control("set", m.group("name").lower(), _unquote(m.group("value")))
         if kind == "show":
@@ -157,9 +204,21 @@ _LITERAL = re.compile(r"'(?:[^']|'')*'|(?<![\w$.])\d+(?:\.\d+)?(?![\w.])")
 @functools.lru_cache(maxsize=2048)
 def _template(text: str) -> exp.Expression:
     try:
-        return sqlglot.parse_one(text, read="postgres")
-    except sqlglot.errors.ParseError as e:
-        raise SQLError("42601", f"syntax error: {str(e).splitlines()[0]}") from None
+        tree = sqlglot.parse_one(text, read="postgres")
+    except sqlglot.errors.SqlglotError as e:
+        raise syntax_error(e) from None
+    if tree is None:
+        raise SQLError("42601", "syntax error: empty statement")
+    return tree
+
+
+def syntax_error(e: Exception) -> SQLError:
+    """PostgreSQL's short form ('syntax error at or near "x"'), not the parser's internals."""
+    where = next((d for d in getattr(e, "errors", ()) if d.get("highlight")), None)
+    if where is None:
+        return SQLError("42601", "syntax error")
+    return SQLError("42601", f'syntax error at or near "{where["highlight"]}" '
+                             f'(line {where.get("line", 1)}, column {where.get("col", 0)})')
 
 
 def _tree(text: str) -> exp.Expression:
@@ -200,15 +259,30 @@ def parse_one(text: str) -> Any:
     ctl = _control(text)
     if ctl is not None:
         return ctl
-    tree = _tree(text)
+    try:
+        return _plan(text, _tree(text))
+    except sqlglot.errors.SqlglotError as e:
+        raise syntax_error(e) from None
+
+
+def _plan(text: str, tree: exp.Expression) -> Any:
     if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
         schema = tree.this
         if not isinstance(schema, exp.Schema):
             raise SQLError("0A000", "CREATE TABLE needs a column list")
-        cols = []
+        cols, not_null = [], []
         for cd in schema.expressions:
             if not isinstance(cd, exp.ColumnDef):
-                continue  # table constraints (PRIMARY KEY (…)) are accepted and not enforced
+                raise SQLError("0A000", f"table constraint {_constraint_name(cd)} is not supported: "
+                                        f"{REFUSED_CONSTRAINT}")
+            for c in cd.args.get("constraints") or ():
+                kind = c.args.get("kind")
+                if isinstance(kind, exp.NotNullColumnConstraint):
+                    if not kind.args.get("allow_null"):  # NOT NULL (a bare NULL: what all are)
+                        not_null.append(cd.name.lower())
+                    continue
+                raise SQLError("0A000", f"column constraint {_constraint_name(kind)} is not supported: "
+                                        f"{REFUSED_CONSTRAINT}")
             kind = cd.args.get("kind")
             tname = kind.this.name.lower() if kind is not None else "text"
             tname = {"bigint": "bigint", "int": "int", "text": "text", "varchar": "varchar",
@@ -218,7 +292,7 @@ def parse_one(text: str) -> Any:
             if oid is None:
                 raise SQLError("0A000", f"column type {kind.sql()} is not supported")
             cols.append((cd.name.lower(), oid))
-        return CreateTable(_table_name(schema.this), cols, bool(tree.args.get("exists")))
+        return CreateTable(_table_name(schema.this), cols, bool(tree.args.get("exists")), not_null)
     if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
         tables = tree.args.get("tables") or [tree.this]
         return DropTable(_table_name(tables[0]), bool(tree.args.get("exists")))
@@ -248,7 +322,24 @@ def parse_one(text: str) -> Any:
         return Mutate("update", _table_name(tree.this), _where(tree), assigns)
     if isinstance(tree, exp.Delete):
         return Mutate("delete", _table_name(tree.this), _where(tree))
+    if isinstance(tree, exp.SetOperation):
+        raise SQLError("0A000", f"{type(tree).__name__.upper()} is not supported")
     raise SQLError("0A000", f"statement not supported: {text.split()[0].upper()}")
+
+
+# NOT NULL is enforced (every row written is checked, `check_not_null`); the other
+# constraints are refused rather than accepted and ignored: a schema that says PRIMARY KEY
+# promises the client that a duplicate insert fails, and checking that under optimistic
+# concurrency (every insert a read-then-write of the whole table) is work this cluster does
+# not do. The workloads need none of them.
+REFUSED_CONSTRAINT = "the reference cluster enforces only NOT NULL and refuses the others " \
+                     "(PRIMARY KEY, UNIQUE, CHECK, REFERENCES, DEFAULT) rather than ignore them"
+
+
+def _constraint_name(c: exp.Expression | None) -> str:
+    if c is None:
+        return "?"
+    return c.sql(dialect="postgres").split("(")[0].strip().upper() or type(c).__name__
 
 
 def _table_name(t: exp.Expression) -> str:
@@ -282,18 +373,39 @@ def _num(v: Any) -> Any:
     return v
 
 
+INT8_MIN, INT8_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _arith(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def f(a: Any, b: Any) -> Any:
         if a is None or b is None:
             return None
-        return op(_num(a), _num(b))
+        v = op(_num(a), _num(b))
+        if isinstance(v, int) and not isinstance(v, bool) and not INT8_MIN <= v <= INT8_MAX:
+            raise SQLError("22003", "bigint out of range")
+        return v
     return f
+
+
+def _int_div(a: int, b: int) -> int:
+    """PostgreSQL's integer division truncates toward zero (-7 / 2 = -3), unlike Python's //."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
 
 
 def _div(a: Any, b: Any) -> Any:
     if b == 0:
         raise SQLError("22012", "division by zero")
-    return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+    return _int_div(a, b) if isinstance(a, int) and isinstance(b, int) else a / b
+
+
+def _mod(a: Any, b: Any) -> Any:
+    """The remainder takes the dividend's sign, as in PostgreSQL (-7 % 2 = -1)."""
+    if b == 0:
+        raise SQLError("22012", "division by zero")
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b * _int_div(a, b)
+    return math.fmod(a, b)
 
 
 def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
@@ -308,7 +420,7 @@ def _cmp(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
 
 BINARY = {
     exp.Add: _arith(lambda a, b: a + b), exp.Sub: _arith(lambda a, b: a - b),
-    exp.Mul: _arith(lambda a, b: a * b), exp.Div: _arith(_div), exp.Mod: _arith(lambda a, b: a % b),
+    exp.Mul: _arith(lambda a, b: a * b), exp.Div: _arith(_div), exp.Mod: _arith(_mod),
     exp.EQ: _cmp(lambda a, b: a == b), exp.NEQ: _cmp(lambda a, b: a != b),
     exp.GT: _cmp(lambda a, b: a > b), exp.GTE: _cmp(lambda a, b: a >= b),
     exp.LT: _cmp(lambda a, b: a < b), exp.LTE: _cmp(lambda a, b: a <= b),
@@ -455,6 +567,10 @@ def plan_select(tree: exp.Select) -> Select:
     frm = tree.args.get("from_") or tree.args.get("from")
     if tree.args.get("joins") or tree.args.get("group"):
         raise SQLError("0A000", "joins and GROUP BY are not supported")
+    for arg, what in (("with_", "WITH"), ("with", "WITH"), ("distinct", "DISTINCT"), ("offset", "OFFSET"),
+                      ("having", "HAVING"), ("locks", "FOR UPDATE/SHARE"), ("windows", "WINDOW")):
+        if tree.args.get(arg):
+            raise SQLError("0A000", f"SELECT … {what} is not supported")
     table = _table_name(frm.this) if frm is not None else None
 
     def run(snapshots: dict[str, list[tuple]], catalog: dict) -> tuple[list, list]:
@@ -553,6 +669,15 @@ def insert_rows(plan: Insert, columns: list[tuple[str, int]], source: list[tuple
         given = dict(zip(target, vals))
         rows.append(tuple(coerce(given.get(c), oid) for c, oid in columns))
     return rows
+
+
+def check_not_null(table: str, columns: list[tuple[str, int]], not_null: list[str] | set[str],
+                   rows: list[tuple]) -> None:
+    """23502 for a row that would put NULL into a NOT NULL column (as PostgreSQL words it)."""
+    for i, (name, _) in enumerate(columns):
+        if name in not_null and any(r[i] is None for r in rows):
+            raise SQLError("23502", f'null value in column "{name}" of relation "{table}" '
+                                    f"violates not-null constraint")
 
 
 def mutate_diffs(plan: Mutate, columns: list[tuple[str, int]], rows: list[tuple]) -> list[tuple[tuple, int]]:

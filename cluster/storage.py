@@ -21,6 +21,12 @@ one per shard and sealed range (`shards/<shard>/<lo>-<hi>.parquet`, columns
 `row` (JSON text), `ts`, `diff`), so a Spark job can read a table's whole
 history back; `state.json` records the frontiers, the fencing epoch and the
 sealed files. Recovery loads the Parquet files, then replays the log.
+
+`drop(shard)` (DROP TABLE) is logged like an append, then checkpointed, then
+the shard's files are deleted: its rows never come back, after any restart.
+A dropped shard refuses reads and non-empty appends ("dropped"), so a
+coordinator with an old catalog cannot read or write the old rows either.
+The catalog never hands a dropped shard's name to a new table (oracle.py).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import asyncio
 import bisect
 import logging
 import os
+import shutil
 import time
 
 import orjson
@@ -112,6 +119,7 @@ class Store:
         self.dir = data_dir
         os.makedirs(os.path.join(data_dir, "shards"), exist_ok=True)
         self.shards: dict[str, Shard] = {}
+        self.dropped: set[str] = set()
         self.epoch = 0
         self.ack_before_durable = ack_before_durable
         self.buffer: list[bytes] = []  # records not yet in the log (ack-before-durable only)
@@ -126,6 +134,7 @@ class Store:
             with open(state_path, "rb") as f:
                 state = orjson.loads(f.read())
             self.epoch = state["epoch"]
+            self.dropped = set(state.get("dropped", ()))
             for name, s in state["shards"].items():
                 shard = self.shard(name)
                 for path in s["sealed"]:
@@ -152,13 +161,18 @@ class Store:
         shard.apply(list(zip(rows, t.column("ts").to_pylist(), t.column("diff").to_pylist())), 0)
 
     def _replay(self, rec: dict) -> None:
+        if "drop" in rec:
+            self.shards.pop(rec["drop"], None)
+            self.dropped.add(rec["drop"])
+            return
         if "fence" in rec:
             self.epoch = max(self.epoch, rec["fence"])
             return
         if rec.get("epoch") is not None:
             self.epoch = max(self.epoch, rec["epoch"])
         for b in rec["batches"]:
-            self.shard(b["shard"]).apply(b["updates"], b["new_upper"])
+            if b["shard"] not in self.dropped:  # appends made before its drop: gone with it
+                self.shard(b["shard"]).apply(b["updates"], b["new_upper"])
 
     def _log(self, rec: dict) -> None:
         line = orjson.dumps(rec) + b"\n"
@@ -210,7 +224,7 @@ class Store:
         return n
 
     def _checkpoint(self) -> None:
-        state = {"epoch": self.epoch, "shards": {
+        state = {"epoch": self.epoch, "dropped": sorted(self.dropped), "shards": {
             s.name: {"upper": s.upper, "since": s.since, "sealed": s.sealed}
             for s in self.shards.values()}}
         tmp = os.path.join(self.dir, "state.json.tmp")
@@ -224,10 +238,24 @@ class Store:
     # -- operations ---------------------------------------------------------
 
     def shard(self, name: str) -> Shard:
+        if name in self.dropped:
+            raise RpcError("dropped", f"shard {name} was dropped (DROP TABLE)")
         s = self.shards.get(name)
         if s is None:
             s = self.shards[name] = Shard(name)
         return s
+
+    def drop(self, name: str) -> bool:
+        """DROP TABLE: the shard and its rows are gone for good (see the module docstring)."""
+        if name in self.dropped:
+            return False
+        self.flush_buffer()
+        self._log({"drop": name})
+        self.shards.pop(name, None)
+        self.dropped.add(name)
+        self._checkpoint()  # no longer lists the shard's Parquet files: now they may go
+        shutil.rmtree(os.path.join(self.dir, "shards", name), ignore_errors=True)
+        return True
 
     def fence(self, epoch: int) -> int:
         if epoch > self.epoch:
@@ -245,6 +273,9 @@ class Store:
         if epoch is not None and epoch < self.epoch:
             raise RpcError("fenced", f"epoch {epoch} is fenced: storage has seen epoch {self.epoch}",
                            self.epoch)
+        # A coordinator with an old catalog still sends empty appends to a dropped shard: skip
+        # those; rows for it are refused (shard() raises "dropped").
+        batches = [b for b in batches if b["updates"] or b["shard"] not in self.dropped]
         mismatched = {}
         for b in batches:
             shard = self.shard(b["shard"])
@@ -292,6 +323,8 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
         deadline = time.monotonic() + wait
         async with changed:
             while s.upper <= as_of:
+                if shard in store.dropped:
+                    store.shard(shard)  # raises "dropped"
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RpcError("timeout", f"{shard}: upper {s.upper} did not pass {as_of} "
@@ -303,12 +336,20 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
         return s.snapshot(as_of)
 
     async def uppers(shards: list) -> dict:
-        return {name: store.shard(name).upper for name in shards}
+        return {name: store.shard(name).upper for name in shards if name not in store.dropped}
 
     async def downgrade_since(sinces: dict) -> dict:
-        for name, since in sinces.items():
+        live = {name: since for name, since in sinces.items() if name not in store.dropped}
+        for name, since in live.items():
             store.shard(name).downgrade_since(since)
-        return {name: store.shard(name).since for name in sinces}
+        return {name: store.shard(name).since for name in live}
+
+    async def drop(shard: str) -> bool:
+        async with lock:
+            dropped = await asyncio.to_thread(store.drop, shard)
+        async with changed:
+            changed.notify_all()  # a snapshot waiting on it fails now
+        return dropped
 
     async def fence(epoch: int) -> int:
         async with lock:
@@ -324,7 +365,7 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
             return await asyncio.to_thread(store.seal)
 
     server = await serve(host, port, {"append": append, "snapshot": snapshot, "uppers": uppers,
-                                      "downgrade_since": downgrade_since, "fence": fence,
+                                      "downgrade_since": downgrade_since, "fence": fence, "drop": drop,
                                       "status": status, "seal": seal})
     log.info("storage listening on %s:%s, data in %s, faults %s", host, port, data_dir, sorted(faults))
     async with server:

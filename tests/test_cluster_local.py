@@ -227,23 +227,67 @@ def test_kill_9_of_the_oracle_loses_no_acknowledged_write(make_cluster):
     assert _acked_inserts_survive_a_kill(c, "oracle") >= 200
 
 
-def test_cli_status_json_and_bad_input(make_cluster, tmp_path):
+def cli(*args, timeout=90):
+    return subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_cli_status_list_down_and_the_exit_table(make_cluster):
     c = make_cluster(coordinators=2)
-    env = {**os.environ}
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "status", "--json", "--name", c.name],
-                       capture_output=True, text=True, env=env, timeout=60)
+    p = cli("status", "--json", "--name", c.name)
     st = json.loads(p.stdout)
     assert st["runtime"] == "local"
     roles = [n["role"] for n in st["nodes"]]
     assert roles.count("oracle") == 1 and roles.count("storage") == 2 and roles.count("coordinator") == 2
     assert all(n["state"] == "up" for n in st["nodes"])
     assert [n["epoch"] for n in st["nodes"] if n["role"] == "coordinator"] == [1, 2]
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "up", "--fault", "nope",
-                        "--runtime", "local"], capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 2 and "--fault" in p.stderr and "Traceback" not in p.stderr
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "cluster", "logs", "nosuch", "--name", c.name],
-                       capture_output=True, text=True, env=env, timeout=60)
-    assert p.returncode == 2 and "no node 'nosuch'" in p.stderr
+
+    p = cli("list", "--json")
+    assert p.returncode == 0 and json.loads(p.stdout) == {"clusters": [
+        {"name": c.name, "runtime": "local", "nodes": 5, "state": "up", "faults": []}]}
+    c.runtime.kill("storage2")
+    p = cli("list")
+    assert p.returncode == 0 and c.name in p.stdout and "degraded" in p.stdout
+
+    # bad options and unknown names: 254, one line, no traceback (sleuth/exits.py)
+    for args, says in ((["up", "--fault", "nope", "--runtime", "local"], "--fault"),
+                       (["up", "--storage", "0"], "--storage"), (["bogus"], "bogus"),
+                       (["logs", "nosuch", "--name", c.name], "no node 'nosuch'"),
+                       (["status", "--name", "nosuch"], "no cluster named 'nosuch'")):
+        p = cli(*args)
+        assert p.returncode == 254 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+
+    p = cli("down", "--name", c.name)
+    assert p.returncode == 0 and not Cluster(c.name).exists
+    p = cli("down", "--name", c.name)  # already gone: nothing to do is not an error
+    assert p.returncode == 0 and "no cluster named" in p.stderr and p.stdout == ""
+    assert json.loads(cli("list", "--json").stdout) == {"clusters": []}
+
+
+def test_cli_up_of_a_cluster_that_will_not_start_exits_255(tmp_path, monkeypatch):
+    """The oracle cannot bind its address (something else listens there): it exits, `up`
+    says so at once (not after its 60 s wait) and exits 255; the half-started cluster is
+    listed as failed and `down` removes it."""
+    import socket
+
+    from sleuth.cluster.control import ORACLE_PORT, block
+
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+    name = f"t{uuid.uuid4().hex[:8]}"
+    squatter = socket.socket()
+    squatter.bind((f"{block(name, 'local')}.2", ORACLE_PORT))
+    squatter.listen()
+    try:
+        t0 = time.monotonic()
+        p = cli("up", "--runtime", "local", "--name", name)
+        assert p.returncode == 255 and "node oracle exited while starting" in p.stderr
+        assert "address already in use" in p.stderr.lower() and "Traceback" not in p.stderr
+        assert time.monotonic() - t0 < 45
+        assert json.loads(cli("list", "--json").stdout)["clusters"][0]["state"] == "failed"
+    finally:
+        squatter.close()
+        assert cli("down", "--name", name).returncode == 0
+    assert not Cluster(name).exists
 
 
 def test_partition_by_address_on_the_loopback(make_cluster):
@@ -266,3 +310,107 @@ def test_partition_by_address_on_the_loopback(make_cluster):
             except psycopg.Error:
                 threading.Event().wait(0.2)
         assert conn.execute("SELECT k FROM t").fetchall() == [(2,)]
+
+
+def test_drop_table_drops_everywhere_and_for_good(make_cluster):
+    """A table created after DROP TABLE starts empty: at once, after the coordinator restarts,
+    and after every storage node is killed and restarted (old rows sealed in Parquet and
+    still in the log alike)."""
+    from sleuth.cluster.rpc import call_sync
+
+    c = make_cluster(storage=2)
+    with sql(c) as conn:
+        conn.execute("CREATE TABLE t (k bigint, v text)")
+        conn.execute("INSERT INTO t VALUES (1, 'old'), (2, 'old')")
+        for s in (n for n in c.nodes if n.role == "storage"):
+            call_sync(s.host, s.port, "seal", timeout=10)  # the first rows into Parquet
+        conn.execute("INSERT INTO t VALUES (3, 'old')")  # this one only in the log
+        conn.execute("DROP TABLE t")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM t")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("DROP TABLE t")
+        conn.execute("DROP TABLE IF EXISTS t")
+        conn.execute("CREATE TABLE t (k bigint, v text)")
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
+        conn.execute("INSERT INTO t VALUES (10, 'new')")
+    for node in ("coord1", "storage1", "storage2"):
+        c.runtime.kill(node)
+        c.runtime.restart(node)
+    for node in ("storage1", "storage2", "coord1"):
+        c.wait_ready(c.node(node), 30)
+    with sql(c) as conn:
+        assert conn.execute("SELECT k, v FROM t").fetchall() == [(10, "new")]
+
+
+def test_sql_is_correct_or_refuses_over_pgwire(make_cluster):
+    c = make_cluster()
+    with sql(c) as conn:
+        assert conn.execute("SELECT 7/2, 7.0/2, -7/2, -7 % 2").fetchone() == (3, 3.5, -3, -1)
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT 7/0")
+        for ddl in ("CREATE TABLE p (k bigint PRIMARY KEY)", "CREATE TABLE p (k bigint UNIQUE)",
+                    "CREATE TABLE p (k bigint, PRIMARY KEY (k))"):
+            with pytest.raises(psycopg.errors.FeatureNotSupported):
+                conn.execute(ddl)
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM p")  # refused means not created either
+        conn.execute("CREATE TABLE nn (k bigint NOT NULL, v text)")
+        conn.execute("INSERT INTO nn VALUES (1, NULL)")
+        for bad in ("INSERT INTO nn VALUES (NULL, 'a')", "INSERT INTO nn (v) VALUES ('a')",
+                    "UPDATE nn SET k = NULL", "INSERT INTO nn SELECT NULL, v FROM nn"):
+            with pytest.raises(psycopg.errors.NotNullViolation):
+                conn.execute(bad)
+        assert conn.execute("SELECT k, v FROM nn").fetchall() == [(1, None)]
+        with pytest.raises(psycopg.errors.SyntaxError) as e:
+            conn.execute("SELECT 1 +")
+        assert "sqlglot" not in str(e.value) and "<class" not in str(e.value)
+
+        show = "SHOW transaction_isolation"
+        assert conn.execute(show).fetchone() == ("strict serializable",)
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            conn.execute("SET transaction_isolation = 'snapshot isolation'")
+        assert conn.execute(show).fetchone() == ("strict serializable",)
+        conn.execute("SET transaction_isolation = 'strong session serializable'")
+        assert conn.execute(show).fetchone() == ("strong session serializable",)
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("BEGIN ISOLATION LEVEL SNAPSHOT")
+    with sql(c, autocommit=False) as conn:  # psycopg sends BEGIN ISOLATION LEVEL SERIALIZABLE
+        conn.isolation_level = psycopg.IsolationLevel.SERIALIZABLE
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("serializable",)
+        conn.rollback()
+        conn.isolation_level = None
+        assert conn.execute("SHOW transaction_isolation").fetchone() == ("strict serializable",)
+
+
+def test_a_coordinator_with_an_old_catalog_never_reads_a_dropped_table(make_cluster):
+    """coord1 (fenced, but serializable reads need no epoch) read t before coord2 dropped and
+    re-created it: it must not serve the old rows from its old catalog. Storage refuses the
+    dropped shard (42P01 once), and coord1 then reads the new table."""
+    c = make_cluster(coordinators=2)
+    c1, c2 = c.coordinators()
+
+    def until(f, want, seconds=10.0):  # serializable reads trail the latest writes by ~1 s
+        deadline = time.monotonic() + seconds
+        while (got := f()) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return got
+
+    with sql(c, c2) as new, sql(c, c1) as old:
+        new.execute("CREATE TABLE t (k bigint)")
+        new.execute("INSERT INTO t VALUES (1), (2)")
+        old.execute("SET transaction_isolation = 'serializable'")
+        read = lambda: old.execute("SELECT k FROM t ORDER BY k").fetchall()  # noqa: E731
+        assert until(read, [(1,), (2,)]) == [(1,), (2,)]
+        new.execute("DROP TABLE t")
+        new.execute("CREATE TABLE t (k bigint)")
+        new.execute("INSERT INTO t VALUES (3)")
+        seen = []
+        deadline = time.monotonic() + 10
+        while seen[-1:] != [[(3,)]] and time.monotonic() < deadline:
+            try:
+                seen.append(read())
+            except psycopg.errors.UndefinedTable:
+                seen.append("42P01")
+            time.sleep(0.1)
+        assert seen[-1] == [(3,)] and all(s in ("42P01", [], [(3,)]) for s in seen), seen

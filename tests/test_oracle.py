@@ -109,3 +109,23 @@ def test_state_file_is_fsynced_sqlite(tmp_path):
     o = Oracle(str(tmp_path / "o.db"))
     assert o.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert os.path.exists(tmp_path / "o.db")
+
+
+def test_a_dropped_tables_shard_is_never_handed_out_again(tmp_path):
+    """Each table gets a shard no earlier table of its name used, across restarts; the
+    catalog keeps each table's NOT NULL columns; a fenced epoch cannot drop."""
+    o = Oracle(str(tmp_path / "o.db"))
+    e = o.bump_epoch()
+    assert o.create_table(e, "t", [["k", 20]], ["k"]) == "t"  # the layout Parquet readers know
+    assert o.catalog() == {"t": {"columns": [["k", 20]], "shard": "t", "not_null": ["k"]}}
+    assert o.drop_table(e, "t") == "t" and o.drop_table(e, "t") is None
+    assert o.create_table(e, "t", [["k", 20]]) == "t@2"
+    newer = o.bump_epoch()
+    with pytest.raises(Fenced):
+        o.drop_table(e, "t")
+    assert o.drop_table(newer, "t") == "t@2"
+    o.close()
+    o = Oracle(str(tmp_path / "o.db"))
+    assert o.catalog() == {}
+    assert o.create_table(newer, "t", [["k", 20]]) == "t@3"
+    assert o.catalog()["t"] == {"columns": [["k", 20]], "shard": "t@3", "not_null": []}

@@ -148,3 +148,30 @@ def test_ack_before_durable_fault_loses_acknowledged_appends(tmp_path):
         assert upper < 51
     finally:
         p.kill()
+
+
+def test_a_dropped_shard_never_comes_back(tmp_path):
+    """DROP TABLE on a storage node: the rows are gone after a restart (from the log and from
+    sealed Parquet alike), reads and writes of the shard are refused, other shards keep theirs."""
+    s = Store(str(tmp_path))
+    s.compare_and_append([{"shard": "t", "updates": [[[1], 1, 1]], "expected_upper": 0, "new_upper": 2},
+                          {"shard": "u", "updates": [[[9], 1, 1]], "expected_upper": 0, "new_upper": 2}], 1)
+    s.seal()  # t's first row in Parquet
+    s.compare_and_append([{"shard": "t", "updates": [[[2], 2, 1]], "expected_upper": 2, "new_upper": 3}], 1)
+    assert sorted(r for r, _ in s.shard("t").snapshot(2)) == [[1], [2]]
+    assert s.drop("t") and not s.drop("t")
+    # a stale coordinator's empty append passes by; rows for the dropped shard are refused
+    s.compare_and_append([{"shard": "t", "updates": [], "expected_upper": 3, "new_upper": 4}], 1)
+    with pytest.raises(RpcError) as e:
+        s.compare_and_append([{"shard": "t", "updates": [[[3], 4, 1]], "expected_upper": 3, "new_upper": 5}], 1)
+    assert e.value.code == "dropped"
+    s.wal.close()
+    for reopen in range(2):
+        s = Store(str(tmp_path))
+        with pytest.raises(RpcError):
+            s.shard("t")
+        assert "t" not in s.shards and s.shard("u").snapshot(1) == [[[9], 1]]
+        assert not (tmp_path / "shards" / "t").exists()
+        if reopen == 0:
+            s.seal()  # and after a checkpoint that no longer lists it
+        s.wal.close()

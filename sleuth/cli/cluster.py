@@ -1,22 +1,32 @@
-"""`sleuth cluster up|status|down|logs`: the reference cluster from the command line."""
+"""`sleuth cluster up|status|list|logs|down`: the reference cluster from the command line.
+
+Exit status follows sleuth's table (sleuth/exits.py): 0 done, 254 a bad
+option or an unknown cluster or node, 255 a cluster that would not start or
+a runtime that failed. Errors are one line on stderr, never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 
 import click
 
-FAULT_CHOICES = ("stale-read", "oracle-amnesia", "no-fencing", "rtw-no-conflict",
-                 "ack-before-durable", "write-ts-not-strict")
+from sleuth.cluster.faults import FAULTS
+from sleuth.exits import BAD_INPUT, CRASHED, die
 
 
-def _die(message: str) -> None:
-    click.echo(f"sleuth: error: {message}", err=True)
-    sys.exit(2)
+class _Group(click.Group):
+    """click answers a bad option with status 2; sleuth's table says 254."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as e:
+            e.exit_code = BAD_INPUT
+            raise
 
 
-@click.group()
+@click.group(cls=_Group)
 def cluster() -> None:
     """Start, inspect and stop the reference cluster (oracle, storage nodes, coordinators)."""
 
@@ -26,11 +36,19 @@ def _faults(values: tuple[str, ...]) -> list[str]:
     for v in values:
         for f in v.split(","):
             f = f.strip()
-            if f and f not in FAULT_CHOICES:
-                _die(f"--fault: unknown fault {f!r}; one of {', '.join(FAULT_CHOICES)}")
+            if f and f not in FAULTS:
+                die(f"--fault: unknown fault {f!r}; one of {', '.join(FAULTS)}")
             if f:
                 out.append(f)
     return out
+
+
+def _fail(e: Exception, first_line: bool = False) -> None:
+    """A ClusterError carries its status (254 or 255); anything else is ours to own (255)."""
+    from sleuth.cluster.errors import ClusterError
+
+    text = str(e) or type(e).__name__
+    die(text.splitlines()[0] if first_line else text, e.status if isinstance(e, ClusterError) else CRASHED)
 
 
 @cluster.command()
@@ -40,7 +58,7 @@ def _faults(values: tuple[str, ...]) -> list[str]:
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--coordinators", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--storage", type=click.IntRange(1, 9), default=2, show_default=True)
-@click.option("--fault", multiple=True, help=f"Fault switch, repeatable or comma-separated: {', '.join(FAULT_CHOICES)}.")
+@click.option("--fault", multiple=True, help=f"Fault switch, repeatable or comma-separated: {', '.join(FAULTS)}.")
 @click.option("--name", default="default", show_default=True, help="Cluster name (several may run).")
 def up(runtime, nodes_file, coordinators, storage, fault, name) -> None:
     """Start a cluster; returns when every coordinator answers SQL."""
@@ -53,7 +71,9 @@ def up(runtime, nodes_file, coordinators, storage, fault, name) -> None:
         c.up(runtime, coordinators=coordinators, storage=storage, faults=tuple(faults),
              progress=lambda m: click.echo(m, err=True), nodes_file=nodes_file)
     except ClusterError as e:
-        _die(str(e).splitlines()[0] if not c.exists else str(e))
+        _fail(e, first_line=not c.exists)  # a node's log tail is worth the lines
+    except Exception as e:  # the runtime itself (docker, an image build, a host) failed
+        _fail(e, first_line=True)
     click.echo(f"cluster {name!r} is up ({runtime}, {storage} storage, {coordinators} coordinator(s)"
                + (f", faults: {', '.join(faults)}" if faults else "") + ")")
     for n in c.coordinators():
@@ -72,7 +92,7 @@ def status(as_json, name) -> None:
     try:
         st = Cluster(name).status()
     except ClusterError as e:
-        _die(str(e))
+        _fail(e)
     if as_json:
         click.echo(json.dumps(st))
         return
@@ -82,16 +102,45 @@ def status(as_json, name) -> None:
         click.echo(f"  {n['name']:<10} {n['role']:<12} {n['host']}:{n['port']:<6} {n['state']}{epoch}")
 
 
+@cluster.command(name="list")
+@click.option("--json", "as_json", is_flag=True,
+              help='One JSON object: {"clusters": [{"name", "runtime", "nodes", "state", "faults"}]}.')
+def list_(as_json) -> None:
+    """The clusters this machine runs (those recorded under $SLEUTH_HOME): name, runtime,
+    number of nodes and state (up, degraded, down, failed)."""
+    from sleuth.cluster.control import clusters
+
+    found = clusters()
+    if as_json:
+        click.echo(json.dumps({"clusters": found}))
+        return
+    if not found:
+        click.echo("no clusters (start one with `sleuth cluster up`)", err=True)
+        return
+    click.echo(f"{'NAME':<16} {'RUNTIME':<8} {'NODES':>5}  STATE")
+    for c in found:
+        faults = f"  faults: {', '.join(c['faults'])}" if c["faults"] else ""
+        click.echo(f"{c['name']:<16} {c['runtime']:<8} {c['nodes']:>5}  {c['state']}{faults}")
+
+
 @cluster.command()
 @click.option("--name", default="default", show_default=True)
 def down(name) -> None:
-    """Stop every node and remove the cluster's containers, network and data."""
+    """Stop every node and remove the cluster's containers, network and data.
+
+    A cluster that is not there is already down: a note on stderr, status 0."""
     from sleuth.cluster.control import Cluster, ClusterError
 
+    c = Cluster(name)
+    if not c.exists:
+        click.echo(f"sleuth: note: no cluster named {name!r}; nothing to stop", err=True)
+        return
     try:
-        Cluster(name).down()
+        c.down()
     except ClusterError as e:
-        _die(str(e))
+        _fail(e)
+    except Exception as e:
+        _fail(e, first_line=True)
     click.echo(f"cluster {name!r} is down")
 
 
@@ -107,4 +156,4 @@ def logs(node, name) -> None:
         c.node(node)
         click.echo(c.runtime.logs(node), nl=False)
     except ClusterError as e:
-        _die(str(e))
+        _fail(e)

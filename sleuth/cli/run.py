@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from sleuth.cli.cluster import FAULT_CHOICES
+from sleuth.cluster.faults import FAULTS as FAULT_CHOICES
 
 
 def _die(message: str) -> None:
