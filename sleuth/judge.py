@@ -46,6 +46,18 @@ class Checks:
     def from_json(cls, d: dict[str, Any]) -> Checks:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
+    @classmethod
+    def of_test(cls, test: dict[str, Any]) -> Checks:
+        """The checks a run applied, from its test.json (runs stored before test.json held
+        `checks` get them re-derived the way the runner derived them then)."""
+        if isinstance(test.get("checks"), dict):
+            return cls.from_json(test["checks"])
+        checker = test.get("workload", "")
+        model = test.get("model") if checker in ("list-append", "rw-register") else None
+        return cls(checker=checker, model="linearizable" if checker == "register" else model,
+                   linearizable_keys=bool(test.get("linearizable_keys")),
+                   timestamps=test.get("target") == "reference" and test.get("isolation") == "strict-serializable")
+
 
 def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
     """The checks a live run applies: its workload's checker, the model its isolation level

@@ -104,6 +104,7 @@ class RunRecord:
     anomaly_types: tuple[str, ...]
     status: int
     reason: str | None = None
+    ended: str | None = None  # why the run ended early, as handed to the judge ("interrupted", "crashed: …")
     crash_file: str | None = None
     report: str | None = None
     notes: tuple[str, ...] = ()
@@ -117,7 +118,7 @@ class RunRecord:
                 "rate": c.rate, "keys": c.keys, "seed": c.seed, "nemesis_interval": c.nemesis_interval,
                 "checks": self.checks.to_json(), "started": self.started, "finished": self.finished,
                 "faults_happened": self.faults, "nemesis_errors": list(self.nemesis_errors),
-                "summary": self.counts, "status": self.status, "reason": self.reason,
+                "summary": self.counts, "status": self.status, "reason": self.reason, "ended": self.ended,
                 "crash_file": self.crash_file, "notes": list(self.notes)}
 
     def summary_json(self) -> dict[str, Any]:
@@ -526,6 +527,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     history = None
     if crash is not None:
         reason = f"crashed: {_one_line(crash[0])}"
+    ended = reason
     if hurried:
         reason = f"{reason or INTERRUPTED}: stopped at once by a second signal, not judged"
         results: dict[str, Any] = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
@@ -554,7 +556,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             nemesis_errors=live.nemesis_errors if live else (), counts=results["counts"],
             valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),
             status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
-            crash_file=crash_file, report=report, notes=tuple(notes))
+            ended=ended, crash_file=crash_file, report=report, notes=tuple(notes))
 
     rec = record()
     report = None

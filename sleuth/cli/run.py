@@ -120,6 +120,59 @@ def _summary(rec) -> None:
         out(f"  report: {rec.report}")
 
 
+def check_run_dir(path: str, as_json: bool = False) -> int:
+    """`sleuth check RUN_DIR` (a run directory, or its history.jsonl with test.json beside it):
+    the run's own checks (`Checks.of_test`) applied to its history by the run's judging
+    function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
+    returns the exit status (sleuth.exits)."""
+    from sleuth.history import HistoryError, read_jsonl
+    from sleuth.judge import Checks, judge
+    from sleuth.store import find_run, history_path, read_json, test_path
+
+    run_dir = find_run(path)
+    if run_dir is None:
+        click.echo(f"sleuth: error: {path}: not a run directory (no history.jsonl with test.json beside it)",
+                   err=True)
+        return exits.BAD_INPUT
+    test = read_json(test_path(run_dir))
+    try:
+        checks = Checks.of_test(test)
+        history = read_jsonl(history_path(run_dir), events=False)
+        results = judge(history, checks, test.get("ended"))
+    except HistoryError as e:
+        click.echo(f"sleuth: error: {e}", err=True)
+        return exits.BAD_INPUT
+    except (TypeError, ValueError, KeyError) as e:
+        click.echo(f"sleuth: error: {test_path(run_dir)}: cannot tell what the run checked ({e})", err=True)
+        return exits.BAD_INPUT
+    if as_json:
+        sys.stdout.write(json.dumps({"file": path, **results}, default=repr) + "\n")
+    else:
+        verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
+        line = f"{path}: {verdict} ({results.get('model')})"
+        if results.get("anomaly-types"):
+            line += " — " + ", ".join(results["anomaly-types"])
+        if results.get("reason"):
+            line += f"; {results['reason']}"
+        click.echo(line)
+    return exits.of_valid(results["valid"])
+
+
+def report_history(out_dir: str, history, results: dict, workload: str, source: str) -> str:
+    """`sleuth check --report DIR`: any history (imported ones too) as a run directory
+    (history.jsonl in sleuth's format, results.json, a small test.json) with its report."""
+    from sleuth import store
+    from sleuth.history import write_jsonl
+    from sleuth.reports.run_report import render
+
+    os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
+    write_jsonl(history.events, store.history_path(out_dir))
+    test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
+            "model": results.get("model"), "nemesis": [], "fault": []}
+    store.write_record(out_dir, test, results)
+    return render(out_dir, history=history, test=test, results=results)
+
+
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def report(run_dir) -> None:
