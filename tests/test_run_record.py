@@ -220,3 +220,27 @@ def test_check_report_writes_a_report_for_an_imported_history(tmp_path):
     assert op_counts(read_jsonl(tmp_path / "rep" / "history.jsonl"))["ok"] > 0
 
 
+
+
+@pytest.mark.slow
+def test_a_password_in_a_live_url_is_never_printed_or_stored(tmp_path):
+    """A real run against sleuth's local PostgreSQL (trust auth accepts any password)."""
+    from sleuth.targets.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    try:
+        url = server.url.replace("://sleuth@", "://sleuth:hunter2-secret@")
+        assert "hunter2-secret" in url
+        p = _sleuth("run", "--target", url, "-w", "register", "--time-limit", "2", "--store",
+                    str(tmp_path / "s"), "--json", timeout=300)
+    finally:
+        server.stop()
+    assert p.returncode == exits.VALID, p.stderr
+    out = json.loads(p.stdout)  # the whole of stdout is one JSON object
+    assert out["valid"] is True and out["ok"] > 0 and out["exit"] == 0
+    assert "sleuth:***@" in p.stderr and "sleuth:***@" in open(store.test_path(out["run_dir"])).read()
+    files = [os.path.join(dp, f) for dp, _, fs in os.walk(out["run_dir"]) for f in fs if not f.endswith(".png")]
+    assert store.report_path(out["run_dir"]) in files
+    for text in [p.stdout, p.stderr] + [open(f, errors="replace").read() for f in files]:
+        assert "hunter2" not in text
