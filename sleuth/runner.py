@@ -48,6 +48,7 @@ from sleuth import exits, store
 from sleuth.history import JsonlWriter
 from sleuth.judge import ISOLATION_MODELS, Checks, checks_for  # noqa: F401 (ISOLATION_MODELS: re-exported)
 from sleuth.workloads.clients import WORKLOADS, Failed
+from sleuth.workloads.clients import writes as op_writes
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 DEFINITE = {"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"}
@@ -222,7 +223,7 @@ class Client:
     def run_op(self, f: str, value: Any) -> None:
         import psycopg
 
-        writes = _writes(f, value)
+        writes = op_writes(f, value)
         self.rec.event("invoke", self.process, f, value, node=self.node)
         if self.conn is None or self.generation != self.target.generation:
             try:
@@ -262,12 +263,6 @@ class Client:
             self.rec.event("info", self.process, f, value, node=self.node, error=f"{type(e).__name__}: {e}")
             self.close()
             self.process += self.cfg.concurrency
-
-
-def _writes(f: str, value: Any) -> bool:
-    if f == "txn":
-        return any(m[0] != "r" for m in value)
-    return f not in ("read",)
 
 
 def _worker(client: Client, stop: threading.Event, interval: float, end: float, crashes: list) -> None:
