@@ -184,3 +184,16 @@ def test_one_run_through_store_report_and_check_is_one_consistent_record(tmp_pat
         again = json.loads(c.stdout)
         assert c.returncode == exits.INVALID, c.stderr
         assert again["valid"] is False and again["anomaly-types"] == results["anomaly-types"]
+
+
+def test_a_nemesis_that_injected_nothing_says_so(tmp_path):
+    # the first fault would come after 5 s; the load stops after 2: nothing was injected
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli",
+                        *_run_args(tmp_path, "-w", "register", "--time-limit", "2", "--nemesis", "kill",
+                                   "--nemesis-interval", "5")],
+                       capture_output=True, text=True, timeout=300, env=_env(tmp_path))
+    assert p.returncode == exits.VALID, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["faults"] == {} and "kill (no fault was injected)" in p.stderr
+    assert store.read_json(store.test_path(summary["run_dir"]))["faults_happened"] == {}
+    assert "no fault was injected" in open(store.report_path(summary["run_dir"])).read()

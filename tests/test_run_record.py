@@ -244,3 +244,20 @@ def test_a_password_in_a_live_url_is_never_printed_or_stored(tmp_path):
     assert store.report_path(out["run_dir"]) in files
     for text in [p.stdout, p.stderr] + [open(f, errors="replace").read() for f in files]:
         assert "hunter2" not in text
+
+
+def test_serve_exits_0_on_sigterm_and_254_on_a_port_in_use(tmp_path):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "serve", "--store", str(tmp_path),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()  # "serving … on http://127.0.0.1:PORT/"
+    assert "http://127.0.0.1:" in line, line
+    port = int(line.rsplit(":", 1)[1].strip(" /\n"))
+    p = _sleuth("serve", "--store", str(tmp_path), "--port", str(port), timeout=30)
+    assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == exits.VALID
+    assert "Traceback" not in proc.stderr.read()
