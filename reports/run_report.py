@@ -68,12 +68,19 @@ def fault_counts(nemesis: list[dict]) -> dict[str, int]:
 
 
 _NS = re.compile(r"\bt=(\d+) ns\b")
+_TS = re.compile(r"\bts (\d{12,14})\b")
 
 
-def seconds(text: str) -> str:
+def seconds(text: str, started: float | None = None) -> str:
     """Explanations name instants as history times (`t=1234567890 ns`); shown as seconds since
-    the run started (`t=1.235 s`), the scale of the plots and the timeline."""
-    return _NS.sub(lambda m: f"t={int(m.group(1)) / 1e9:.3f} s", text)
+    the run started (`t=1.235 s`), the scale of the plots and the timeline. The reference
+    cluster's timestamps (`ts 1795452386000`, milliseconds of the oracle's clock) keep their
+    value, which identifies them, followed by where they fall from the run's start
+    (`ts 1795452386000 (start +1.770 s)`) when the start is known."""
+    text = _NS.sub(lambda m: f"t={int(m.group(1)) / 1e9:.3f} s", text)
+    if started:
+        text = _TS.sub(lambda m: f"ts {m.group(1)} (start {int(m.group(1)) / 1e3 - started:+.3f} s)", text)
+    return text
 
 
 def render(run_dir: str, history: History | None = None, test: dict | None = None,
@@ -104,7 +111,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                 plots.cycle(os.path.join(run_dir, png), ex["steps"], f"{name} #{i + 1}")
                 pictures.append(png)
         anomalies.append({"name": name, "allowed": name not in results.get("anomaly-types", []),
-                          "count": len(examples), "examples": [_example_text(ex) for ex in examples[:5]],
+                          "count": len(examples), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
                           "pictures": pictures})
 
     counts = {k: sum(1 for o in ops if o["type"] == k) for k in ("ok", "fail", "info")}
@@ -123,13 +130,13 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     return out
 
 
-def _example_text(ex: dict) -> dict:
+def _example_text(ex: dict, started: float | None = None) -> dict:
     """An example's explanation, each part once: a cycle's explanation already spells out its
     steps line by line, so with steps the sentence keeps only its first line (what the
     anomaly is) and each step is listed once, as the edge and why it holds."""
-    text = seconds(str(ex.get("explanation") or ""))
+    text = seconds(str(ex.get("explanation") or ""), started)
     all_steps = ex.get("steps", [])
-    steps = [seconds(f"{s.get('from')} < {s.get('to')} ({s.get('kind')}) because {s.get('why', '')}")
+    steps = [seconds(f"{s.get('from')} < {s.get('to')} ({s.get('kind')}) because {s.get('why', '')}", started)
              for s in all_steps][:12]
     if all_steps:
         text = text.splitlines()[0] if text else ""

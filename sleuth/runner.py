@@ -553,21 +553,21 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
             ended=ended, crash_file=crash_file, report=report, notes=tuple(notes))
 
-    rec = record()
     report = None
-    try:
-        from sleuth.reports.run_report import render
-        report = render(run_dir, history=history, test=rec.test_json(), results=results)
-    except Exception as e:
-        crash = crash or (e, traceback.format_exc())
-        reason = results["reason"] = reason or f"crashed: {_one_line(e)}"
+    if not hurried:  # a second signal asked to stop at once: no plots
+        try:
+            from sleuth.reports.run_report import render
+            report = render(run_dir, history=history, test=record().test_json(), results=results)
+        except Exception as e:
+            if crash is None:
+                crash = (e, traceback.format_exc())
+                reason = results["reason"] = f"crashed: {_one_line(e)}"
     crash_file = store.write_crash(run_dir, crash[1]) if crash else None
     rec = record(crash_file, report)
     try:
         store.write_record(run_dir, rec.test_json(), results)
     except store.StoreError as e:
-        say(f"sleuth: {e}")
-        rec = dataclasses.replace(rec, status=exits.CRASHED, reason=rec.reason or f"crashed: {e}")
+        rec = dataclasses.replace(rec, status=exits.CRASHED, reason=f"crashed: {e}")
     return rec
 
 

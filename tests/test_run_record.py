@@ -160,6 +160,8 @@ def test_report_shows_each_explanation_once_in_seconds(tmp_path):
         assert page.count(why) == n, why  # once per example: not in the sentence and the list too
     assert " ns" not in page.split("<h2>Latency")[0].split('id="anomalies"')[1]
     assert seconds("began (t=1500000000 ns)") == "began (t=1.500 s)"
+    # the reference cluster's timestamps (ms of the oracle's clock), placed from the run's start
+    assert seconds("wrote at ts 1795452386000", 1795452384.25) == "wrote at ts 1795452386000 (start +1.750 s)"
 
 
 def _closed_port():
