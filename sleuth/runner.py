@@ -46,7 +46,7 @@ from typing import Any
 
 from sleuth import exits, store
 from sleuth.history import JsonlWriter
-from sleuth.judge import ISOLATION_MODELS, Checks, checks_for  # noqa: F401 (ISOLATION_MODELS: re-exported)
+from sleuth.judge import Checks, checks_for
 from sleuth.workloads.clients import WORKLOADS, Failed
 from sleuth.workloads.clients import writes as op_writes
 

@@ -211,6 +211,8 @@ def test_bad_usage_is_254(tmp_path):
     assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
     p = _sleuth("check", str(tmp_path))  # no --workload and not a run directory
     assert p.returncode != 0 and "--workload is required" in p.stderr
+    p = _sleuth("report", str(tmp_path))  # not a run directory
+    assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_check_report_writes_a_report_for_an_imported_history(tmp_path):
