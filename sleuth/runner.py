@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import random
-import signal
 import socket
 import sys
 import threading
@@ -46,6 +45,7 @@ from typing import Any
 
 from sleuth import exits, store
 from sleuth.history import JsonlWriter
+from sleuth.interrupts import Interrupted, Signals
 from sleuth.judge import Checks, checks_for
 from sleuth.workloads.clients import WORKLOADS, Failed
 from sleuth.workloads.clients import writes as op_writes
@@ -297,46 +297,6 @@ def _watchdog(clients: list[Client], stop: threading.Event) -> None:
 
 
 
-class Interrupted(BaseException):
-    """A second SIGINT/SIGTERM: stop at once (the nodes are still stopped on the way out).
-
-    A BaseException, as KeyboardInterrupt is, so no `except Exception` swallows it."""
-
-
-class _Signals:
-    """SIGINT and SIGTERM during a run. The first only sets `fired` (the run polls it: a
-    handler must not take locks the interrupted code may hold); the second raises
-    `Interrupted`, unless the run is already tearing down (`shield`), which must finish."""
-
-    def __init__(self) -> None:
-        self.fired: str | None = None
-        self.again = False
-        self.shielded = False
-        self.saved: dict[int, Any] = {}
-
-    def install(self) -> None:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.saved[sig] = signal.signal(sig, self._on)
-
-    def _on(self, signum: int, frame: Any) -> None:
-        if self.fired is None:
-            self.fired = signal.Signals(signum).name
-            return
-        self.again = True
-        if not self.shielded:
-            self.shielded = True
-            raise Interrupted(signal.Signals(signum).name)
-
-    def shield(self) -> None:
-        self.shielded = True
-
-    def restore(self) -> None:
-        for sig, handler in self.saved.items():
-            signal.signal(sig, handler)
-        self.saved = {}
-
-
 @dataclass(frozen=True)
 class _Plan:
     cfg: RunConfig
@@ -368,7 +328,7 @@ class _Live:
     """The live part of a run: target up, load and nemesis, heal, final reads; and teardown,
     which must leave nothing running whatever happened before it."""
 
-    def __init__(self, p: _Plan, rec: Recorder, signals: _Signals, say) -> None:
+    def __init__(self, p: _Plan, rec: Recorder, signals: Signals, say) -> None:
         self.p, self.cfg, self.target, self.rec, self.signals, self.say = p, p.cfg, p.target, rec, signals, say
         self.stop = threading.Event()
         self.dog_stop = threading.Event()
@@ -484,7 +444,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     say(f"sleuth run: {cfg.workload} on {redact(cfg.target)}" + (f" ({runtime})" if runtime else "")
         + (f", faults {','.join(cfg.faults)}" if cfg.faults else "")
         + (f", nemesis {','.join(p.kinds)}" if p.kinds else "") + f" → {run_dir}")
-    signals = _Signals()
+    signals = Signals()
     signals.install()
     started = time.time()
     crash: tuple[BaseException, str] | None = None
@@ -576,7 +536,7 @@ def _counts_of(live: _Live | None) -> dict[str, int]:
     return {"ops": sum(c.values()), **c}
 
 
-def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, signals: _Signals) -> None:
+def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, signals: Signals) -> None:
     """Wait out the load (a tqdm bar on a terminal), until its end, a stop or a signal."""
     bar = None
     if cfg.progress:

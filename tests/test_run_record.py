@@ -265,3 +265,31 @@ def test_serve_exits_0_on_sigterm_and_254_on_a_port_in_use(tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == exits.VALID
     assert "Traceback" not in proc.stderr.read()
+
+
+def test_first_signal_asks_second_interrupts_unless_shielded():
+    import signal
+    import threading
+
+    from sleuth.interrupts import Interrupted, Signals
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers live in the main thread")
+    before = signal.getsignal(signal.SIGTERM)
+    s = Signals()
+    s.install()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert s.fired == "SIGTERM" and not s.again
+        with pytest.raises(Interrupted):
+            os.kill(os.getpid(), signal.SIGINT)
+        s2 = Signals()
+        s2.install()
+        s2.shield()
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)  # shielded: teardown goes on
+        assert s2.fired == "SIGINT" and s2.again
+        s2.restore()
+    finally:
+        s.restore()
+    assert signal.getsignal(signal.SIGTERM) == before
