@@ -197,3 +197,17 @@ def test_a_nemesis_that_injected_nothing_says_so(tmp_path):
     assert summary["faults"] == {} and "kill (no fault was injected)" in p.stderr
     assert store.read_json(store.test_path(summary["run_dir"]))["faults_happened"] == {}
     assert "no fault was injected" in open(store.report_path(summary["run_dir"])).read()
+
+
+def test_an_anomaly_recorded_before_the_interrupt_is_real(tmp_path):
+    args = _run_args(tmp_path, "-w", "list-append", "--fault", "write-ts-not-strict", "--time-limit", "120")
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
+    pids = _wait_for_load(tmp_path, proc, ops=600)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    summary = json.loads(out)
+    assert proc.returncode == exits.INVALID, err
+    assert summary["valid"] is False and summary["reason"] == "interrupted"
+    assert "write-ts-not-above-read" in summary["anomaly-types"]
+    _assert_nothing_running(tmp_path, pids)
