@@ -207,8 +207,9 @@ def test_password_never_shown_and_unreachable_url_is_a_crash(tmp_path):
 
 
 def test_bad_usage_is_254(tmp_path):
-    p = _sleuth("run", "-w", "register", "--target", "mysql://x", "--store", str(tmp_path / "s"))
+    p = _sleuth("run", "-w", "register", "--target", "mysql://u:hunter2@x/db", "--store", str(tmp_path / "s"))
     assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
+    assert "u:***@x" in p.stderr and "hunter2" not in p.stderr
     p = _sleuth("check", str(tmp_path))  # no --workload and not a run directory
     assert p.returncode != 0 and "--workload is required" in p.stderr
     p = _sleuth("report", str(tmp_path))  # not a run directory

@@ -90,4 +90,4 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
         return PostgresTarget()
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
-    raise Unsupported(f"--target {spec!r}: use reference, postgres, or a postgres:// URL")
+    raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, or a postgres:// URL")
