@@ -22,14 +22,13 @@ from typing import Any
 
 from sleuth.checker.result import Result
 from sleuth.history import History, Op
+from sleuth.workloads.clients import writes
 
 MAX_EXAMPLES = 10
 
 
 def is_write(workload: str, op: Op) -> bool:
-    if workload in ("list-append", "rw-register"):
-        return any(m[0] in ("append", "w") for m in (op.value or []))
-    return op.f in ("write", "cas", "add", "transfer")
+    return writes(op.f, op.value)
 
 
 def _describe(op: Op, history: History) -> dict[str, Any]:

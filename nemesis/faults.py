@@ -33,7 +33,17 @@ KINDS = ("kill", "pause", "dual-leader", "clock", "partition")
 
 
 class Fault:
-    start_f = stop_f = ""
+    """One kind of fault. `start_fs` are the names its start events may carry (the first is
+    the usual one), `stop_f` the name of its heal: the history's vocabulary for this fault,
+    owned here (the report shades windows by these names, the run counts them)."""
+
+    start_fs: tuple[str, ...] = ()
+    stop_f = ""
+
+    @property
+    def start_f(self) -> str:
+        """The name of this fault's latest start event."""
+        return self.start_fs[0]
 
     def __init__(self, target: Target):
         self.target = target
@@ -50,7 +60,7 @@ class Fault:
 
 
 class Kill(Fault):
-    start_f, stop_f = "kill", "restart"
+    start_fs, stop_f = ("kill",), "restart"
 
     def start(self, rnd: random.Random) -> Any:
         self.victims = self.target.nodes(self.next_role())
@@ -65,7 +75,7 @@ class Kill(Fault):
 
 
 class Pause(Fault):
-    start_f, stop_f = "pause", "resume"
+    start_fs, stop_f = ("pause",), "resume"
 
     def start(self, rnd: random.Random) -> Any:
         self.victims = self.target.nodes(self.next_role())
@@ -80,14 +90,17 @@ class Pause(Fault):
 
 
 class DualLeader(Fault):
-    start_f, stop_f = "start-dual-leader", "stop-dual-leader"
+    start_fs, stop_f = ("start-dual-leader",), "stop-dual-leader"
 
     def start(self, rnd: random.Random) -> Any:
         self.old = self.target.nodes("coordinator")
+        self.new = None
         self.new = self.target.add_coordinator()
         return {"old": self.old, "new": self.new}
 
     def stop(self) -> Any:
+        if self.new is None:  # the second leader never came up: the old one stays
+            return {"retired": [], "leader": self.old}
         for n in self.old:
             self.target.retire_coordinator(n)
         return {"retired": self.old, "leader": self.new}
@@ -98,18 +111,23 @@ class Clock(Fault):
     flips between true time and an offset of ±0.2..10 s every 10..200 ms until heal),
     on the oracle's clock as its services see it."""
 
-    start_f, stop_f = "clock-bump", "clock-reset"
+    start_fs, stop_f = ("clock-bump", "clock-strobe"), "clock-reset"
     MODES = ("bump", "strobe")
 
     def __init__(self, target: Target):
         super().__init__(target)
         self.strobe: threading.Thread | None = None
         self.halt = threading.Event()
+        self.mode = self.MODES[0]
+
+    @property
+    def start_f(self) -> str:
+        return f"clock-{self.mode}"
 
     def start(self, rnd: random.Random) -> Any:
         mode = self.MODES[self.turn % len(self.MODES)]
         self.turn += 1
-        self.start_f = f"clock-{mode}"
+        self.mode = mode
         if mode == "bump":
             self.offset = rnd.choice([-1, 1]) * rnd.randint(1_000, 30_000)
             self.target.set_clock("oracle", self.offset)
@@ -159,7 +177,7 @@ def majorities_ring(nodes: list[str]) -> list[tuple[str, str]]:
 
 
 class Partition(Fault):
-    start_f, stop_f = "start-partition", "stop-partition"
+    start_fs, stop_f = ("start-partition",), "stop-partition"
     GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")
 
     def start(self, rnd: random.Random) -> Any:
@@ -191,6 +209,9 @@ class Partition(Fault):
 
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
                                   "partition": Partition}
+# event name -> fault kind, for every start and every heal event a schedule writes
+STARTS: dict[str, str] = {f: kind for kind, cls in FAULTS.items() for f in cls.start_fs}
+STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULTS.items()}
 
 
 def parse_mix(text: str | None, target: Target) -> list[str]:
@@ -209,7 +230,12 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
 
 
 class Schedule(threading.Thread):
-    """Fault, heal, fault, heal … every `interval` seconds until stopped."""
+    """Fault, heal, fault, heal … every `interval` seconds until stopped.
+
+    `happened` counts the start events that took effect, by name (a nemesis that was asked
+    for but injected nothing must say so); a start that raised half-way is healed all the
+    same, since it may have broken part of what it meant to (some links cut, some nodes
+    paused)."""
 
     def __init__(self, target: Target, kinds: list[str], interval: float, seed: int,
                  record: Callable[[str, Any], None]):
@@ -220,18 +246,21 @@ class Schedule(threading.Thread):
         self.halt = threading.Event()
         self.active: Fault | None = None
         self.errors: list[str] = []
+        self.happened: dict[str, int] = {}
 
     def run(self) -> None:
         while not self.halt.wait(self.interval):
             kind = self.rnd.choice(self.kinds)
             fault = self.faults[kind]
+            self.active = fault  # set before start: a start that fails half-way is healed too
             try:
                 value = fault.start(self.rnd)  # may choose its name (clock-bump, clock-strobe)
                 self.record(fault.start_f, value)
-                self.active = fault
+                self.happened[fault.start_f] = self.happened.get(fault.start_f, 0) + 1
             except Exception as e:
                 self.errors.append(f"{kind}: {e}")
                 self.record(fault.start_f, {"error": str(e)})
+                self.heal()
                 continue
             if self.halt.wait(self.interval):
                 break
@@ -249,8 +278,10 @@ class Schedule(threading.Thread):
                 self.errors.append(f"heal {fault.stop_f}: {e}")
                 time.sleep(1)
 
-    def finish(self) -> None:
-        """Stop injecting; heal whatever is still broken."""
+    def finish(self, wait: float = 120.0) -> None:
+        """Stop injecting; heal whatever is still broken (waiting up to `wait` s for a start
+        or heal in progress to return first)."""
         self.halt.set()
-        self.join(120)
+        if self.is_alive():
+            self.join(wait)
         self.heal()

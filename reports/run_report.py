@@ -1,8 +1,11 @@
 """A run's HTML report: `render(run_dir)` writes index.html, timeline.html and PNGs beside them.
 
 Reads only the run directory (test.json, history.jsonl, results.json,
-nodes/*/…), so `sleuth report DIR` can re-render any run, and links are
-relative, so the directory can be moved or served.
+nodes/*/…) through the store and the history module, so `sleuth report DIR`
+can re-render any run; `sleuth run` hands over the values it already holds
+instead (the history is read once per run). Links are relative, so the
+directory can be moved or served. Times are seconds since the run started
+(a history's `time` is nanoseconds since then, HISTORY.md).
 """
 
 from __future__ import annotations
@@ -10,72 +13,84 @@ from __future__ import annotations
 import html
 import json
 import os
-from typing import Any
+import re
 
 import jinja2
 import numpy as np
-import orjson
 
+from sleuth import store
+from sleuth.history import History, read_jsonl
+from sleuth.nemesis.faults import STARTS, STOPS
 from sleuth.reports import plots
 
-START_FS = {"kill", "pause", "clock-bump", "start-partition", "start-dual-leader"}
-STOP_FOR = {"restart": "kill", "resume": "pause", "clock-reset": "clock-bump",
-            "stop-partition": "start-partition", "stop-dual-leader": "start-dual-leader"}
 CYCLES_DRAWN = 3
 TIMELINE_OPS = 2000
 
 
 def nemesis_windows(events: list[dict], end: float) -> list[tuple[float, float, str]]:
-    """(start s, stop s, f) for each fault; a fault never healed stays open until `end`."""
-    open_: dict[str, float] = {}
+    """(start s, stop s, start event name) for each fault; a fault never healed stays open
+    until `end`. Event names are the nemesis's own (nemesis/faults.py: STARTS, STOPS)."""
+    open_: dict[str, tuple[float, str]] = {}
     out = []
     for e in events:
         t, f = e["time"] / 1e9, e["f"]
-        if f in START_FS or f.startswith("start-"):
-            open_.setdefault(f, t)
-        else:
-            start_f = STOP_FOR.get(f) or ("start-" + f[5:] if f.startswith("stop-") else None)
-            if start_f in open_:
-                out.append((open_.pop(start_f), t, start_f))
-    out.extend((t, end, f) for f, t in open_.items())
+        if f in STARTS:
+            open_.setdefault(STARTS[f], (t, f))
+        elif f in STOPS and STOPS[f] in open_:
+            start, name = open_.pop(STOPS[f])
+            out.append((start, t, name))
+    out.extend((t, end, f) for t, f in open_.values())
     return sorted(out)
 
 
-def load_ops(path: str) -> tuple[list[dict], list[dict]]:
-    """Operations (invoke paired with completion, per process) and nemesis events."""
-    pending: dict[Any, dict] = {}
-    ops, nemesis = [], []
-    with open(path, "rb") as f:
-        for line in f:
-            e = orjson.loads(line)
-            if e["process"] == "nemesis":
-                nemesis.append(e)
-            elif e["type"] == "invoke":
-                pending[e["process"]] = e
-            else:
-                inv = pending.pop(e["process"], None)
-                if inv is not None:
-                    ops.append({"process": e["process"], "f": e["f"], "type": e["type"],
-                                "start": inv["time"], "end": e["time"], "value": e.get("value"),
-                                "error": e.get("error")})
-    for inv in pending.values():  # never completed: info
-        ops.append({"process": inv["process"], "f": inv["f"], "type": "info", "start": inv["time"],
-                    "end": None, "value": inv.get("value"), "error": "no completion"})
+def load_ops(history: History) -> tuple[list[dict], list[dict]]:
+    """The report's view of a history: operations (start and end in ns, end None when
+    unknown) and nemesis events, both from sleuth.history's pairing."""
+    events = history.events if history.compact is None else None
+    ops = []
+    for o in history.ops():
+        end = o.complete_time
+        if end is None and o.complete_pos is not None and events is not None:
+            end = events[o.complete_pos].time  # an info's completion: when the client gave up
+        ops.append({"process": o.process, "f": o.f, "type": o.type, "start": o.invoke_time, "end": end,
+                    "value": o.value, "error": o.error if o.complete_pos is not None else "no completion"})
+    nemesis = [{"time": e.time, "f": e.f, "value": e.value} for e in history.nemesis_events()]
     return ops, nemesis
 
 
-def _json(path: str) -> dict:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+def fault_counts(nemesis: list[dict]) -> dict[str, int]:
+    """Start events that took effect, by name (a start that failed records {"error": …})."""
+    out: dict[str, int] = {}
+    for e in nemesis:
+        if e["f"] in STARTS and not (isinstance(e.get("value"), dict) and "error" in e["value"]):
+            out[e["f"]] = out.get(e["f"], 0) + 1
+    return out
 
 
-def render(run_dir: str) -> str:
-    test = _json(os.path.join(run_dir, "test.json"))
-    results = _json(os.path.join(run_dir, "results.json"))
-    ops, nemesis = load_ops(os.path.join(run_dir, "history.jsonl"))
+_NS = re.compile(r"\bt=(\d+) ns\b")
+_TS = re.compile(r"\bts (\d{12,14})\b")
+
+
+def seconds(text: str, started: float | None = None) -> str:
+    """Explanations name instants as history times (`t=1234567890 ns`); shown as seconds since
+    the run started (`t=1.235 s`), the scale of the plots and the timeline. The reference
+    cluster's timestamps (`ts 1795452386000`, milliseconds of the oracle's clock) keep their
+    value, which identifies them, followed by where they fall from the run's start
+    (`ts 1795452386000 (start +1.770 s)`) when the start is known."""
+    text = _NS.sub(lambda m: f"t={int(m.group(1)) / 1e9:.3f} s", text)
+    if started:
+        text = _TS.sub(lambda m: f"ts {m.group(1)} (start {int(m.group(1)) / 1e3 - started:+.3f} s)", text)
+    return text
+
+
+def render(run_dir: str, history: History | None = None, test: dict | None = None,
+           results: dict | None = None) -> str:
+    """Write the report of `run_dir`; the history, test record and results are read from it
+    unless given."""
+    test = store.read_json(store.test_path(run_dir)) if test is None else test
+    results = store.read_json(store.results_path(run_dir)) if results is None else results
+    history = read_jsonl(store.history_path(run_dir)) if history is None else history
+    ops, nemesis = load_ops(history)
     done = [o for o in ops if o["end"] is not None]
     t = np.array([o["end"] for o in done], dtype=np.float64) / 1e9
     lat = np.array([o["end"] - o["start"] for o in done], dtype=np.float64) / 1e6
@@ -96,10 +111,10 @@ def render(run_dir: str) -> str:
                 plots.cycle(os.path.join(run_dir, png), ex["steps"], f"{name} #{i + 1}")
                 pictures.append(png)
         anomalies.append({"name": name, "allowed": name not in results.get("anomaly-types", []),
-                          "count": len(examples), "examples": [_example_text(ex) for ex in examples[:5]],
+                          "count": len(examples), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
                           "pictures": pictures})
 
-    counts = {k: int((typ == k).sum()) for k in ("ok", "fail", "info")}
+    counts = {k: sum(1 for o in ops if o["type"] == k) for k in ("ok", "fail", "info")}
     logs = sorted(os.path.relpath(os.path.join(dp, f), run_dir)
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
     _timeline(run_dir, ops, windows)
@@ -108,17 +123,24 @@ def render(run_dir: str) -> str:
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=end, n_ops=len(ops),
-        timestamps=results.get("timestamps"))
-    out = os.path.join(run_dir, "index.html")
+        timestamps=results.get("timestamps"), faults=fault_counts(nemesis))
+    out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)
     return out
 
 
-def _example_text(ex: dict) -> dict:
-    text = ex.get("explanation") or ""
-    steps = [s.get("why", "") for s in ex.get("steps", [])][:12]
-    return {"text": text, "steps": steps, "more": max(0, len(ex.get("steps", [])) - 12)}
+def _example_text(ex: dict, started: float | None = None) -> dict:
+    """An example's explanation, each part once: a cycle's explanation already spells out its
+    steps line by line, so with steps the sentence keeps only its first line (what the
+    anomaly is) and each step is listed once, as the edge and why it holds."""
+    text = seconds(str(ex.get("explanation") or ""), started)
+    all_steps = ex.get("steps", [])
+    steps = [seconds(f"{s.get('from')} < {s.get('to')} ({s.get('kind')}) because {s.get('why', '')}", started)
+             for s in all_steps][:12]
+    if all_steps:
+        text = text.splitlines()[0] if text else ""
+    return {"text": text, "steps": steps, "more": max(0, len(all_steps) - 12)}
 
 
 def _timeline(run_dir: str, ops: list[dict], windows: list) -> None:

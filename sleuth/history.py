@@ -455,3 +455,39 @@ def write_jsonl(events: Iterable[Event], path: str | os.PathLike) -> None:
 def iter_dicts(history: History) -> Iterator[dict]:
     for e in history.events:
         yield e.to_dict()
+
+
+class JsonlWriter:
+    """Appends events to a JSON Lines history as they happen (`write_jsonl` writes a whole one).
+
+    The one writer of the format for live runs: the runner's recorder hands it
+    each event's fields, it numbers them (`index`) and serializes them exactly
+    as `Event.to_dict` says. Not thread-safe on its own: the caller orders the
+    events (the recorder holds a lock, so the line order is the real-time order).
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        self._fh = open(self.path, "wb")
+        self.index = 0
+
+    def append(self, time: int, type: str, process: int | str, f: str, value: Any,
+               node: str | None = None, error: Any = None, ts: int | None = None) -> Event:
+        e = Event(self.index, time, type, process, f, value, node, error, ts)
+        self._fh.write(dumps_event(e))
+        self.index += 1
+        return e
+
+    @property
+    def closed(self) -> bool:
+        return self._fh.closed
+
+    def close(self) -> None:
+        """Flush what was recorded to disk and close; a second close does nothing."""
+        if self._fh.closed:
+            return
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        finally:
+            self._fh.close()

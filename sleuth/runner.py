@@ -9,9 +9,9 @@ The steps (DESIGN.md, "Data flow of one run"):
    injects and heals faults on a seeded schedule;
 3. at the time limit clients stop, everything is healed, the target gets
    time to recover, and every key is read once more;
-4. the checker judges the history (plus the grey-box timestamp rules where
-   the target reports timestamps), `results.json` and the report are
-   written, and a one-screen summary ends the run.
+4. the history is judged (`sleuth.judge`, the same function `sleuth check
+   RUN_DIR` uses), and the store writes test.json and results.json once, from
+   the run record and the results; the report is rendered from the same values.
 
 Outcomes, as Jepsen records them: an error the database guarantees had no
 effect (serialization failure, a fenced coordinator, a cas that did not
@@ -20,36 +20,47 @@ was sent) is `fail`; a timeout or a lost connection on a
 write is `info`, and that client continues as a fresh process on a new
 connection. A watchdog cuts the socket of an operation that hangs (a paused
 node), so no client waits forever.
+
+How a run ends (issue 10; docs/exit-status.md): at its time limit; on a first
+SIGINT or SIGTERM (what a CI timeout sends), which stops the load, heals the
+nemesis, stops every node and judges what was recorded ("interrupted"); on a
+second signal, at once, still stopping the nodes; or on an exception in sleuth
+itself (a workload bug, a full disk, an unwritable store), which is sleuth's
+failure and not an operation of the system under test: the traceback goes to
+crash.txt and the exit status is 255.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import socket
 import sys
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
-from sleuth.jsonfile import write_json
+from sleuth import exits, store
+from sleuth.history import JsonlWriter
+from sleuth.interrupts import Interrupted, Signals
+from sleuth.judge import Checks, checks_for
 from sleuth.workloads.clients import WORKLOADS, Failed
+from sleuth.workloads.clients import writes as op_writes
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 DEFINITE = {"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"}
 REFERENCE_WRITE_DEFINITE = {"40001", "25006", "58000"}  # the coordinator wrote nothing
-ISOLATION_MODELS = {
-    "strict-serializable": "strict-serializable", "serializable": "serializable",
-    "strong-session-serializable": "strong-session-serializable",
-    "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
-}
+INTERRUPTED = "interrupted"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
+    """What was asked for, once parsed: a value (Jepsen's test map), never edited afterwards;
+    `execute` derives a completed copy (the isolation level the target defaults to)."""
+
     target: str = "reference"
     runtime: str | None = None
     nodes_file: str | None = None  # --runtime ssh: the hosts
@@ -70,29 +81,86 @@ class RunConfig:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """What one run was and how it went: written to test.json once, at the end, by the store.
+
+    `faults` counts the nemesis start events that took effect, by name (a run whose nemesis
+    was asked for but injected nothing says so); `reason` says why a run ended early or was
+    not judged ("interrupted", "crashed: …", "no operation completed …"); `status` is the
+    run's exit status (sleuth.exits)."""
+
+    name: str
+    run_dir: str
+    config: RunConfig  # its target redacted (sleuth.targets.redact)
+    runtime: str | None
+    nemesis: tuple[str, ...]
+    checks: Checks
+    started: float
+    finished: float
+    faults: dict[str, int]
+    nemesis_errors: tuple[str, ...]
+    counts: dict[str, int]
+    valid: bool | str
+    anomaly_types: tuple[str, ...]
+    status: int
+    reason: str | None = None
+    ended: str | None = None  # why the run ended early, as handed to the judge ("interrupted", "crashed: …")
+    crash_file: str | None = None
+    report: str | None = None
+    notes: tuple[str, ...] = ()
+
+    def test_json(self) -> dict[str, Any]:
+        """test.json: the configuration as run, then how it went."""
+        c = self.config
+        return {"name": self.name, "workload": c.workload, "target": c.target, "runtime": self.runtime,
+                "nemesis": list(self.nemesis), "fault": list(c.faults), "isolation": c.isolation,
+                "model": self.checks.model, "time_limit": c.time_limit, "concurrency": c.concurrency,
+                "rate": c.rate, "keys": c.keys, "seed": c.seed, "nemesis_interval": c.nemesis_interval,
+                "checks": self.checks.to_json(), "started": self.started, "finished": self.finished,
+                "faults_happened": self.faults, "nemesis_errors": list(self.nemesis_errors),
+                "summary": self.counts, "status": self.status, "reason": self.reason, "ended": self.ended,
+                "crash_file": self.crash_file, "notes": list(self.notes)}
+
+    def summary_json(self) -> dict[str, Any]:
+        """`sleuth run --json`: the one object on stdout."""
+        out = {"valid": self.valid, "anomaly-types": list(self.anomaly_types), "run_dir": self.run_dir,
+               "model": self.checks.model, "seed": self.config.seed, "exit": self.status, **self.counts,
+               "faults": self.faults}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
 class Recorder:
-    """history.jsonl, appended in index order, with times from one monotonic clock."""
+    """history.jsonl, appended in index order, with times from one monotonic clock.
+
+    The format is sleuth.history's (`JsonlWriter`); this adds the clock, the lock that makes
+    the line order the real-time order, and live counts for the progress bar. Events that
+    arrive after `close` (a client thread that outlived an interrupted run) are dropped:
+    their operations stay open in the history, which HISTORY.md reads as info."""
 
     def __init__(self, path: str):
-        self.f = open(path, "wb")
+        self.writer = JsonlWriter(path)
         self.lock = threading.Lock()
-        self.index = 0
         self.t0 = time.monotonic_ns()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
 
+    @property
+    def index(self) -> int:
+        return self.writer.index
+
     def event(self, typ: str, process: Any, f: str, value: Any, **extra: Any) -> None:
         with self.lock:
-            e = {"index": self.index, "time": time.monotonic_ns() - self.t0, "type": typ,
-                 "process": process, "f": f, "value": value}
-            e.update({k: v for k, v in extra.items() if v is not None})
-            self.f.write(orjson.dumps(e) + b"\n")
-            self.index += 1
+            if self.writer.closed:
+                return
+            self.writer.append(time.monotonic_ns() - self.t0, typ, process, f, value, **extra)
             if typ in self.counts and process != "nemesis":
                 self.counts[typ] += 1
 
     def close(self) -> None:
         with self.lock:
-            self.f.close()
+            self.writer.close()
 
 
 class Client:
@@ -155,7 +223,7 @@ class Client:
     def run_op(self, f: str, value: Any) -> None:
         import psycopg
 
-        writes = _writes(f, value)
+        writes = op_writes(f, value)
         self.rec.event("invoke", self.process, f, value, node=self.node)
         if self.conn is None or self.generation != self.target.generation:
             try:
@@ -197,27 +265,26 @@ class Client:
             self.process += self.cfg.concurrency
 
 
-def _writes(f: str, value: Any) -> bool:
-    if f == "txn":
-        return any(m[0] != "r" for m in value)
-    return f not in ("read",)
-
-
-def _worker(client: Client, stop: threading.Event, interval: float, end: float) -> None:
+def _worker(client: Client, stop: threading.Event, interval: float, end: float, crashes: list) -> None:
     # Jepsen's stagger: each gap uniform in [0, 2 * interval], so clients meet at random
     # moments (a fixed cadence locks their phases: some seeds would never contend).
-    nxt = time.monotonic() + client.pace.random() * interval
-    while not stop.is_set():
-        now = time.monotonic()
-        if now >= end:
-            break
-        if nxt > now:
-            if stop.wait(nxt - now):
+    try:
+        nxt = time.monotonic() + client.pace.random() * interval
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= end:
                 break
-        nxt = max(nxt + client.pace.uniform(0, 2 * interval), time.monotonic() - interval)
-        f, value = client.wl.generate(client.rnd, client.slot)
-        client.run_op(f, value)
-    client.close()
+            if nxt > now:
+                if stop.wait(nxt - now):
+                    break
+            nxt = max(nxt + client.pace.uniform(0, 2 * interval), time.monotonic() - interval)
+            f, value = client.wl.generate(client.rnd, client.slot)
+            client.run_op(f, value)
+    except BaseException as e:  # sleuth's own failure (a workload bug, a full disk): stop the run
+        crashes.append(e)
+        stop.set()
+    finally:
+        client.close()
 
 
 def _watchdog(clients: list[Client], stop: threading.Event) -> None:
@@ -229,179 +296,262 @@ def _watchdog(clients: list[Client], stop: threading.Event) -> None:
                 c.cut()
 
 
-def new_run_dir(store: str, name: str) -> str:
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    d = os.path.join(store, name, stamp)
-    k = 1
-    while os.path.exists(d):
-        k += 1
-        d = os.path.join(store, name, f"{stamp}-{k}")
-    os.makedirs(os.path.join(d, "nodes"))
-    latest = os.path.join(store, "latest")
-    try:
-        if os.path.islink(latest):
-            os.remove(latest)
-        os.symlink(os.path.relpath(d, store), latest)
-    except OSError:
-        pass
-    return d
+
+@dataclass(frozen=True)
+class _Plan:
+    cfg: RunConfig
+    target: Any
+    kinds: tuple[str, ...]
+    workload: Any
+    checks: Checks
+    name: str
 
 
-def execute(cfg: RunConfig, say=print) -> dict:
-    """One whole run. Returns the summary dict (valid, anomaly-types, run_dir, counts)."""
-    from sleuth.nemesis.faults import Schedule, parse_mix
-    from sleuth.targets import make_target
+def plan(cfg: RunConfig) -> _Plan:
+    """Everything decided before anything starts; bad usage raises `Unsupported` (exit 254)."""
+    from sleuth.nemesis.faults import parse_mix
+    from sleuth.targets import Unsupported, make_target
 
     target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file)
-    cfg.isolation = cfg.isolation or target.isolations[0] if target.isolations else cfg.isolation
-    if target.isolations and cfg.isolation not in target.isolations:
-        from sleuth.targets import Unsupported
-        raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
-    kinds = parse_mix(cfg.nemesis, target)
+    if target.isolations:
+        cfg = dataclasses.replace(cfg, isolation=cfg.isolation or target.isolations[0])
+        if cfg.isolation not in target.isolations:
+            raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
+    kinds = tuple(parse_mix(cfg.nemesis, target))
     workload = WORKLOADS[cfg.workload](cfg.keys, target.family)
     name = cfg.name or "-".join([cfg.workload, cfg.target if "://" not in cfg.target else "url",
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])
-    run_dir = new_run_dir(cfg.store, name)
-    test = {"name": name, "workload": cfg.workload, "target": cfg.target, "runtime": getattr(target, "runtime_name", None),
-            "nemesis": kinds, "fault": list(cfg.faults), "isolation": cfg.isolation,
-            "model": ISOLATION_MODELS.get(cfg.isolation), "time_limit": cfg.time_limit,
-            "concurrency": cfg.concurrency, "rate": cfg.rate, "keys": cfg.keys, "seed": cfg.seed,
-            "nemesis_interval": cfg.nemesis_interval, "started": time.time()}
-    write_json(os.path.join(run_dir, "test.json"), test)
-    say(f"sleuth run: {cfg.workload} on {cfg.target}"
-        + (f" ({test['runtime']})" if test["runtime"] else "")
-        + (f", faults {','.join(cfg.faults)}" if cfg.faults else "")
-        + (f", nemesis {','.join(kinds)}" if kinds else "") + f" → {run_dir}")
-    rec = Recorder(os.path.join(run_dir, "history.jsonl"))
-    crashed = None
-    try:
-        target.up(progress=lambda m: say(m))
+    return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)
+
+
+class _Live:
+    """The live part of a run: target up, load and nemesis, heal, final reads; and teardown,
+    which must leave nothing running whatever happened before it."""
+
+    def __init__(self, p: _Plan, rec: Recorder, signals: Signals, say) -> None:
+        self.p, self.cfg, self.target, self.rec, self.signals, self.say = p, p.cfg, p.target, rec, signals, say
+        self.stop = threading.Event()
+        self.dog_stop = threading.Event()
+        self.crashes: list[BaseException] = []
+        self.threads: list[threading.Thread] = []
+        self.schedule: Any = None
+        self.notes: list[str] = []
+
+    def run(self) -> str | None:
+        """Drive the run to its end; the reason it ended early, or None."""
+        self.target.up(progress=self.say)
+        if self.signals.fired:
+            return INTERRUPTED
         import psycopg
-        with psycopg.connect(target.dsns()[-1][1], autocommit=True) as conn:
-            workload.setup(conn)
-        clients = [Client(i, cfg, target, workload, rec) for i in range(cfg.concurrency)]
-        stop = threading.Event()
-        schedule = Schedule(target, kinds, cfg.nemesis_interval, cfg.seed,
-                            lambda f, v: rec.event("info", "nemesis", f, v)) if kinds else None
+        with psycopg.connect(self.target.dsns()[-1][1], autocommit=True) as conn:
+            self.p.workload.setup(conn)
+        self._start_load()
+        _progress(self.cfg, self.rec, time.monotonic() + self.cfg.time_limit, self.stop, self.signals)
+        self._stop_load()
+        if self.crashes:
+            raise self.crashes[0]
+        if self.signals.fired:
+            return INTERRUPTED
+        self._recover()
+        return INTERRUPTED if self.signals.fired else None
+
+    def _start_load(self) -> None:
+        from sleuth.nemesis.faults import Schedule
+
+        cfg, rec = self.cfg, self.rec
+        clients = [Client(i, cfg, self.target, self.p.workload, rec) for i in range(cfg.concurrency)]
+        self.final = Client(cfg.concurrency * 1000, cfg, self.target, self.p.workload, rec)
         interval = cfg.concurrency / cfg.rate if cfg.rate > 0 else 0.0
         end = time.monotonic() + cfg.time_limit
-        threads = [threading.Thread(target=_worker, args=(c, stop, interval, end), daemon=True)
-                   for c in clients]
-        dog_stop = threading.Event()
-        final = Client(cfg.concurrency * 1000, cfg, target, workload, rec)
-        dog = threading.Thread(target=_watchdog, args=(clients + [final], dog_stop), daemon=True)
-        dog.start()
-        for t in threads:
+        self.threads = [threading.Thread(target=_worker, args=(c, self.stop, interval, end, self.crashes),
+                                         daemon=True) for c in clients]
+        threading.Thread(target=_watchdog, args=(clients + [self.final], self.dog_stop), daemon=True).start()
+        for t in self.threads:
             t.start()
-        if schedule:
-            schedule.start()
-        _progress(cfg, rec, end, say)
-        stop.set()
-        for t in threads:
-            t.join(OP_TIMEOUT * 3)
-        if schedule:
-            schedule.finish()
-            test["nemesis_errors"] = schedule.errors
-        time.sleep(cfg.recover)
+        if self.p.kinds:
+            self.schedule = Schedule(self.target, list(self.p.kinds), cfg.nemesis_interval, cfg.seed,
+                                     lambda f, v: rec.event("info", "nemesis", f, v))
+            self.schedule.start()
+
+    def _stop_load(self) -> None:
+        """Clients stop (each finishes its operation, the watchdog bounds it), faults heal.
+        After a second signal nobody waits: clients are abandoned (the history is closed
+        under them), the nemesis gets a second to let go before it heals."""
+        self.stop.set()
+        hurry = self.signals.again
+        deadline = time.monotonic() + (1.0 if hurry else OP_TIMEOUT * 3)
+        for t in self.threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self.threads = []
+        if self.schedule is not None:
+            self.schedule.finish(wait=1.0 if hurry else 120.0)
+
+    def _recover(self) -> None:
+        """Heal time, then every key read once more (a final read that fails is retried)."""
+        time.sleep(self.cfg.recover)
         try:
-            target.wait_healthy(60)
+            self.target.wait_healthy(60)
         except Exception as e:
-            test["recovery_error"] = str(e)
-        for f, value in workload.final_reads():
-            for attempt in range(5):  # a final read that fails is retried; it changes nothing
-                before = rec.counts["ok"]
-                final.run_op(f, value)
-                if rec.counts["ok"] > before:
+            self.notes.append(f"the target did not recover: {e}")
+        for f, value in self.p.workload.final_reads():
+            for attempt in range(5):
+                if self.signals.fired:
+                    return
+                before = self.rec.counts["ok"]
+                self.final.run_op(f, value)
+                if self.rec.counts["ok"] > before:
                     break
                 time.sleep(1)
-        final.close()
-        dog_stop.set()
-    except Exception as e:
-        crashed = f"{type(e).__name__}: {e}"
+        self.final.close()
+
+    def teardown(self, run_dir: str) -> None:
+        """Stop the load and heal the nemesis if still on, close the history, keep the logs,
+        stop every node. Each step runs even if one before it failed; the first failure is raised."""
+        errors: list[BaseException] = []
+        for step in (self._stop_load, self.dog_stop.set, self.rec.close,
+                     lambda: self.target.collect_logs(store.nodes_dir(run_dir)), self.target.down):
+            try:
+                step()
+            except Exception as e:
+                errors.append(e)
+        if errors:
+            raise errors[0]
+
+    @property
+    def faults(self) -> dict[str, int]:
+        return dict(self.schedule.happened) if self.schedule is not None else {}
+
+    @property
+    def nemesis_errors(self) -> tuple[str, ...]:
+        return tuple(self.schedule.errors) if self.schedule is not None else ()
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def execute(cfg: RunConfig, say=print) -> RunRecord:
+    """One whole run, to its record. Raises `Unsupported` for bad usage and `StoreError` when
+    no run directory can be made (nothing has started then); every later failure ends in
+    the record (status 255, crash.txt), with the nodes stopped."""
+    from sleuth.targets import redact
+
+    p = plan(cfg)
+    cfg = p.cfg
+    run_dir = store.new_run_dir(cfg.store, p.name)
+    runtime = getattr(p.target, "runtime_name", None)
+    say(f"sleuth run: {cfg.workload} on {redact(cfg.target)}" + (f" ({runtime})" if runtime else "")
+        + (f", faults {','.join(cfg.faults)}" if cfg.faults else "")
+        + (f", nemesis {','.join(p.kinds)}" if p.kinds else "") + f" → {run_dir}")
+    signals = Signals()
+    signals.install()
+    started = time.time()
+    crash: tuple[BaseException, str] | None = None
+    reason = None
+    live = None
+    try:
+        try:
+            live = _Live(p, Recorder(store.history_path(run_dir)), signals, say)
+            reason = live.run()
+        except Interrupted:
+            reason = INTERRUPTED
+        except BaseException as e:
+            crash = (e, traceback.format_exc())
+        finally:
+            signals.shield()
+            if live is not None:
+                try:
+                    live.teardown(run_dir)
+                except BaseException as e:
+                    crash = crash or (e, traceback.format_exc())
+        return _conclude(p, run_dir, live, started, reason, crash, signals.again, say)
     finally:
-        rec.close()
+        signals.restore()
+
+
+def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason: str | None,
+              crash: tuple[BaseException, str] | None, hurried: bool, say) -> RunRecord:
+    """Judge what was recorded, render the report, and write the record once."""
+    from sleuth.history import HistoryError, read_jsonl
+    from sleuth.judge import judge
+    from sleuth.targets import redact
+
+    finished = time.time()
+    notes = list(live.notes if live is not None else [])
+    history = None
+    if crash is not None:
+        reason = f"crashed: {_one_line(crash[0])}"
+    ended = reason
+    if hurried:
+        reason = f"{reason or INTERRUPTED}: stopped at once by a second signal, not judged"
+        results: dict[str, Any] = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
+    else:
         try:
-            target.collect_logs(os.path.join(run_dir, "nodes"))
-        except Exception:
-            pass
-        try:
-            target.down()
+            history = read_jsonl(store.history_path(run_dir))
+            results = judge(history, p.checks, reason)
+        except HistoryError as e:
+            results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
+            reason = reason or f"the history could not be read: {e}"
         except Exception as e:
-            crashed = crashed or f"teardown: {e}"
-    test["finished"] = time.time()
-    summary = judge(run_dir, cfg, test, workload, target, crashed)
-    return summary
+            crash = crash or (e, traceback.format_exc())
+            reason = f"crashed: {_one_line(crash[0])}"
+            results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
+    reason = results.get("reason", reason)
+    results["reason"] = reason
+    if "counts" not in results:
+        from sleuth.judge import op_counts
+        results["counts"] = op_counts(history) if history is not None else _counts_of(live)
+
+    def record(crash_file: str | None = None, report: str | None = None) -> RunRecord:
+        return RunRecord(
+            name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
+            runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+            started=started, finished=finished, faults=live.faults if live else {},
+            nemesis_errors=live.nemesis_errors if live else (), counts=results["counts"],
+            valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),
+            status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
+            ended=ended, crash_file=crash_file, report=report, notes=tuple(notes))
+
+    report = None
+    if not hurried:  # a second signal asked to stop at once: no plots
+        try:
+            from sleuth.reports.run_report import render
+            report = render(run_dir, history=history, test=record().test_json(), results=results)
+        except Exception as e:
+            if crash is None:
+                crash = (e, traceback.format_exc())
+                reason = results["reason"] = f"crashed: {_one_line(e)}"
+    crash_file = store.write_crash(run_dir, crash[1]) if crash else None
+    rec = record(crash_file, report)
+    try:
+        store.write_record(run_dir, rec.test_json(), results)
+    except store.StoreError as e:
+        rec = dataclasses.replace(rec, status=exits.CRASHED, reason=f"crashed: {e}")
+    return rec
 
 
-def _progress(cfg: RunConfig, rec: Recorder, end: float, say) -> None:
+def _counts_of(live: _Live | None) -> dict[str, int]:
+    c = dict(live.rec.counts) if live is not None else {"ok": 0, "fail": 0, "info": 0}
+    return {"ops": sum(c.values()), **c}
+
+
+def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, signals: Signals) -> None:
+    """Wait out the load (a tqdm bar on a terminal), until its end, a stop or a signal."""
     bar = None
     if cfg.progress:
         from tqdm import tqdm
         bar = tqdm(total=int(cfg.time_limit), unit="s", file=sys.stderr, leave=False,
                    bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}s {postfix}")
-    last = time.monotonic()
     start = end - cfg.time_limit
-    while (now := time.monotonic()) < end:
-        time.sleep(min(0.5, end - now))
+    try:
+        while (now := time.monotonic()) < end and not stop.is_set() and not signals.fired:
+            time.sleep(min(0.25, end - now))
+            if bar is not None:
+                bar.n = int(min(cfg.time_limit, time.monotonic() - start))
+                c = rec.counts
+                bar.set_postfix_str(f"ok {c['ok']} fail {c['fail']} info {c['info']}")
+                bar.refresh()
+    finally:
         if bar is not None:
-            bar.n = int(min(cfg.time_limit, time.monotonic() - start))
-            c = rec.counts
-            bar.set_postfix_str(f"ok {c['ok']} fail {c['fail']} info {c['info']}")
-            bar.refresh()
-        last = now
-    del last
-    if bar is not None:
-        bar.close()
-
-
-def judge(run_dir: str, cfg: RunConfig, test: dict, workload: Any, target: Any, crashed: str | None) -> dict:
-    from sleuth.checker import checker_for
-    from sleuth.checker.result import merge_valid
-    from sleuth.history import HistoryError, read_jsonl
-
-    results: dict[str, Any]
-    try:
-        history = read_jsonl(os.path.join(run_dir, "history.jsonl"))
-        model = test.get("model") if workload.checker in ("list-append", "rw-register") else None
-        kwargs: dict[str, Any] = {"model": model} if model else {}
-        if workload.checker == "bank":
-            kwargs["total"] = workload.total()
-        if workload.checker in ("register",):
-            kwargs["model"] = "linearizable"
-        if workload.checker == "rw-register" and target.linearizable_keys(test.get("isolation")):
-            kwargs["linearizable_keys"] = test["linearizable_keys"] = True
-        result = checker_for(workload.checker)(history, **kwargs)
-        results = result.to_json()
-        if target.grey_box and test.get("isolation") == "strict-serializable":
-            from sleuth.checker import timestamps
-            ts = timestamps.check(history, workload.checker)
-            results["timestamps"] = ts.to_json()
-            results["valid"] = merge_valid(result.valid, ts.valid)
-            results["anomaly-types"] = sorted(set(result.anomaly_types) | set(ts.anomaly_types))
-            for k, v in ts.anomalies.items():
-                results["anomalies"].setdefault(k, v)
-    except HistoryError as e:
-        results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}, "notes": [str(e)]}
-    if crashed:
-        results["valid"] = "unknown" if results.get("valid") is True else results.get("valid")
-        results.setdefault("notes", []).append(f"the run crashed: {crashed}")
-        test["crashed"] = crashed
-    counts = {"ops": 0, "ok": 0, "fail": 0, "info": 0}
-    with open(os.path.join(run_dir, "history.jsonl"), "rb") as f:
-        for line in f:
-            e = orjson.loads(line)
-            if e["process"] != "nemesis" and e["type"] != "invoke":
-                counts["ops"] += 1
-                counts[e["type"]] += 1
-    test["summary"] = counts
-    write_json(os.path.join(run_dir, "test.json"), test)
-    write_json(os.path.join(run_dir, "results.json"), results)
-    report = None
-    try:
-        from sleuth.reports.run_report import render
-        report = render(run_dir)
-    except Exception as e:
-        test.setdefault("report_error", f"{type(e).__name__}: {e}")
-        write_json(os.path.join(run_dir, "test.json"), test)
-    return {"valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
-            "run_dir": run_dir, **counts, "report": report, "results": results, "test": test}
+            bar.close()

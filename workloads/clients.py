@@ -23,6 +23,19 @@ class Failed(Exception):
     """The operation certainly did not take effect (e.g. a cas whose old value did not match)."""
 
 
+WRITE_FS = frozenset(("write", "cas", "add", "transfer"))
+
+
+def writes(f: str, value: Any) -> bool:
+    """Can this operation change the database? A transaction with any micro-op but a read
+    (`append`, `w`), or a write, cas, add or transfer (HISTORY.md's shapes). The runner asks
+    it to tell a lost write (info) from a lost read (fail); the timestamp rules to tell a
+    write's timestamp from a read's. One answer for both."""
+    if f == "txn":
+        return any(m[0] != "r" for m in value or ())
+    return f in WRITE_FS
+
+
 class Workload:
     name = ""
     checker = ""  # the `sleuth check` workload its history is judged as

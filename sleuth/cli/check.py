@@ -48,8 +48,8 @@ def _summary_line(path: str, result) -> str:
 
 @click.command()
 @click.argument("files", nargs=-1, required=True)
-@click.option("--workload", "-w", required=True, type=click.Choice(sorted(CHECKERS)),
-              help="What the history's operations are.")
+@click.option("--workload", "-w", default=None, type=click.Choice(sorted(CHECKERS)),
+              help="What the history's operations are (not needed for a run directory: the run's own checks apply).")
 @click.option("--model", "-m", default=None,
               help="Consistency model to judge against (default: linearizable for registers, "
                    "strict-serializable for transactional workloads).")
@@ -63,13 +63,27 @@ def _summary_line(path: str, result) -> str:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file on stdout (JSON Lines).")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print the first example of each anomaly, explained.")
-def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, as_json, explain) -> None:
+@click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
+              help="Also write the HTML report of the (one) history into this directory.")
+def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, as_json, explain,
+          report_dir) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid or unknown; 2 bad input.
     """
     from sleuth.imports import load
 
+    if workload is None:  # run directories: the run's own checks (sleuth/cli/run.py)
+        from sleuth.cli.run import check_run_dir
+        from sleuth.exits import combine
+        from sleuth.store import find_run
+
+        if not all(find_run(f) for f in files):
+            fail_usage("--workload is required unless each FILE is a run directory (or its history.jsonl "
+                       "with test.json beside it)")
+        sys.exit(combine([check_run_dir(f, as_json) for f in files]))
+    if report_dir and len(files) != 1:
+        fail_usage("--report DIR takes one history")
     model = _model_for(workload, model)
     try:
         initial = json.loads(initial_value)
@@ -85,7 +99,7 @@ def check(files, workload, model, initial_value, total, no_negative, linearizabl
         progress = tqdm(total=len(files), unit="history", file=sys.stderr, leave=False)
     for path in files:
         try:
-            history = load(path, events=False)  # checkers need ops, not every line
+            history = load(path, events=report_dir is not None)  # checkers need ops, the report events
             result = run(history, model=model, initial_value=initial, total=total,
                          no_negative=no_negative, linearizable_keys=linearizable_keys)
         except HistoryError as e:
@@ -95,6 +109,9 @@ def check(files, workload, model, initial_value, total, no_negative, linearizabl
         finally:
             if progress is not None:
                 progress.update(1)
+        if report_dir:
+            from sleuth.cli.run import report_history
+            click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}", err=True)
         if result.valid is not True:
             status = EXIT_INVALID
         if as_json:

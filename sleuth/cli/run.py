@@ -8,12 +8,8 @@ import sys
 
 import click
 
-from sleuth.cluster.faults import FAULTS as FAULT_CHOICES
-
-
-def _die(message: str) -> None:
-    click.echo(f"sleuth: error: {message}", err=True)
-    sys.exit(2)
+from sleuth import exits
+from sleuth.cluster.faults import FAULTS
 
 
 @click.command()
@@ -29,7 +25,7 @@ def _die(message: str) -> None:
 @click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
-@click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULT_CHOICES)}.")
+@click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
 @click.option("--isolation", default=None,
               help="The target's own level: strict-serializable | serializable | strong-session-serializable "
                    "(reference); read-committed | repeatable-read | serializable (PostgreSQL).")
@@ -40,15 +36,19 @@ def _die(message: str) -> None:
 @click.option("--keys", type=click.IntRange(1, 10_000), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--store", default="store", show_default=True, type=click.Path(file_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="End with one JSON line summarizing the run.")
+@click.option("--json", "as_json", is_flag=True,
+              help="stdout carries one JSON object summarizing the run, nothing else (the summary goes to stderr).")
 def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
         rate, keys, seed, store, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
-    Exit status: 0 valid, 1 invalid, 2 unknown or crashed (or bad usage).
+    Exit status (docs/exit-status.md): 0 valid, 1 invalid, 2 unknown (could not decide,
+    interrupted, nothing completed), 254 bad arguments, 255 sleuth itself failed. SIGINT or
+    SIGTERM stops the run, heals, stops the nodes and judges what was recorded.
     """
     from sleuth.cli.cluster import _faults
     from sleuth.runner import RunConfig, execute
+    from sleuth.store import StoreError
     from sleuth.targets import Unsupported
 
     cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, workload=workload, nemesis=nemesis,
@@ -56,64 +56,170 @@ def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
                     nemesis_interval=nemesis_interval, progress=sys.stderr.isatty())
     try:
-        s = execute(cfg, say=lambda m: click.echo(m, err=True))
+        rec = execute(cfg, say=lambda m: click.echo(m, err=True))
     except Unsupported as e:
-        _die(str(e))
-    _summary(s)
+        exits.die(str(e))
+    except StoreError as e:  # nothing started: no run directory to hold a crash.txt
+        _crashed(str(e), as_json)
+    except Exception as e:  # sleuth's own failure before the run began
+        _crashed(f"{type(e).__name__}: {e}", as_json)
+    _summary(rec)
+    if rec.crash_file or (rec.status == exits.CRASHED):
+        click.echo(f"sleuth: error: {rec.reason}" + (f" (traceback in {rec.crash_file})" if rec.crash_file else ""),
+                   err=True)
     if as_json:
-        click.echo(json.dumps({"valid": s["valid"], "anomaly-types": s["anomaly-types"],
-                               "run_dir": s["run_dir"], "ops": s["ops"], "ok": s["ok"],
-                               "fail": s["fail"], "info": s["info"]}))
-    sys.exit({True: 0, False: 1}.get(s["valid"], 2))
+        click.echo(json.dumps(rec.summary_json()))
+    sys.exit(rec.status)
 
 
-def _summary(s: dict) -> None:
-    t, r = s["test"], s["results"]
-    verdict = {True: "VALID", False: "INVALID"}.get(s["valid"], "UNKNOWN")
-    out = click.echo
+def _crashed(message: str, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps({"valid": "unknown", "anomaly-types": [], "run_dir": None,
+                               "exit": exits.CRASHED, "reason": f"crashed: {message}"}))
+    exits.die(message, exits.CRASHED)
+
+
+def _summary(rec) -> None:
+    """The human summary, on stderr (stdout is for --json)."""
+    c = rec.config
+    verdict = {True: "VALID", False: "INVALID"}.get(rec.valid, "UNKNOWN")
+    if rec.status == exits.CRASHED:
+        verdict = "CRASHED"
+
+    def out(line: str) -> None:
+        click.echo(line, err=True)
+
     out("")
-    out(f"  {verdict}  {t['workload']} on {t['target']}"
-        + (f" ({t.get('runtime')})" if t.get("runtime") else "") + f", model {r.get('model', t.get('model'))}")
-    out(f"  faults: {', '.join(t['fault']) or 'none'}   nemesis: {', '.join(t['nemesis']) or 'none'}   "
-        f"isolation: {t.get('isolation')}   seed {t['seed']}")
-    out(f"  ops: {s['ops']}  ok {s['ok']}  fail {s['fail']}  info {s['info']}  "
-        f"in {t['finished'] - t['started']:.0f} s")
-    if s["anomaly-types"]:
-        out(f"  anomalies: {', '.join(s['anomaly-types'])}")
-        for name in s["anomaly-types"][:4]:
-            ex = (r.get("anomalies", {}).get(name) or [{}])[0]
+    out(f"  {verdict}  {c.workload} on {c.target}" + (f" ({rec.runtime})" if rec.runtime else "")
+        + f", model {rec.checks.model}")
+    nemesis = ", ".join(rec.nemesis) or "none"
+    if rec.nemesis:
+        happened = ", ".join(f"{f} ×{n}" for f, n in sorted(rec.faults.items()))
+        nemesis += f" ({happened or 'no fault was injected'})"
+    out(f"  faults: {', '.join(c.faults) or 'none'}   nemesis: {nemesis}   isolation: {c.isolation}   seed {c.seed}")
+    n = rec.counts
+    out(f"  ops: {n['ops']}  ok {n['ok']}  fail {n['fail']}  info {n['info']}  "
+        f"in {rec.finished - rec.started:.0f} s")
+    if rec.reason:
+        out(f"  reason: {rec.reason}")
+    if rec.anomaly_types:
+        from sleuth.store import read_json, results_path
+        anomalies = read_json(results_path(rec.run_dir)).get("anomalies", {})
+        out(f"  anomalies: {', '.join(rec.anomaly_types)}")
+        for name in rec.anomaly_types[:4]:
+            ex = (anomalies.get(name) or [{}])[0]
             text = str(ex.get("explanation", "")).splitlines()
             if text:
                 out(f"    {name}: {text[0][:200]}")
-    if r.get("also-found"):
-        out(f"  also found (allowed by the model): {', '.join(r['also-found'])}")
-    for n in r.get("notes", [])[:3]:
-        out(f"  note: {n}")
-    if t.get("nemesis_errors"):
-        out(f"  nemesis errors: {'; '.join(t['nemesis_errors'][:3])}")
-    out(f"  run: {s['run_dir']}")
-    if s.get("report"):
-        out(f"  report: {s['report']}")
+    for note in rec.notes[:3]:
+        out(f"  note: {note}")
+    if rec.nemesis_errors:
+        out(f"  nemesis errors: {'; '.join(rec.nemesis_errors[:3])}")
+    out(f"  run: {rec.run_dir}")
+    if rec.report:
+        out(f"  report: {rec.report}")
+
+
+def check_run_dir(path: str, as_json: bool = False) -> int:
+    """`sleuth check RUN_DIR` (a run directory, or its history.jsonl with test.json beside it):
+    the run's own checks (`Checks.of_test`) applied to its history by the run's judging
+    function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
+    returns the exit status (sleuth.exits)."""
+    from sleuth.history import HistoryError, read_jsonl
+    from sleuth.judge import Checks, judge
+    from sleuth.store import find_run, history_path, read_json, test_path
+
+    run_dir = find_run(path)
+    if run_dir is None:
+        click.echo(f"sleuth: error: {path}: not a run directory (no history.jsonl with test.json beside it)",
+                   err=True)
+        return exits.BAD_INPUT
+    test = read_json(test_path(run_dir))
+    try:
+        checks = Checks.of_test(test)
+        history = read_jsonl(history_path(run_dir), events=False)
+        results = judge(history, checks, test.get("ended"))
+    except HistoryError as e:
+        click.echo(f"sleuth: error: {e}", err=True)
+        return exits.BAD_INPUT
+    except (TypeError, ValueError, KeyError) as e:
+        click.echo(f"sleuth: error: {test_path(run_dir)}: cannot tell what the run checked ({e})", err=True)
+        return exits.BAD_INPUT
+    if as_json:
+        sys.stdout.write(json.dumps({"file": path, **results}, default=repr) + "\n")
+    else:
+        verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
+        line = f"{path}: {verdict} ({results.get('model')})"
+        if results.get("anomaly-types"):
+            line += " — " + ", ".join(results["anomaly-types"])
+        if results.get("reason"):
+            line += f"; {results['reason']}"
+        click.echo(line)
+    return exits.of_valid(results["valid"])
+
+
+def report_history(out_dir: str, history, results: dict, workload: str, source: str) -> str:
+    """`sleuth check --report DIR`: any history (imported ones too) as a run directory
+    (history.jsonl in sleuth's format, results.json, a small test.json) with its report."""
+    from sleuth import store
+    from sleuth.history import write_jsonl
+    from sleuth.reports.run_report import render
+
+    os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
+    write_jsonl(history.events, store.history_path(out_dir))
+    test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
+            "model": results.get("model"), "nemesis": [], "fault": []}
+    store.write_record(out_dir, test, results)
+    return render(out_dir, history=history, test=test, results=results)
 
 
 @click.command()
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False))
 def report(run_dir) -> None:
-    """Re-render a run's report from its files."""
+    """Re-render a run's report from its files.
+
+    Exit status: 0 written, 254 not a run directory (or an unreadable history), 255 failed.
+    """
+    from sleuth.history import HistoryError
     from sleuth.reports.run_report import render
 
     for f in ("history.jsonl", "results.json"):
         if not os.path.exists(os.path.join(run_dir, f)):
-            _die(f"{run_dir}: no {f} here; is this a run directory?")
-    click.echo(render(run_dir))
+            exits.die(f"{run_dir}: no {f} here; is this a run directory?")
+    try:
+        click.echo(render(run_dir))
+    except HistoryError as e:
+        exits.die(str(e))
+    except Exception as e:
+        exits.die(f"{run_dir}: the report could not be written: {type(e).__name__}: {e}", exits.CRASHED)
 
 
 @click.command()
 @click.option("--store", default="store", show_default=True, type=click.Path(file_okay=False))
 @click.option("--port", type=int, default=8080, show_default=True)
 def serve(store, port) -> None:
-    """Serve the store's reports over HTTP on 127.0.0.1."""
-    from sleuth.reports.serve import serve as serve_store
+    """Serve the store's reports over HTTP on 127.0.0.1.
 
-    click.echo(f"serving {store} on http://127.0.0.1:{port}/")
-    serve_store(store, "127.0.0.1", port)
+    Exit status: 0 after SIGINT or SIGTERM, 254 a port that cannot be bound.
+    """
+    import signal
+
+    from sleuth.reports.serve import make_server
+
+    try:
+        server = make_server(store, "127.0.0.1", port)
+    except OSError as e:
+        exits.die(f"--port {port}: {e.strerror or e}")
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    click.echo(f"serving {store} on http://127.0.0.1:{server.server_address[1]}/", err=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    sys.exit(exits.VALID)

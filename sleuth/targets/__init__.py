@@ -12,6 +12,29 @@ cannot reach with `Unsupported` (printed as a one-line usage error).
 from __future__ import annotations
 
 import threading
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+
+def redact(spec: str) -> str:
+    """A target as it may be printed, logged or stored: a URL's password becomes `***`
+    (`postgresql://u:secret@host/db` -> `postgresql://u:***@host/db`), in the userinfo and in a
+    `password=` query parameter alike. Anything that is not a URL is returned as it is."""
+    if "://" not in spec:
+        return spec
+    try:
+        u = urlsplit(spec)
+    except ValueError:
+        return spec.split("://", 1)[0] + "://***"
+    netloc = u.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    query = u.query
+    if "password" in query.lower():
+        query = urlencode([(k, "***" if k.lower() == "password" else v)
+                           for k, v in parse_qsl(query, keep_blank_values=True)], safe="*")
+    return urlunsplit(u._replace(netloc=netloc, query=query))
 
 
 class Unsupported(Exception):
@@ -67,4 +90,4 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
         return PostgresTarget()
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
-    raise Unsupported(f"--target {spec!r}: use reference, postgres, or a postgres:// URL")
+    raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, or a postgres:// URL")

@@ -6,7 +6,7 @@ import os
 import shutil
 from typing import Any
 
-from sleuth.targets import Target
+from sleuth.targets import Target, redact
 
 
 class PostgresTarget(Target):
@@ -65,8 +65,8 @@ class UrlTarget(Target):
 
     def __init__(self, url: str):
         super().__init__()
-        self.url = url
-        self.name = url.split("@")[-1]
+        self.url = url  # only ever handed to the driver; printed and stored as `redact(url)`
+        self.name = redact(url).split("@")[-1]
 
     def dsns(self) -> list[tuple[str, str]]:
         return [(self.name, self.url)]

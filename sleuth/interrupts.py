@@ -1,0 +1,54 @@
+"""SIGINT and SIGTERM during a long command (`sleuth run`): stop gracefully, then at once.
+
+A CI job that times out sends SIGTERM; a person presses Ctrl-C (SIGINT). The
+first signal asks the command to wind down (heal, stop its nodes, judge and
+report what it has); a second one means "now", and raises `Interrupted` in the
+main thread, except while the command is already tearing down (`shield`),
+which must finish so that nothing is left running.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+
+class Interrupted(BaseException):
+    """A second SIGINT/SIGTERM: stop at once (the nodes are still stopped on the way out).
+
+    A BaseException, as KeyboardInterrupt is, so no `except Exception` swallows it."""
+
+
+class Signals:
+    """SIGINT and SIGTERM during a run. The first only sets `fired` (the run polls it: a
+    handler must not take locks the interrupted code may hold); the second raises
+    `Interrupted`, unless the run is already tearing down (`shield`), which must finish."""
+
+    def __init__(self) -> None:
+        self.fired: str | None = None
+        self.again = False
+        self.shielded = False
+        self.saved: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._on)
+
+    def _on(self, signum: int, frame: Any) -> None:
+        if self.fired is None:
+            self.fired = signal.Signals(signum).name
+            return
+        self.again = True
+        if not self.shielded:
+            self.shielded = True
+            raise Interrupted(signal.Signals(signum).name)
+
+    def shield(self) -> None:
+        self.shielded = True
+
+    def restore(self) -> None:
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        self.saved = {}

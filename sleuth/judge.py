@@ -1,0 +1,122 @@
+"""Judging a run's history: one pure function, used by `sleuth run` and by `sleuth check RUN_DIR`.
+
+What to check is decided once, when the run starts, from the workload, the
+isolation level and what the target can say about itself (`Checks`); it is
+stored in test.json, so a later `sleuth check RUN_DIR` applies exactly the
+checks the run applied and reaches the same verdict (Jepsen's `analyze!`
+re-runs the test's checker on the stored history the same way).
+
+Validity merges as in Jepsen's `compose`: false > unknown > true. Two rules
+of our own (issue 10): a history in which no operation completed checked
+nothing, so it is unknown, never valid; and a run that was interrupted or
+crashed is unknown unless the part it recorded already holds an anomaly,
+which is real whatever happened afterwards (invalid).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sleuth.history import History
+
+# The target's isolation level -> the model its history is judged against.
+ISOLATION_MODELS = {
+    "strict-serializable": "strict-serializable", "serializable": "serializable",
+    "strong-session-serializable": "strong-session-serializable",
+    "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
+}
+NOTHING_COMPLETED = "no operation completed: nothing was checked"
+
+
+@dataclass(frozen=True)
+class Checks:
+    """Which checks a run's history gets."""
+
+    checker: str  # the `sleuth check` workload (checker.checker_for)
+    model: str | None = None
+    linearizable_keys: bool = False  # rw-register: Elle's per-key real-time version inference
+    total: int | None = None  # bank: the conserved total
+    timestamps: bool = False  # the grey-box timestamp rules (checker/timestamps.py)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Checks:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    @classmethod
+    def of_test(cls, test: dict[str, Any]) -> Checks:
+        """The checks a run applied, from its test.json (runs stored before test.json held
+        `checks` get them re-derived the way the runner derived them then)."""
+        if isinstance(test.get("checks"), dict):
+            return cls.from_json(test["checks"])
+        checker = test.get("workload", "")
+        model = test.get("model") if checker in ("list-append", "rw-register") else None
+        return cls(checker=checker, model="linearizable" if checker == "register" else model,
+                   linearizable_keys=bool(test.get("linearizable_keys")),
+                   timestamps=test.get("target") == "reference" and test.get("isolation") == "strict-serializable")
+
+
+def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
+    """The checks a live run applies: its workload's checker, the model its isolation level
+    promises, and what the target's guarantees add (per-key linearizability, timestamps)."""
+    checker = workload.checker
+    model = None
+    if checker in ("list-append", "rw-register"):
+        model = ISOLATION_MODELS.get(isolation or "")
+    elif checker == "register":
+        model = "linearizable"
+    return Checks(
+        checker=checker, model=model,
+        linearizable_keys=checker == "rw-register" and bool(target.linearizable_keys(isolation)),
+        total=workload.total() if checker == "bank" else None,
+        timestamps=bool(target.grey_box) and isolation == "strict-serializable")
+
+
+def op_counts(history: History) -> dict[str, int]:
+    """Client operations by outcome (an invoke never completed counts as info, as HISTORY.md says)."""
+    out = {"ops": 0, "ok": 0, "fail": 0, "info": 0}
+    for op in history.ops():
+        out["ops"] += 1
+        out[op.type] += 1
+    return out
+
+
+def judge(history: History, checks: Checks, reason: str | None = None) -> dict[str, Any]:
+    """The results of `history` under `checks` (results.json's content).
+
+    `reason` says why the run ended early ("interrupted", "crashed: …"): an
+    otherwise valid verdict is then unknown. Pure: reads nothing but its arguments.
+    """
+    from sleuth.checker import checker_for
+    from sleuth.checker.result import merge_valid
+
+    kwargs: dict[str, Any] = {}
+    if checks.model:
+        kwargs["model"] = checks.model
+    if checks.total is not None:
+        kwargs["total"] = checks.total
+    if checks.linearizable_keys:
+        kwargs["linearizable_keys"] = True
+    result = checker_for(checks.checker)(history, **kwargs)
+    results = result.to_json()
+    if checks.timestamps:
+        from sleuth.checker import timestamps
+
+        ts = timestamps.check(history, checks.checker)
+        results["timestamps"] = ts.to_json()
+        results["valid"] = merge_valid(result.valid, ts.valid)
+        results["anomaly-types"] = sorted(set(result.anomaly_types) | set(ts.anomaly_types))
+        for k, v in ts.anomalies.items():
+            results["anomalies"].setdefault(k, v)
+    counts = op_counts(history)
+    results["counts"] = counts
+    if reason is None and counts["ok"] == 0:
+        reason = NOTHING_COMPLETED
+    if reason is not None:
+        results["reason"] = reason
+        if results["valid"] is True:
+            results["valid"] = "unknown"
+    return results
