@@ -38,7 +38,7 @@ import numpy as np
 
 from sleuth.checker import graph as g
 from sleuth.checker import models
-from sleuth.checker.result import UNKNOWN, Result
+from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History, Op
 
 MAX_EXAMPLES = 8  # cycles shown per anomaly type
@@ -281,13 +281,16 @@ class CycleSearch:
 
 
 def order_arrays(txns: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Invoke times, completion times (INF_TIME if never) and processes, in one pass."""
+    """Invoke positions, completion positions (INF_TIME if never) and
+    processes, in one pass. Real-time order is the file's order (HISTORY.md):
+    a `time` field may go backwards (Jepsen reads its clock before appending
+    the event), positions never do."""
     n = len(txns)
     inv, comp, proc = [0] * n, [0] * n, [0] * n
     inf = g.INF_TIME
     for i, op in enumerate(txns):
-        inv[i] = op.invoke_time
-        c = op.complete_time
+        inv[i] = op.invoke_pos
+        c = None if op.type == "info" else op.complete_pos  # info: may end any time
         comp[i] = inf if c is None else c
         proc[i] = op.process
     return (np.asarray(inv, dtype=np.int64), np.asarray(comp, dtype=np.int64),
@@ -329,6 +332,10 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     notes = []
     if forbidden:
         valid: bool | str = False
+    elif not any(op.type == "ok" for op in history.ops()):
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no transaction completed ok" if history.ops()
+                                      else "the history has no transactions"))
     elif search.exhausted:
         valid = UNKNOWN
         notes.append(f"cycle search stopped after {SEARCH_BUDGET} node visits; "

@@ -17,12 +17,14 @@ import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import compress
 from sys import intern
 from typing import Any, TypeVar
 
 import orjson
 
 F = TypeVar("F", bound=Callable)
+_MICRO_OP = operator.itemgetter(0, 1)  # a micro-op's function and key
 
 
 def gc_paused(fn: F) -> F:
@@ -134,6 +136,10 @@ class History:
     _ops: list[Op] | None = field(default=None, repr=False)
     # A compact load keeps ops, not events: (number of events, nemesis events).
     compact: tuple[int, list[Event]] | None = field(default=None, repr=False)
+    # (line of the first event whose time is below its predecessor's, how many
+    # are), or None. Allowed (HISTORY.md: the file order is the real-time
+    # order; Jepsen reads its clock before appending an event), and said once.
+    time_backwards: tuple[int, int] | None = None
 
     def line_of(self, pos: int) -> int:
         return self.lines[pos] if self.lines is not None else pos + 1
@@ -194,6 +200,8 @@ class Pairer:
         if f != op.f:
             raise history.error(pos, f"{typ} of f={f!r} completes an invoke of f={op.f!r} "
                                      f"(line {history.line_of(op.invoke_pos)})")
+        if f == "txn" and type(value) is list:
+            self._same_micro_ops(pos, typ, op, value)
         op.type = typ
         op.complete_pos = pos
         if typ == "ok":
@@ -209,6 +217,34 @@ class Pairer:
             op.node = node
         op.error = error
         op.ts = ts
+
+
+    def _same_micro_ops(self, pos: int, typ: str, op: Op, value: list) -> None:
+        """A transaction's completion names the micro-op functions and keys of
+        its invoke, in order (Elle pairs them by position); anything else is
+        a different transaction, so the file is bad input. Malformed
+        micro-ops are left for the datatype's checker to name."""
+        invoked = op.invoke_value
+        if type(invoked) is not list:
+            return
+        try:
+            a, b = list(map(_MICRO_OP, invoked)), list(map(_MICRO_OP, value))
+        except (TypeError, IndexError, KeyError):
+            return
+        if a == b:
+            return
+        where = f"its invoke (line {self.history.line_of(op.invoke_pos)})"
+        if len(a) != len(b):
+            raise self.history.error(pos, f"{typ} of a txn has {len(b)} micro-ops, {where} has {len(a)}")
+        i = next(i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y)
+        raise self.history.error(pos, f"{typ} of a txn: micro-op {i + 1} is {list(b[i])!r}, "
+                                      f"{where} has {list(a[i])!r} (function and key must match)")
+
+
+def note_backwards(times: list[int], last_time: int) -> list[int]:
+    """Positions i (within `times`) where times[i] is below the time before it
+    (`last_time` for i = 0)."""
+    return list(compress(range(len(times)), map(operator.gt, [last_time, *times[:-1]], times)))
 
 
 def pair(history: History) -> list[Op]:
@@ -260,6 +296,7 @@ def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
     line_numbers: list[int] = []
     dense = True
     last_time = 0
+    backwards: list[int] = []  # lines
     loads = orjson.loads
     for lineno, raw in enumerate(lines, 1):
         if not raw.strip():
@@ -271,18 +308,18 @@ def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
             raise HistoryError(source, lineno, f"not valid JSON ({e})") from None
         ev = event_from_dict(d, source, lineno, len(events))
         if ev.time < last_time:
-            raise HistoryError(
-                source, lineno, f"time {ev.time} goes backwards (previous event at {last_time})"
-            )
+            backwards.append(lineno)
         last_time = ev.time
         events.append(ev)
         line_numbers.append(lineno)
     h = History(events, source, None if dense else line_numbers)
+    if backwards:
+        h.time_backwards = (backwards[0], len(backwards))
     h.ops()  # pairing validates the per-process rules now, while we know the file
     return h
 
 
-def _valid_columns(ds: list, first_index: int, last_time: int) -> bool:
+def _valid_columns(ds: list, first_index: int) -> bool:
     """Validate a chunk of decoded events column by column (fast).
 
     False means "look closer": the caller re-reads the file line by line to
@@ -303,9 +340,7 @@ def _valid_columns(ds: list, first_index: int, last_time: int) -> bool:
         return False
     if any(not ((type(p) is int and p >= 0) or p == NEMESIS) for p in set(processes)):
         return False
-    if set(map(type, times)) != {int} or times[0] < last_time:
-        return False
-    if any(a > b for a, b in zip(times, times[1:], strict=False)):
+    if set(map(type, times)) != {int} or min(times) < 0:
         return False
     get = dict.get
     extras = {type(get(d, "ts")) for d in ds} | {type(get(d, "node")) for d in ds}
@@ -343,11 +378,15 @@ def _read_fast(fh, source: str) -> History | None:
     anything is odd (then the slow path runs and names the line)."""
     events: list[Event] = []
     last_time = 0
+    backwards: list[int] = []  # positions
     get = dict.get
     try:
         for ds in _chunks(fh):
-            if not _valid_columns(ds, len(events), last_time):
+            if not _valid_columns(ds, len(events)):
                 return None
+            if ds:
+                times = [d["time"] for d in ds]
+                backwards += [len(events) + i for i in note_backwards(times, last_time)]
             # type and f repeat on every line; interning keeps one copy of each
             events.extend([
                 Event(d["index"], d["time"], intern(d["type"]), d["process"], intern(d["f"]),
@@ -357,7 +396,10 @@ def _read_fast(fh, source: str) -> History | None:
             last_time = events[-1].time if events else 0
     except orjson.JSONDecodeError:
         return None
-    return History(events, source)
+    h = History(events, source)
+    if backwards:
+        h.time_backwards = (backwards[0] + 1, len(backwards))
+    return h
 
 
 def _read_ops_fast(fh, source: str) -> History | None:
@@ -369,6 +411,7 @@ def _read_ops_fast(fh, source: str) -> History | None:
     nemesis: list[Event] = []
     pos = 0
     last_time = 0
+    backwards: list[int] = []  # positions
     get = dict.get
     chunks = _chunks(fh)
     while True:
@@ -387,8 +430,10 @@ def _read_ops_fast(fh, source: str) -> History | None:
                     return None
             except (KeyError, TypeError):
                 return None
-            if type(t) is not int or t < last_time or typ not in TYPES or type(f) is not str:
+            if type(t) is not int or t < 0 or typ not in TYPES or type(f) is not str:
                 return None
+            if t < last_time:
+                backwards.append(pos)
             node, ts = get(d, "node"), get(d, "ts")
             if (node is not None and type(node) is not str) or (ts is not None and type(ts) is not int):
                 return None
@@ -402,6 +447,8 @@ def _read_ops_fast(fh, source: str) -> History | None:
             pos += 1
     h._ops = pairer.ops
     h.compact = (pos, nemesis)
+    if backwards:
+        h.time_backwards = (backwards[0] + 1, len(backwards))
     return h
 
 

@@ -26,7 +26,9 @@ often sparse:
 - no `index`: file order (indices, when present, must increase; events are
   renumbered 0..n-1 in file order either way);
 - no `time`: file order (time = index) when no op has one; otherwise an op
-  without a time gets the previous op's, so time stays non-decreasing;
+  without a time gets the previous op's. Times need not be monotone (Jepsen
+  reads its clock before appending an event): the file order is the
+  real-time order, and `History.time_backwards` says where time went back;
 - no `f` on an op whose value is a list of micro-ops (`[:append k v]`,
   `[:r k v]`, `[:w k v]`): `f = "txn"`;
 - no `process` on any op: one sequential client. It is process 0 until an
@@ -252,7 +254,7 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
     missing_process: list[int] = []
     client_processes = 0  # client ops that name their process
     last_index = last_time = None
-    last_time_line = 0
+    backwards: list[int] = []  # lines whose time is below the previous time
     for d, lineno in items:
         def bad(problem: str, lineno: int = lineno) -> HistoryError:
             return HistoryError(source, lineno, problem)
@@ -304,8 +306,8 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             if not _int(time) or time < 0:
                 raise bad(f"time must be a non-negative integer, got {_short(time)}")
             if last_time is not None and time < last_time:
-                raise bad(f"time {time} goes backwards (line {last_time_line} has {last_time})")
-            last_time, last_time_line = time, lineno
+                backwards.append(lineno)
+            last_time = time
 
         node = d.get("node")
         if node is not None and not isinstance(node, str):
@@ -324,6 +326,8 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
                                "missing process (other operations in this file have one)")
         _one_client(events, missing_process)
     h = History(events, source, lines)
+    if backwards:
+        h.time_backwards = (backwards[0], len(backwards))
     h.ops()  # pairing errors name their line now
     return h
 

@@ -35,17 +35,13 @@ from typing import Any
 
 import orjson
 
+from sleuth.checker.models import ISOLATION_MODELS
 from sleuth.jsonfile import write_json
 from sleuth.workloads.clients import WORKLOADS, Failed
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 DEFINITE = {"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"}
 REFERENCE_WRITE_DEFINITE = {"40001", "25006", "58000"}  # the coordinator wrote nothing
-ISOLATION_MODELS = {
-    "strict-serializable": "strict-serializable", "serializable": "serializable",
-    "strong-session-serializable": "strong-session-serializable",
-    "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
-}
 
 
 @dataclass

@@ -81,37 +81,40 @@ def test_several_files_one_json_line_each(stale, fine):
     assert [(r["file"], r["valid"]) for r in rows] == [(fine, True), (stale, False)]
 
 
-def test_bad_file_exits_2_with_one_line_and_keeps_other_results(tmp_path, fine):
+def test_bad_file_exits_254_with_one_line_and_keeps_other_results(tmp_path, fine):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"index": 0, "time": 0, "type": "invoke", "process": 0, "f": "txn", "value": []}\n'
                    "{oops\n")
     p = run("check", fine, str(bad), "--workload", "list-append", "--json")
-    assert p.returncode == 2
+    assert p.returncode == 254
     assert p.stderr.strip().count("\n") == 0
     assert f"{bad}:2:" in p.stderr and "Traceback" not in p.stderr
-    assert json.loads(p.stdout)["file"] == fine  # the good file's result was still written
+    good, unread = [json.loads(line) for line in p.stdout.splitlines()]
+    assert good["file"] == fine  # the good file's result was still written
+    assert (unread["file"], unread["valid"], unread["exit"]) == (str(bad), "unknown", 254)
+    assert unread["error"].startswith(f"{bad}:2: ") and unread["anomaly-types"] == []
 
 
 def test_bad_micro_op_names_its_line(tmp_path):
     path = txn_history(tmp_path / "h.jsonl", [(0, 0, 10, [["put", "x", 1]], [["put", "x", 1]])])
     p = run("check", path, "--workload", "list-append")
-    assert p.returncode == 2
+    assert p.returncode == 254
     assert f"{path}:1:" in p.stderr and "unknown micro-op 'put'" in p.stderr
 
 
 def test_unknown_model_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "list-append", "--model", "snapshot")
-    assert p.returncode == 2 and "--model" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 254 and "--model" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_bad_initial_value_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "register", "--initial-value", "{nope")
-    assert p.returncode == 2 and "--initial-value" in p.stderr
+    assert p.returncode == 254 and "--initial-value" in p.stderr
 
 
-def test_missing_file_exits_2(tmp_path):
+def test_missing_file_exits_254(tmp_path):
     p = run("check", str(tmp_path / "none.jsonl"), "--workload", "list-append")
-    assert p.returncode == 2 and "none.jsonl" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 254 and "none.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_linearizable_keys_flag_reveals_rw_register_write_skew(tmp_path):
@@ -125,3 +128,147 @@ def test_linearizable_keys_flag_reveals_rw_register_write_skew(tmp_path):
     assert run("check", path, "-w", "rw-register", "-m", "serializable").returncode == 0
     p = run("check", path, "-w", "rw-register", "-m", "serializable", "--linearizable-keys", "--json")
     assert p.returncode == 1 and "G2-item" in json.loads(p.stdout)["anomaly-types"], p.stdout
+
+
+# ---------------------------------------------------------------------------
+# Issue 10: the contract CI and Jepsen users expect
+
+IMPORTS = os.path.join(os.path.dirname(__file__), "data", "imports")
+
+
+def test_time_going_back_is_accepted_noted_once_and_ordered_by_position():
+    """backwards.edn: T0's completion took its time before T1's invoke was
+    appended. Ordered by time, T0 would precede T1 and T1's empty read would
+    be a stale read (G-single-realtime); in file order they overlap."""
+    path = os.path.join(IMPORTS, "backwards.edn")
+    p = run("check", path, "-w", "list-append", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["valid"] is True
+    notes = [line for line in p.stderr.splitlines() if "not monotone" in line]
+    assert len(notes) == 1 and "line 8" in notes[0] and path in notes[0]
+
+
+def write_events(path, events):
+    with open(path, "w") as fh:
+        for i, e in enumerate(events):
+            fh.write(json.dumps({"index": i, "time": i, **e}) + "\n")
+    return str(path)
+
+
+def inv(p, f, v):
+    return {"type": "invoke", "process": p, "f": f, "value": v}
+
+
+def done(typ, p, f, v):
+    return {"type": typ, "process": p, "f": f, "value": v}
+
+
+NOTHING = {  # workload -> a history whose only operation failed
+    "register": [inv(0, "write", [1, 3]), done("fail", 0, "write", [1, 3])],
+    "cas-register": [inv(0, "cas", [1, 2]), done("fail", 0, "cas", [1, 2])],
+    "list-append": [inv(0, "txn", [A("x", 1)]), done("fail", 0, "txn", [A("x", 1)])],
+    "rw-register": [inv(0, "txn", [["w", "x", 1]]), done("fail", 0, "txn", [["w", "x", 1]])],
+    "bank": [inv(0, "transfer", {"from": 0, "to": 1, "amount": 1}),
+             done("fail", 0, "transfer", {"from": 0, "to": 1, "amount": 1})],
+    "counter": [inv(0, "add", 1), done("fail", 0, "add", 1)],
+}
+
+
+@pytest.mark.parametrize("workload", sorted(NOTHING))
+def test_nothing_to_judge_is_unknown_not_valid(tmp_path, workload):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    failed = write_events(tmp_path / "failed.jsonl", NOTHING[workload])
+    p = run("check", str(empty), failed, "-w", workload, "--json")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["valid"], r["exit"]) for r in rows] == [("unknown", 2), ("unknown", 2)]
+    assert all(any(n.startswith("nothing to judge") for n in r["notes"]) for r in rows)
+
+
+def test_a_register_key_with_only_failed_ops_does_not_make_the_rest_unknown(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "write", [1, 3]), done("ok", 0, "write", [1, 3]),
+        inv(0, "write", [2, 3]), done("fail", 0, "write", [2, 3]),
+        inv(0, "read", [1, None]), done("ok", 0, "read", [1, 3])])
+    p = run("check", path, "-w", "register", "--json")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["valid"] is True and r["stats"]["keys-judged"] == 1
+    assert any("1 of 2 keys had nothing to judge" in n for n in r["notes"])
+
+
+def test_txn_completion_that_differs_from_its_invoke_is_bad_input(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "txn", [A("x", 1), R("y")]), done("ok", 0, "txn", [A("x", 1), R("z", [])])])
+    p = run("check", path, "-w", "list-append", "--json")
+    assert p.returncode == 254 and f"{path}:2: " in p.stderr and "micro-op 2" in p.stderr
+    assert json.loads(p.stdout)["exit"] == 254
+
+
+def crashing_history(tmp_path):
+    # A list element that is itself a list: the list-append checker cannot
+    # hash it (a sleuth bug, reported as exit 255: sleuth failed, not the input).
+    return write_events(tmp_path / "crash.jsonl", [
+        inv(0, "txn", [R("x")]), done("ok", 0, "txn", [R("x", [[1]])])])
+
+
+def test_sleuth_failing_is_255_one_line_and_combines_highest(tmp_path, fine, stale):
+    crash = crashing_history(tmp_path)
+    p = run("check", fine, stale, crash, str(tmp_path / "missing.jsonl"), "-w", "list-append", "--json")
+    assert p.returncode == 255
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["exit"] for r in rows] == [0, 1, 255, 254]
+    assert rows[2]["valid"] == "unknown" and "sleuth failed" in rows[2]["error"]
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 2
+    debug = subprocess.run([SLEUTH, "check", crash, "-w", "list-append"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "SLEUTH_DEBUG": "1"})
+    assert debug.returncode == 255 and "Traceback" in debug.stderr
+
+
+@pytest.mark.parametrize("files,status", [
+    (("fine",), 0), (("fine", "stale"), 1), (("stale", "empty"), 2), (("empty", "missing"), 254)])
+def test_several_files_combine_to_the_highest_status(tmp_path, fine, stale, files, status):
+    (tmp_path / "empty.jsonl").write_text("")
+    paths = {"fine": fine, "stale": stale, "empty": str(tmp_path / "empty.jsonl"),
+             "missing": str(tmp_path / "missing.jsonl")}
+    p = run("check", *[paths[f] for f in files], "-w", "list-append")
+    assert p.returncode == status, p.stderr
+
+
+def test_json_stdout_is_json_only(tmp_path, fine):
+    (tmp_path / "empty.jsonl").write_text("")
+    noted = os.path.join(IMPORTS, "backwards.edn")
+    p = run("check", fine, noted, str(tmp_path / "empty.jsonl"), str(tmp_path / "no.jsonl"),
+            "-w", "list-append", "--json")
+    rows = [json.loads(line) for line in p.stdout.splitlines()]  # every line parses
+    assert len(rows) == 4 and all({"file", "valid", "anomaly-types", "exit"} <= set(r) for r in rows)
+    assert "not monotone" in p.stderr and "no.jsonl" in p.stderr
+
+
+# ---------------------------------------------------------------------------
+# Issue 11: the typed checker registry refuses what does not apply
+
+@pytest.mark.parametrize("args,words", [
+    (("-w", "bank", "--model", "nonsense", "--linearizable-keys"), "--linearizable-keys does not apply"),
+    (("-w", "bank", "--model", "serializable"), "--model does not apply"),
+    (("-w", "list-append", "--linearizable-keys"), "--linearizable-keys does not apply to --workload list-append"),
+    (("-w", "list-append", "--total", "10"), "--total does not apply"),
+    (("-w", "counter", "--no-negative"), "--no-negative does not apply"),
+    (("-w", "rw-register", "--initial-value", "0"), "--initial-value does not apply"),
+    (("-w", "register", "--model", "serializable"), "'serializable' is not a model for register"),
+])
+def test_options_and_models_that_do_not_apply_are_refused(fine, args, words):
+    p = run("check", fine, *args)
+    assert p.returncode == 254, (p.stdout, p.stderr)
+    assert words in p.stderr and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_every_workload_declares_a_checker_its_models_and_options():
+    from sleuth.checker import OPTIONS, WORKLOADS
+    from sleuth.checker.models import ISOLATION_MODELS, MODELS
+
+    for w in WORKLOADS.values():
+        assert callable(w.checker()) and set(w.options) <= set(OPTIONS)
+        assert set(w.models) <= set(MODELS) | {"linearizable"}
+    assert WORKLOADS["register"].model("strict-serializable") == "linearizable"
+    assert WORKLOADS["list-append"].model(ISOLATION_MODELS["repeatable-read"]) == "snapshot-isolation"

@@ -1,37 +1,50 @@
-"""`sleuth check` and `sleuth sim`: judge histories, and write simulated ones."""
+"""`sleuth check` and `sleuth sim`: judge histories, and write simulated ones.
+
+The `check` contract (docs/history-format.md): one verdict per file; exit
+status from sleuth/exits.py, combined over the files; with --json, stdout
+carries one JSON object per file and nothing else, human notes go to stderr.
+Which models and options apply to a workload is the checker registry's to
+say (sleuth/checker/__init__.py), not this module's.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from typing import Any
 
 import click
 
-from sleuth.checker import CHECKERS, TRANSACTIONAL, checker_for, default_model
+from sleuth import exits
+from sleuth.checker import OPTIONS, WORKLOADS, Workload
 from sleuth.history import HistoryError
 
-EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
+
+def _model_for(spec: Workload, model: str | None) -> str | None:
+    try:
+        return spec.model(model)
+    except ValueError as e:
+        exits.die(f"--model: {e}")
 
 
-def fail_usage(message: str) -> None:
-    """A one-line error and exit status 2, no traceback."""
-    click.echo(f"sleuth: error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
-
-
-def _model_for(workload: str, model: str | None) -> str | None:
-    if workload in TRANSACTIONAL:
-        from sleuth.checker.models import MODELS
-
-        model = model or default_model(workload)
-        if model not in MODELS:
-            fail_usage(f"--model {model!r} is not one of {', '.join(MODELS)}")
-        return model
-    if workload in ("register", "cas-register"):
-        if model not in (None, "linearizable", "strict-serializable"):
-            fail_usage(f"--model {model!r}: {workload} histories are checked for linearizability")
-        return "linearizable"
-    return model
+def _checker_options(spec: Workload, given: dict[str, Any]) -> dict[str, Any]:
+    """The options the user gave, refused if the workload's checker does not take them."""
+    kwargs: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None or value is False:
+            continue  # not given
+        option = OPTIONS[name]
+        if name not in spec.options:
+            takes = ", ".join(OPTIONS[o].flag for o in spec.options) or "none"
+            exits.die(f"{option.flag} does not apply to --workload {spec.name} (its options: {takes})")
+        if option.json:
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                exits.die(f"{option.flag} {value!r} is not JSON ({e.msg})")
+        kwargs[name] = value
+    return kwargs
 
 
 def _summary_line(path: str, result) -> str:
@@ -46,72 +59,109 @@ def _summary_line(path: str, result) -> str:
     return line
 
 
-@click.command()
-@click.argument("files", nargs=-1, required=True)
-@click.option("--workload", "-w", required=True, type=click.Choice(sorted(CHECKERS)),
-              help="What the history's operations are.")
-@click.option("--model", "-m", default=None,
-              help="Consistency model to judge against (default: linearizable for registers, "
-                   "strict-serializable for transactional workloads).")
-@click.option("--initial-value", default="null", show_default=True,
-              help="Register workloads: the value before any write, as JSON.")
-@click.option("--total", type=int, default=None, help="bank: the conserved total (default: first complete read).")
-@click.option("--no-negative", is_flag=True, help="bank: also forbid negative balances.")
-@click.option("--linearizable-keys", is_flag=True,
-              help="rw-register: assume each key is linearizable on its own (true of a single PostgreSQL "
-                   "server at any level) and infer version orders from real time, as Elle's option does.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per file on stdout (JSON Lines).")
-@click.option("--explain/--no-explain", default=True, show_default=True,
-              help="Print the first example of each anomaly, explained.")
-def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, as_json, explain) -> None:
-    """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
+def _error_record(path: str, message: str, status: int) -> dict[str, Any]:
+    return {"file": path, "valid": "unknown", "anomaly-types": [], "error": message, "exit": status}
 
-    Exit status: 0 all valid; 1 some history invalid or unknown; 2 bad input.
+
+def _crash_message(path: str, e: BaseException) -> str:
+    return f"{path}: sleuth failed: {type(e).__name__}: {e}".split("\n", 1)[0]
+
+
+def judge_file(path: str, spec: Workload, kwargs: dict[str, Any]) -> tuple[int, dict[str, Any], Any]:
+    """Load and judge one history: (exit status, JSON record, Result or None).
+
+    Bad input is 254 with the reader's one-line error; any other exception is
+    sleuth's own failure, 255 (with its traceback on stderr when SLEUTH_DEBUG=1).
     """
     from sleuth.imports import load
 
-    model = _model_for(workload, model)
     try:
-        initial = json.loads(initial_value)
-    except json.JSONDecodeError as e:
-        fail_usage(f"--initial-value {initial_value!r} is not JSON ({e.msg})")
-    run = checker_for(workload)
-    status = EXIT_VALID
-    bad_input = False
+        history = load(path, events=False)  # checkers need ops, not every line
+        if history.time_backwards is not None:
+            line, count = history.time_backwards
+            click.echo(f"sleuth: note: {path}: time is not monotone ({count} events go back in "
+                       f"time, the first at line {line}); the file order is the real-time order "
+                       "and times are for display only", err=True)
+        result = spec.checker()(history, **kwargs)
+    except HistoryError as e:
+        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None
+    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
+        if os.environ.get("SLEUTH_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        message = _crash_message(path, e)
+        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None
+    status = exits.of_valid(result.valid)
+    return status, {"file": path, **result.to_json(), "exit": status}, result
+
+
+def _option_flags(fn):
+    """One click option per entry of the registry's OPTIONS table."""
+    for option in reversed(OPTIONS.values()):
+        if option.type is None:
+            fn = click.option(option.flag, option.name, is_flag=True, default=False, help=option.help)(fn)
+        else:
+            fn = click.option(option.flag, option.name, type=option.type, default=None,
+                              metavar=option.metavar, help=option.help)(fn)
+    return fn
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option("--workload", "-w", required=True, type=click.Choice(sorted(WORKLOADS)),
+              help="What the history's operations are.")
+@click.option("--model", "-m", default=None,
+              help="Consistency model to judge against (default: linearizable for registers, "
+                   "strict-serializable for transactional workloads; none for bank and counter).")
+@_option_flags
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per file on stdout (JSON Lines); notes go to stderr.")
+@click.option("--explain/--no-explain", default=True, show_default=True,
+              help="Print the first example of each anomaly, explained.")
+def check(files, workload, model, as_json, explain, **options) -> None:
+    """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
+
+    Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
+    not decide, nothing to judge); 254 bad arguments or bad input; 255 sleuth
+    itself failed. Several files: the highest status wins.
+    """
+    spec = WORKLOADS[workload]
+    kwargs = _checker_options(spec, options)
+    judged_model = _model_for(spec, model)
+    if judged_model is not None:
+        kwargs["model"] = judged_model
+    statuses = []
     progress = None
     if len(files) > 20 and not as_json and sys.stderr.isatty():
         from tqdm import tqdm
 
         progress = tqdm(total=len(files), unit="history", file=sys.stderr, leave=False)
     for path in files:
-        try:
-            history = load(path, events=False)  # checkers need ops, not every line
-            result = run(history, model=model, initial_value=initial, total=total,
-                         no_negative=no_negative, linearizable_keys=linearizable_keys)
-        except HistoryError as e:
-            click.echo(f"sleuth: error: {e}", err=True)
-            bad_input = True
-            continue
-        finally:
-            if progress is not None:
-                progress.update(1)
-        if result.valid is not True:
-            status = EXIT_INVALID
+        status, record, result = judge_file(path, spec, kwargs)
+        statuses.append(status)
+        if progress is not None:
+            progress.update(1)
         if as_json:
-            out = {"file": path, **result.to_json()}
-            sys.stdout.write(json.dumps(out, default=repr) + "\n")
-        else:
-            click.echo(_summary_line(path, result))
-            if explain and result.valid is not True:
-                for name in result.anomaly_types:
-                    example = result.anomalies[name][0]
-                    text = example.get("explanation", "")
-                    click.echo("    " + text.replace("\n", "\n    "))
-            for note in result.notes:
-                click.echo(f"    note: {note}")
+            sys.stdout.write(json.dumps(record, default=repr) + "\n")
+        if result is None:
+            click.echo(f"sleuth: error: {record['error']}", err=True)
+        elif not as_json:
+            _print_result(path, result, explain)
     if progress is not None:
         progress.close()
-    sys.exit(EXIT_BAD_INPUT if bad_input else status)
+    sys.exit(exits.combine(statuses))
+
+
+def _print_result(path: str, result, explain: bool) -> None:
+    click.echo(_summary_line(path, result))
+    if explain and result.valid is not True:
+        for name in result.anomaly_types:
+            example = result.anomalies[name][0]
+            text = example.get("explanation", "")
+            click.echo("    " + text.replace("\n", "\n    "))
+    for note in result.notes:
+        click.echo(f"    note: {note}")
 
 
 @click.command()
