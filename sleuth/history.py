@@ -140,9 +140,23 @@ class History:
     # are), or None. Allowed (HISTORY.md: the file order is the real-time
     # order; Jepsen reads its clock before appending an event), and said once.
     time_backwards: tuple[int, int] | None = None
+    # The file's own label of each event where it differs from the position
+    # (Jepsen's `:index` in an imported file), for explanations; None = none.
+    labels: list[int | None] | None = field(default=None, repr=False)
 
     def line_of(self, pos: int) -> int:
         return self.lines[pos] if self.lines is not None else pos + 1
+
+    def label_of(self, pos: int) -> int | None:
+        return None if self.labels is None else self.labels[pos]
+
+    @property
+    def start_time(self) -> int:
+        """The time of the first event: explanations show times from it."""
+        if self.events:
+            return self.events[0].time
+        firsts = [e.time for e in self.nemesis_events()[:1]] + [o.invoke_time for o in self.ops()[:1]]
+        return min(firsts, default=0)
 
     def where(self, pos: int) -> str:
         return f"{self.source}:{self.line_of(pos)}"

@@ -250,6 +250,7 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
     sparse fields filled in, paired."""
     events: list[Event] = []
     lines: list[int] = []
+    labels: list[int | None] = []  # the file's own :index of each event
     missing_time: list[int] = []  # positions of events without a time
     missing_process: list[int] = []
     client_processes = 0  # client ops that name their process
@@ -295,6 +296,7 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             if last_index is not None and index <= last_index:
                 raise bad(f"index {index} after index {last_index}: the file is not in index order")
             last_index = index
+        labels.append(index)
 
         time = d.get("time")
         if time is None:
@@ -326,6 +328,8 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
                                "missing process (other operations in this file have one)")
         _one_client(events, missing_process)
     h = History(events, source, lines)
+    if any(label is not None and label != pos for pos, label in enumerate(labels)):
+        h.labels = labels
     if backwards:
         h.time_backwards = (backwards[0], len(backwards))
     h.ops()  # pairing errors name their line now

@@ -272,3 +272,48 @@ def test_every_workload_declares_a_checker_its_models_and_options():
         assert set(w.models) <= set(MODELS) | {"linearizable"}
     assert WORKLOADS["register"].model("strict-serializable") == "linearizable"
     assert WORKLOADS["list-append"].model(ISOLATION_MODELS["repeatable-read"]) == "snapshot-isolation"
+
+
+# ---------------------------------------------------------------------------
+# Issue 10, item 10: explanations a reader can trace back to the file
+
+
+def test_explanation_names_each_transaction_with_its_line_and_relative_times(tmp_path):
+    evs = [(0, inv(0, "txn", [A("x", 1)])), (10_000_000, done("ok", 0, "txn", [A("x", 1)])),
+           (20_000_000, inv(1, "txn", [R("x")])), (30_000_000, done("ok", 1, "txn", [R("x", [])]))]
+    path = tmp_path / "h.jsonl"
+    with open(path, "w") as fh:  # a run that started at t = 5 s
+        for i, (t, e) in enumerate(evs):
+            fh.write(json.dumps({"index": i, "time": 5_000_000_000 + t, **e}) + "\n")
+    p = run("check", str(path), "-w", "list-append")
+    assert p.returncode == 1
+    assert "T1 (line 3) < T0 (rw)" in p.stdout and "T0 (line 1) < T1 (realtime)" in p.stdout
+    assert "T0 completed (line 2, at 0.010 s) before T1 began (line 3, at 0.020 s)" in p.stdout
+    ex = json.loads(run("check", str(path), "-w", "list-append", "--json").stdout)
+    (cycle,) = ex["anomalies"]["G-single-realtime"]
+    assert [(s["from"], s["from-line"], s["to"], s["to-line"], s["kind"]) for s in cycle["steps"]] == [
+        ("T1", 3, "T0", 1, "rw"), ("T0", 1, "T1", 3, "realtime")]
+    assert {t["name"]: (t["line"], t["complete-line"]) for t in cycle["txns"]} == {"T0": (1, 2), "T1": (3, 4)}
+
+
+def test_explanation_carries_jepsen_index_labels(tmp_path):
+    path = tmp_path / "h.edn"
+    path.write_text(
+        "{:type :invoke, :f :txn, :value [[:append :x 1]], :process 0, :time 0, :index 100}\n"
+        "{:type :ok, :f :txn, :value [[:append :x 1]], :process 0, :time 10, :index 101}\n"
+        "{:type :invoke, :f :txn, :value [[:r :x nil]], :process 1, :time 20, :index 102}\n"
+        "{:type :ok, :f :txn, :value [[:r :x []]], :process 1, :time 30, :index 103}\n")
+    p = run("check", str(path), "-w", "list-append", "--json")
+    (cycle,) = json.loads(p.stdout)["anomalies"]["G-single-realtime"]
+    assert "T1 (line 3, index 102) <" in cycle["explanation"]
+    assert "T0 (line 1, index 100) <" in cycle["explanation"]
+    assert {t["name"]: t["index"] for t in cycle["txns"]} == {"T0": 100, "T1": 102}
+
+
+def test_non_cycle_explanations_name_lines_too(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "txn", [A("x", 1)]), done("ok", 0, "txn", [A("x", 1)]),
+        inv(1, "txn", [R("x")]), done("ok", 1, "txn", [R("x", [1, 9])])])
+    r = json.loads(run("check", path, "-w", "list-append", "--json").stdout)
+    (garbage,) = r["anomalies"]["garbage-read"]
+    assert garbage["explanation"].startswith("T1 (line 3) read key 'x'")
