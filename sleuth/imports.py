@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from sys import intern
 from typing import Any
 
@@ -54,10 +54,11 @@ import orjson
 from sleuth import edn
 from sleuth.history import (
     NEMESIS,
-    TYPES,
+    RULES,
     Event,
     History,
     HistoryError,
+    Rule,
     gc_paused,
     read_jsonl,
 )
@@ -262,20 +263,18 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
 
         if not isinstance(d, dict):
             raise bad(f"expected an operation map, got {_describe(d)}")
-        typ = _name(d.get("type"))
-        if not isinstance(typ, str) or typ not in TYPES:
-            if "type" not in d:
-                raise bad("missing type")
-            raise bad(f"type must be invoke, ok, fail or info, got {_short(d['type'])}")
+        if "type" not in d:
+            raise bad("missing type")
+        typ = _name(d["type"])
+        _check(RULES["type"], typ, bad)
 
         process = _name(d.get("process"))
         if process is None:
             missing_process.append(len(events))
             process = 0
-        elif _int(process) and process >= 0:
-            client_processes += 1
-        elif process != NEMESIS:
-            raise bad(f"process must be a non-negative integer or nemesis, got {_short(process)}")
+        else:
+            _check(RULES["process"], process, bad)
+            client_processes += process != NEMESIS
 
         value = d.get("value")
         is_txn = _micro_ops(value)
@@ -286,8 +285,8 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             if not is_txn:
                 raise bad("missing f (and the value is not a list of micro-ops)")
             f = "txn"
-        elif not isinstance(f, str):
-            raise bad(f"f must be a string or keyword, got {_short(f)}")
+        else:
+            _check(RULES["f"], f, bad)
 
         index = d.get("index")
         if index is not None:
@@ -303,20 +302,13 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             missing_time.append(len(events))
             time = 0
         else:
-            if type(time) is float and time.is_integer():
-                time = int(time)
-            if not _int(time) or time < 0:
-                raise bad(f"time must be a non-negative integer, got {_short(time)}")
+            time = _check(RULES["time"], time, bad)
             if last_time is not None and time < last_time:
                 backwards.append(lineno)
             last_time = time
 
-        node = d.get("node")
-        if node is not None and not isinstance(node, str):
-            node = str(node)
-        ts = d.get("ts")
-        if ts is not None and not _int(ts):
-            raise bad(f"ts must be an integer, got {_short(ts)}")
+        node = _check(RULES["node"], _name(d.get("node")), bad)
+        ts = _check(RULES["ts"], d.get("ts"), bad)
         events.append(Event(len(events), time, intern(typ), process, intern(f), value, node,
                             d.get("error"), ts))
         lines.append(lineno)
@@ -334,6 +326,16 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
         h.time_backwards = (backwards[0], len(backwards))
     h.ops()  # pairing errors name their line now
     return h
+
+
+def _check(rule: Rule, value: Any, bad: Callable[[str], HistoryError]) -> Any:
+    """`value` converted as `rule` says, or the rule's one-line error."""
+    if rule.convert is not None:
+        value = rule.convert(value)
+    problem = rule.problem(value)
+    if problem is not None:
+        raise bad(problem)
+    return value
 
 
 def _fill_times(events: list[Event], missing: list[int]) -> None:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sleuth.history import Event, History, HistoryError, read_jsonl, write_jsonl
+from sleuth.history import Event, History, HistoryError, parse_jsonl_slow, read_jsonl, write_jsonl
 
 
 def ev(i, t, typ, p, f="read", value=None, **kw):
@@ -184,3 +184,43 @@ def test_file_without_final_newline_and_with_crlf(tmp_path):
     path = tmp_path / "crlf.jsonl"
     path.write_bytes(b"\r\n".join(json.dumps(r).encode() for r in GOOD))
     assert len(read_jsonl(path, events=False).ops()) == len(read_jsonl(path).ops()) == 4
+
+
+# One table of event rules (RULES) for every reader: the fast paths only
+# pre-screen, so for any value each reader accepts or refuses alike, with the
+# same words, and converts alike (issue 11: the readers disagreed on `node`).
+ODD = [
+    ("time", 5.0), ("time", -1), ("time", 1.5), ("time", "5"), ("time", True),
+    ("type", "done"), ("type", 1), ("type", ["ok"]),
+    ("process", -1), ("process", "1"), ("process", 1.0), ("process", True), ("process", [1]),
+    ("f", 1), ("f", ["read"]), ("f", True),
+    ("node", 3), ("node", "n1"), ("node", ["n1"]), ("node", True),
+    ("ts", "5"), ("ts", 5.5), ("ts", True), ("ts", 7),
+]
+
+
+def outcome(read, path):
+    try:
+        h = read(path)
+    except HistoryError as e:
+        return "refused", e.problem
+    return "accepted", [(o.f, o.type, o.node, o.ts, o.invoke_time) for o in h.ops()]
+
+
+@pytest.mark.parametrize("field,value", ODD, ids=[f"{f}={v!r}" for f, v in ODD])
+def test_every_reader_applies_the_same_event_rules(tmp_path, field, value):
+    from sleuth.imports import load_json
+
+    rows = [ev(0, 0, "invoke", 0, "read", [1, None]), {**ev(1, 5, "ok", 0, "read", [1, 5]), field: value}]
+    jsonl = write(tmp_path, rows)
+    array = tmp_path / "h.json"
+    array.write_text(json.dumps(rows))
+    results = {
+        "fast events": outcome(read_jsonl, jsonl),
+        "fast ops": outcome(lambda p: read_jsonl(p, events=False), jsonl),
+        "slow": outcome(lambda p: parse_jsonl_slow(open(p, "rb"), str(p)), jsonl),
+        "json array": outcome(lambda p: load_json(open(p).read(), str(p)), array),
+    }
+    assert len(set(map(repr, results.values()))) == 1, results
+    if field == "node" and value == 3:
+        assert results["slow"][1][0][2] == "3"  # a numbered node is shown as its text, everywhere
