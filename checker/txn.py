@@ -154,7 +154,7 @@ class Explainer:
         if kind not in (g.PROCESS, g.REALTIME):
             return self.explain_data(a, b, kind)
         h = self.history
-        # Real-time order is the file's order (HISTORY.md): the lines prove
+        # Real-time order is the file's order (docs/history-format.md): the lines prove
         # the edge; the times are for the reader.
         done = f"line {h.line_of(ta.complete_pos)}" if ta.complete_pos is not None else "never"
         if ta.complete_time is not None:
@@ -311,7 +311,7 @@ class CycleSearch:
 
 def order_arrays(txns: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Invoke positions, completion positions (INF_TIME if never) and
-    processes, in one pass. Real-time order is the file's order (HISTORY.md):
+    processes, in one pass. Real-time order is the file's order (docs/history-format.md):
     a `time` field may go backwards (Jepsen reads its clock before appending
     the event), positions never do."""
     n = len(txns)

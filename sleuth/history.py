@@ -1,4 +1,4 @@
-"""The history model (HISTORY.md): events, operations, and the JSON Lines format.
+"""The history model (docs/history-format.md): events, operations, and the JSON Lines format.
 
 A history is the clients' and the nemesis's record of a run. It is a list of
 `Event`s (one line of `history.jsonl` each). Checkers work on `Op`s: an invoke
@@ -55,7 +55,7 @@ NEMESIS = "nemesis"
 
 
 class HistoryError(ValueError):
-    """A history that breaks HISTORY.md. `str()` is one line: file:line: problem."""
+    """A history that breaks docs/history-format.md. `str()` is one line: file:line: problem."""
 
     def __init__(self, source: str, line: int | None, problem: str):
         self.source, self.line, self.problem = source, line, problem
@@ -137,7 +137,7 @@ class History:
     # A compact load keeps ops, not events: (number of events, nemesis events).
     compact: tuple[int, list[Event]] | None = field(default=None, repr=False)
     # (line of the first event whose time is below its predecessor's, how many
-    # are), or None. Allowed (HISTORY.md: the file order is the real-time
+    # are), or None. Allowed (docs/history-format.md: the file order is the real-time
     # order; Jepsen reads its clock before appending an event), and said once.
     time_backwards: tuple[int, int] | None = None
     # The file's own label of each event where it differs from the position
@@ -182,7 +182,7 @@ class History:
 class Pairer:
     """Pairs invokes with completions as events arrive, enforcing the
     per-process rules: a process has at most one operation in flight, and
-    after an `info` it is never used again (HISTORY.md). Checked here, once,
+    after an `info` it is never used again (docs/history-format.md). Checked here, once,
     so checkers can trust the pairing."""
 
     def __init__(self, history: History, keep_invoke_values: bool = True):
@@ -282,7 +282,7 @@ def pair(history: History) -> list[Op]:
 # JSON Lines
 
 
-# HISTORY.md's event rules, one table for every reader: the JSON Lines
+# docs/history-format.md's event rules, one table for every reader: the JSON Lines
 # reader line by line and a chunk at a time, and the importers of Jepsen's
 # formats (sleuth.imports), which first turn keywords into strings and fill in
 # what sparse files leave out. `index` is not here: its rule is the position.
@@ -551,7 +551,7 @@ def _read_ops_fast(fh, source: str) -> History | None:
 
 @gc_paused
 def read_jsonl(path: str | os.PathLike, events: bool = True) -> History:
-    """Read and validate a JSON Lines history (HISTORY.md).
+    """Read and validate a JSON Lines history (docs/history-format.md).
 
     With `events=False` only the paired ops (and nemesis events) are kept:
     enough for every checker, at a third of the memory.

@@ -1,4 +1,4 @@
-"""Load any supported history file into a `History` (HISTORY.md, "Imports").
+"""Load any supported history file into a `History` (docs/history-format.md, "Imports").
 
 Formats, chosen by extension and then by content:
 
@@ -18,7 +18,7 @@ Formats, chosen by extension and then by content:
   are not history lines (other log output, stack traces) are skipped; in any
   other text file they are errors.
 
-Foreign ops are normalised to HISTORY.md's events: keywords become strings
+Foreign ops are normalised to docs/history-format.md's events: keywords become strings
 without the colon (JSON's ":invoke"-style strings too, for type, f, process
 and micro-op names), `:process :nemesis` -> "nemesis". Imported files are
 often sparse:

@@ -1,4 +1,4 @@
-"""The `sleuth check` contract (HISTORY.md): verdicts, --json lines, exit codes,
+"""The `sleuth check` contract (docs/history-format.md): verdicts, --json lines, exit codes,
 one-line errors for bad input — through the installed console script."""
 
 import json

@@ -88,7 +88,7 @@ def test_blank_lines_keep_line_numbers(tmp_path):
 
 
 # Jepsen reads its clock before it appends an event, so a history's times may
-# go back a little; the file order is the real-time order (HISTORY.md).
+# go back a little; the file order is the real-time order (docs/history-format.md).
 BACKWARDS = [
     ev(0, 100, "invoke", 0, "write", [1, 5]),
     ev(1, 90, "invoke", 1, "read", [1, None]),  # line 2 goes back

@@ -1,4 +1,4 @@
-"""Imports (HISTORY.md): Jepsen's EDN and text histories and elle-cli's JSON
+"""Imports (docs/history-format.md): Jepsen's EDN and text histories and elle-cli's JSON
 arrays load into the same events as sleuth's JSON Lines; sparse files are
 filled in; every kind of bad input is a HistoryError naming file and line."""
 

@@ -138,6 +138,8 @@ def check(files, workload, model, as_json, explain, **options) -> None:
 
         progress = tqdm(total=len(files), unit="history", file=sys.stderr, leave=False)
     for path in files:
+        # Each file is judged by (spec, kwargs); an argument that brings its
+        # own settings (a run directory) would resolve them here, then judge.
         status, record, result = judge_file(path, spec, kwargs)
         statuses.append(status)
         if progress is not None:
