@@ -18,7 +18,7 @@ import click
 
 from sleuth import exits
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
-from sleuth.history import HistoryError
+from sleuth.history import HistoryError, gc_paused
 
 
 def _model_for(spec: Workload, model: str | None) -> str | None:
@@ -67,6 +67,7 @@ def _crash_message(path: str, e: BaseException) -> str:
     return f"{path}: sleuth failed: {type(e).__name__}: {e}".split("\n", 1)[0]
 
 
+@gc_paused  # the history is also freed in here: with the collector running that cost 5x more
 def judge_file(path: str, spec: Workload, kwargs: dict[str, Any]) -> tuple[int, dict[str, Any], Any]:
     """Load and judge one history: (exit status, JSON record, Result or None).
 
