@@ -27,13 +27,21 @@ from sleuth.checker.models import MODELS
 
 @dataclass(frozen=True)
 class Option:
-    """A checker option: the keyword the checker function takes, and its flag."""
+    """A checker option: the keyword the checker function takes, and its flag.
+
+    type None is a boolean: `--name` (off unless given), or with switch=True
+    `--name/--no-name` (its default is the checker's, `default`). A typed
+    option may set a `minimum`. Only options the user gives reach a checker.
+    """
 
     name: str  # the checker's keyword argument
     help: str
     type: type | None = None  # None: a boolean flag
     metavar: str | None = None
     json: bool = False  # the flag's text is JSON, decoded before the checker sees it
+    switch: bool = False  # a boolean with both --name and --no-name
+    default: Any = None  # shown in --help; the checker's own default applies
+    minimum: float | None = None
 
     @property
     def flag(self) -> str:

@@ -28,12 +28,15 @@ def _model_for(spec: Workload, model: str | None) -> str | None:
         exits.die(f"--model: {e}")
 
 
-def _checker_options(spec: Workload, given: dict[str, Any]) -> dict[str, Any]:
+def _checker_options(spec: Workload, values: dict[str, Any]) -> dict[str, Any]:
     """The options the user gave, refused if the workload's checker does not take them."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
     kwargs: dict[str, Any] = {}
-    for name, value in given.items():
-        if value is None or value is False:
-            continue  # not given
+    for name, value in values.items():
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+            continue  # not given: the checker's own default applies
         option = OPTIONS[name]
         if name not in spec.options:
             takes = ", ".join(OPTIONS[o].flag for o in spec.options) or "none"
@@ -100,10 +103,17 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any]) -> tuple[int, 
 def _option_flags(fn):
     """One click option per entry of the registry's OPTIONS table."""
     for option in reversed(OPTIONS.values()):
-        if option.type is None:
+        if option.type is None and option.switch:
+            decls = f"{option.flag}/--no-{option.flag[2:]}"
+            fn = click.option(decls, option.name, default=bool(option.default), show_default=True,
+                              help=option.help)(fn)
+        elif option.type is None:
             fn = click.option(option.flag, option.name, is_flag=True, default=False, help=option.help)(fn)
         else:
-            fn = click.option(option.flag, option.name, type=option.type, default=None,
+            kind: Any = option.type
+            if option.minimum is not None:
+                kind = (click.IntRange if option.type is int else click.FloatRange)(min=option.minimum)
+            fn = click.option(option.flag, option.name, type=kind, default=option.default,
                               metavar=option.metavar, help=option.help)(fn)
     return fn
 
