@@ -317,3 +317,46 @@ def test_non_cycle_explanations_name_lines_too(tmp_path):
     r = json.loads(run("check", path, "-w", "list-append", "--json").stdout)
     (garbage,) = r["anomalies"]["garbage-read"]
     assert garbage["explanation"].startswith("T1 (line 3) read key 'x'")
+
+
+@pytest.mark.parametrize("args,words", [
+    (("-w", "nosuch"), "Invalid value for '--workload'"),
+    ((), "Missing option '--workload'"),
+    (("-w", "bank", "--total", "abc"), "'abc' is not a valid integer"),
+])
+def test_click_usage_errors_are_bad_arguments_too(fine, args, words):
+    p = run("check", fine, *args)
+    assert p.returncode == 254 and words in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+
+
+def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatch):
+    """The kinds of option the registry is designed for (a --x/--no-x switch
+    whose default is on, a number with a minimum), through click's parsing."""
+    import importlib
+
+    import click
+    from click.testing import CliRunner
+
+    from sleuth.checker import OPTIONS, Option, Workload
+
+    cc = importlib.import_module("sleuth.cli.check")  # the module; sleuth.cli.check is the command
+
+    monkeypatch.setattr(cc, "OPTIONS", {
+        **OPTIONS, "wfr_keys": Option("wfr_keys", "on unless --no-wfr-keys", switch=True, default=True),
+        "search_timeout": Option("search_timeout", "seconds", float, "S", minimum=0)})
+    spec = Workload("w", "m", "f", options=("wfr_keys", "search_timeout"))
+    seen = []
+
+    @click.command(cls=cc._Command)
+    @cc._option_flags
+    def cmd(**values):
+        seen.append(cc._checker_options(spec, values))
+
+    runner = CliRunner()
+    assert runner.invoke(cmd, []).exit_code == 0
+    assert runner.invoke(cmd, ["--no-wfr-keys", "--search-timeout", "2.5"]).exit_code == 0
+    assert runner.invoke(cmd, ["--wfr-keys"]).exit_code == 0
+    assert seen == [{}, {"wfr_keys": False, "search_timeout": 2.5}, {"wfr_keys": True}]
+    assert runner.invoke(cmd, ["--search-timeout", "-1"]).exit_code == 254
+    assert runner.invoke(cmd, ["--total", "3"]).exit_code == 254  # not this workload's
