@@ -218,7 +218,8 @@ def test_sleuth_failing_is_255_one_line_and_combines_highest(tmp_path, fine, sta
     assert p.returncode == 255
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["exit"] for r in rows] == [0, 1, 255, 254]
-    assert rows[2]["valid"] == "unknown" and "sleuth failed" in rows[2]["error"]
+    assert rows[2]["valid"] == "unknown" and "sleuth failed (TypeError" in rows[2]["error"]
+    assert rows[2]["error"].endswith("SLEUTH_DEBUG=1 shows the traceback")
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 2
     debug = subprocess.run([SLEUTH, "check", crash, "-w", "list-append"], capture_output=True, text=True,
                            timeout=120, env={**os.environ, "SLEUTH_DEBUG": "1"})

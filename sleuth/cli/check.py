@@ -67,7 +67,8 @@ def _error_record(path: str, message: str, status: int) -> dict[str, Any]:
 
 
 def _crash_message(path: str, e: BaseException) -> str:
-    return f"{path}: sleuth failed: {type(e).__name__}: {e}".split("\n", 1)[0]
+    what = f"{type(e).__name__}: {e}".split("\n", 1)[0]
+    return f"{path}: sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback"
 
 
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
