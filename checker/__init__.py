@@ -1,30 +1,121 @@
 """sleuth.checker — the analyses: linearizability, Elle-style cycle analysis, invariants.
 
-`CHECKERS` maps each workload to the function that judges its histories, as
-(module, function) so a `sleuth check` imports only what it uses.
+The registry: each workload declares, as data, the function that judges its
+histories, the consistency models it can be judged against, and the options
+it takes (as Jepsen's test map names its checker, and Elle's `check` takes
+only the options its datatype understands). `sleuth check` and `sleuth run`
+both read it, so an option or model that does not apply is refused in one
+place instead of being silently ignored by a checker's `**_`.
+
+A checker is named as (module, function) and imported only when used, so a
+`sleuth check` starts without loading numpy or the other checkers.
+
+Adding an option is one line in `OPTIONS` (its CLI flag, type and help) plus
+its name in the workloads that take it; the CLI builds its flags from the
+table and passes a checker only the options it declared.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-CHECKERS: dict[str, tuple[str, str, str | None]] = {
-    # workload: (module, function, default model)
-    "register": ("sleuth.checker.linearizable", "check_register", "linearizable"),
-    "cas-register": ("sleuth.checker.linearizable", "check_cas_register", "linearizable"),
-    "list-append": ("sleuth.checker.list_append", "check", "strict-serializable"),
-    "rw-register": ("sleuth.checker.rw_register", "check", "strict-serializable"),
-    "bank": ("sleuth.checker.bank", "check_bank", None),
-    "counter": ("sleuth.checker.counter", "check_counter", None),
-}
-TRANSACTIONAL = ("list-append", "rw-register")
+from sleuth.checker.models import MODELS
 
 
-def checker_for(workload: str) -> Callable:
-    module, function, _ = CHECKERS[workload]
-    return getattr(importlib.import_module(module), function)
+@dataclass(frozen=True)
+class Option:
+    """A checker option: the keyword the checker function takes, and its flag.
+
+    type None is a boolean: `--name` (off unless given), or with switch=True
+    `--name/--no-name` (its default is the checker's, `default`). A typed
+    option may set a `minimum`. Only options the user gives reach a checker.
+    """
+
+    name: str  # the checker's keyword argument
+    help: str
+    type: type | None = None  # None: a boolean flag
+    metavar: str | None = None
+    json: bool = False  # the flag's text is JSON, decoded before the checker sees it
+    switch: bool = False  # a boolean with both --name and --no-name
+    default: Any = None  # shown in --help; the checker's own default applies
+    minimum: float | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
 
 
-def default_model(workload: str) -> str | None:
-    return CHECKERS[workload][2]
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    Option("initial_value", "register, cas-register: the value before any write, as JSON "
+                            "(default null).", str, "JSON", json=True),
+    Option("total", "bank: the conserved total (default: the first complete read).", int, "N"),
+    Option("no_negative", "bank: also forbid negative balances."),
+    Option("linearizable_keys", "rw-register: assume each key is linearizable on its own (true of "
+                                "a single PostgreSQL server at any level) and infer version orders "
+                                "from real time, as Elle's option does."),
+)}
+
+LINEARIZABLE = ("linearizable",)
+TXN_MODELS = MODELS  # the lattice of checker/models.py, strongest first
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What judges one workload's histories.
+
+    models:  the models it can be judged against, the default first; empty
+             for invariant checkers (bank, counter), which take no --model.
+    aliases: other model names that mean one of `models` for this workload
+             (strict serializability of single-operation transactions on one
+             object is linearizability).
+    options: names in OPTIONS the checker function takes.
+    """
+
+    name: str
+    module: str
+    function: str
+    models: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def default_model(self) -> str | None:
+        return self.models[0] if self.models else None
+
+    def checker(self) -> Callable[..., Any]:
+        return getattr(importlib.import_module(self.module), self.function)
+
+    def model(self, requested: str | None) -> str | None:
+        """The model to judge, or ValueError naming what is accepted."""
+        if requested is None:
+            return self.default_model
+        requested = dict(self.aliases).get(requested, requested)
+        if requested in self.models:
+            return requested
+        if not self.models:
+            raise ValueError(f"{self.name} histories are judged by their invariants; "
+                             "--model does not apply")
+        raise ValueError(f"{requested!r} is not a model for {self.name} "
+                         f"(one of {', '.join(self.models)})")
+
+
+REGISTER_ALIASES = (("strict-serializable", "linearizable"),)
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    Workload("register", "sleuth.checker.linearizable", "check_register",
+             LINEARIZABLE, ("initial_value",), REGISTER_ALIASES),
+    Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
+             LINEARIZABLE, ("initial_value",), REGISTER_ALIASES),
+    Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS),
+    Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
+             ("linearizable_keys",)),
+    Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative")),
+    Workload("counter", "sleuth.checker.counter", "check_counter"),
+)}
+
+
+def checker_for(workload: str) -> Callable[..., Any]:
+    return WORKLOADS[workload].checker()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.checker.result import Result
+from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
 MAX_EXAMPLES = 20
@@ -56,5 +56,9 @@ def check_bank(history: History, total: int | None = None, no_negative: bool = F
                                f"balances {negative}"})
     anomalies = {k: v[:MAX_EXAMPLES] for k, v in anomalies.items()}
     names = sorted(anomalies)
-    return Result(valid=not names, model="bank", anomaly_types=names, anomalies=anomalies,
+    valid: bool | str = not names
+    if not names and not reads:
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no read completed ok (the invariants are checked on reads)"))
+    return Result(valid=valid, model="bank", anomaly_types=names, anomalies=anomalies,
                   stats={"reads": reads, "transfers": transfers, "total": total}, notes=notes)

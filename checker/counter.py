@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sleuth.checker.result import Result
+from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
 MAX_EXAMPLES = 20
@@ -41,19 +41,19 @@ def check_counter(history: History, **_: Any) -> Result:
             raise history.error(op.invoke_pos, f"counter ops are add and read, not {op.f!r}")
     amount = np.array([n for _, n in adds], dtype=float)
     pos, neg = np.maximum(amount, 0), np.minimum(amount, 0)
-    by_invoke = np.argsort([op.invoke_time for op, _ in adds], kind="stable")
-    invoked = np.array([adds[i][0].invoke_time for i in by_invoke], dtype=float)
+    by_invoke = np.argsort([op.invoke_pos for op, _ in adds], kind="stable")
+    invoked = np.array([adds[i][0].invoke_pos for i in by_invoke], dtype=float)
     pos_inv = np.concatenate([[0], np.cumsum(pos[by_invoke])])
     neg_inv = np.concatenate([[0], np.cumsum(neg[by_invoke])])
     done = [i for i, (op, _) in enumerate(adds) if op.type == "ok"]
-    done.sort(key=lambda i: adds[i][0].complete_time)
-    completed = np.array([adds[i][0].complete_time for i in done], dtype=float)
+    done.sort(key=lambda i: adds[i][0].complete_pos)
+    completed = np.array([adds[i][0].complete_pos for i in done], dtype=float)
     pos_def = np.concatenate([[0], np.cumsum(pos[done])]) if done else np.zeros(1)
     neg_def = np.concatenate([[0], np.cumsum(neg[done])]) if done else np.zeros(1)
     anomalies: dict[str, list[dict]] = {}
     for op, v in reads:
-        d = np.searchsorted(completed, op.invoke_time, side="left")  # completed strictly before
-        p = np.searchsorted(invoked, op.complete_time, side="left")  # invoked strictly before
+        d = np.searchsorted(completed, op.invoke_pos, side="left")  # completed strictly before
+        p = np.searchsorted(invoked, op.complete_pos, side="left")  # invoked strictly before
         lower = pos_def[d] + neg_inv[p]
         upper = pos_inv[p] + neg_def[d]
         if lower <= v <= upper:
@@ -69,8 +69,13 @@ def check_counter(history: History, **_: Any) -> Result:
                                f"{int(d)} adds were acknowledged before it began and {int(p)} had "
                                "begun before it ended"})
     names = sorted(anomalies)
-    return Result(valid=not names, model="counter", anomaly_types=names, anomalies=anomalies,
-                  stats={"adds": len(adds), "reads": len(reads)})
+    valid: bool | str = not names
+    notes = []
+    if not reads:
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no read completed ok (the bounds are checked on reads)"))
+    return Result(valid=valid, model="counter", anomaly_types=names, anomalies=anomalies,
+                  stats={"adds": len(adds), "reads": len(reads)}, notes=notes)
 
 
 def _plain(x: float) -> int | float:

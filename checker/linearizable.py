@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sleuth.checker import register_models as rm
-from sleuth.checker.result import UNKNOWN, Result, merge_valid
+from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.history import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
@@ -470,10 +470,15 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     """Split by key, prune, search each key; merge as false > unknown > true."""
     initial = model.init(initial_value)
     by_key: dict[Any, list[Call]] = {}
+    keys: set[Any] = set()  # every key an op names, judged or not
+    judged: set[Any] = set()  # keys with an ok op: something was observed there
     n_ops = 0
     for op in history.ops():
         key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
         n_ops += 1
+        keys.add(key)
+        if op.type == "ok":
+            judged.add(key)
         if op.type == "fail":  # certainly did not happen: constrains nothing
             continue
         if op.type == "info" and op.f == "read":  # an unknown read constrains nothing
@@ -501,7 +506,14 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
             bad_keys += 1
             if len(examples) < MAX_EXAMPLES:
                 examples.append(explain_failure(history, key, out, model, initial))
-    stats = {"keys": len(by_key), "ops": n_ops, "ops-searched": searched,
+    idle = len(keys) - len(judged)
+    if not judged:
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
+    elif idle:
+        notes.append(f"{idle} of {len(keys)} keys had nothing to judge (no operation on them "
+                     "completed ok); the verdict covers the others")
+    stats = {"keys": len(by_key), "ops": n_ops, "ops-searched": searched, "keys-judged": len(judged),
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}
     if bad_keys > len(examples):

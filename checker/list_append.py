@@ -194,7 +194,7 @@ class Analysis:
     def _fuzzy(self, i: int, k, before: list | None, after: list) -> None:
         self._add("fuzzy-read", {
             "key": k, "op": self._op(i), "reads": [before, after],
-            "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} twice and saw "
+            "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} twice and saw "
                            f"{_show(before or [])}, then {_show(after)} (besides its own appends): "
                            "a non-repeatable read"})
 
@@ -268,7 +268,7 @@ class Analysis:
                 dup = sorted({v for v in r if r.count(v) > 1}, key=repr)
                 self._add("duplicate-elements", {
                     "key": k, "op": self._op(i), "duplicates": dup,
-                    "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, "
+                    "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {_show(r)}, "
                                    f"which holds {dup!r} more than once; each value is appended once"})
 
     def _incompatible(self, k, reads, longest, bad) -> None:
@@ -276,8 +276,8 @@ class Analysis:
         for i, r in bad[:10]:
             self._add("incompatible-order", {
                 "key": k, "ops": [self._op(i), self._op(li)], "values": [r, longest],
-                "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {r!r} but "
-                               f"{txn.txn_name(self.ops[li])} read {longest!r}: neither is a prefix "
+                "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {r!r} but "
+                               f"{txn.txn_label(self.history, self.ops[li])} read {longest!r}: neither is a prefix "
                                "of the other, so the key's elements have no single order"})
 
     def _read_anomalies(self) -> None:
@@ -315,9 +315,9 @@ class Analysis:
                 last = [x for kk, x in _appends_of(ops[w]) if kk == k][-1]
                 self._add("G1b", {
                     "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
-                    "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                    "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
                                    f"ending at {v!r}, an intermediate append of "
-                                   f"{txn.txn_name(ops[w])}, which went on to append "
+                                   f"{txn.txn_label(self.history, ops[w])}, which went on to append "
                                    f"{last!r} to {k!r} (intermediate read)"})
 
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
@@ -325,13 +325,13 @@ class Analysis:
         if w is None:
             self._add("garbage-read", {
                 "key": k, "value": v, "op": self._op(i),
-                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
+                "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
                                f"but no transaction ever appended {v!r} to {k!r}"})
         else:
             self._add("G1a", {
                 "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
-                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = {_show(r)}, "
-                               f"observing {v!r}, appended by {txn.txn_name(ops[w])}, "
+                "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
+                               f"observing {v!r}, appended by {txn.txn_label(self.history, ops[w])}, "
                                "which failed (aborted read)"})
 
     def _dirty_updates(self) -> None:
@@ -351,18 +351,18 @@ class Analysis:
             state = "committed" if ops[w].type == "ok" else "may have committed"
             self._add("dirty-update", {
                 "key": k, "values": [fv, v], "ops": [self._op(fw), self._op(w)],
-                "explanation": f"key {k!r} holds {fv!r}, appended by {txn.txn_name(ops[fw])}, "
+                "explanation": f"key {k!r} holds {fv!r}, appended by {txn.txn_label(self.history, ops[fw])}, "
                                f"which failed, followed by {v!r}, appended by "
-                               f"{txn.txn_name(ops[w])}, which {state}"})
+                               f"{txn.txn_label(self.history, ops[w])}, which {state}"})
 
     def _internal(self, i: int, k, r: list, expected: str) -> None:
         self._add("internal", {
             "key": k, "op": self._op(i), "read": r,
-            "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, but its own "
+            "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {_show(r)}, but its own "
                            f"earlier micro-ops imply {expected}"})
 
     def _lost_update(self, k, members: list[int]) -> None:
-        names = ", ".join(txn.txn_name(self.ops[i]) for i in members)
+        names = ", ".join(txn.txn_label(self.history, self.ops[i]) for i in members)
         r = next(v for f, kk, v in self.ops[members[0]].value if f == "r" and kk == k) or []
         self._add("lost-update", {
             "key": k, "read": r, "ops": [self._op(i) for i in members],

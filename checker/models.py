@@ -42,6 +42,15 @@ IMPLIES: dict[str, tuple[str, ...]] = {
 }
 MODELS: tuple[str, ...] = tuple(IMPLIES)  # strongest first
 
+# A target's isolation level (`sleuth run --isolation`) -> the model its
+# histories are judged against: PostgreSQL's REPEATABLE READ is snapshot
+# isolation (Ports & Grittner, VLDB 2012), the rest are named alike.
+ISOLATION_MODELS: dict[str, str] = {
+    "strict-serializable": "strict-serializable", "serializable": "serializable",
+    "strong-session-serializable": "strong-session-serializable",
+    "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
+}
+
 ALL = "read-uncommitted"  # the weakest: forbidding here means every model forbids
 
 # Cycle anomalies: base name -> weakest models that forbid the plain cycle.

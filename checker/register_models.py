@@ -320,6 +320,7 @@ def explain(*, key, depth, state, last, stuck, window, calls, line_of, initial=U
         return (f"{held}; {what}, and no operation concurrent with it ({span}) could have "
                 f"written {show(need)} in time")
     listed = ", ".join(_who(c, line_of) for c in producers[:8])
+    listed += f", and {len(producers) - 8} more" if len(producers) > 8 else ""
     return (f"{held}; {what}, but the operations concurrent with it that write {show(need)} "
             f"({listed}) cannot be ordered so that it sees {show(need)} and every other "
             f"operation sees what it returned")

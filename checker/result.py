@@ -12,6 +12,16 @@ from typing import Any
 UNKNOWN = "unknown"
 
 
+def nothing_to_judge(what: str) -> str:
+    """The note of a verdict that is unknown because nothing could be checked.
+
+    An empty history, or one where no operation completed, is not evidence of
+    correctness: Jepsen's checkers answer :unknown there, and CI must not read
+    it as a pass.
+    """
+    return f"nothing to judge: {what}"
+
+
 def merge_valid(*vs: bool | str) -> bool | str:
     if any(v is False for v in vs):
         return False

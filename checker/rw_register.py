@@ -98,12 +98,12 @@ class Analysis:
                         if v != state[k] and k in own:
                             self._add("internal", {
                                 "key": k, "op": self._op(i), "read": v, "expected": state[k],
-                                "explanation": f"{txn.txn_name(op)} read key {k!r} = {v!r}, but it had "
+                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, but it had "
                                                f"itself written {state[k]!r} to it"})
                         elif v != state[k]:  # another committed write in between: P2
                             self._add("fuzzy-read", {
                                 "key": k, "op": self._op(i), "read": v, "earlier": state[k],
-                                "explanation": f"{txn.txn_name(op)} read key {k!r} twice and saw "
+                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} twice and saw "
                                                f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
                     elif k not in touched:
                         first_read[k] = v
@@ -120,7 +120,7 @@ class Analysis:
                     lost.setdefault((k, v), []).append(i)
         for (k, v), members in lost.items():
             if len(members) > 1:
-                names = ", ".join(txn.txn_name(ops[i]) for i in members)
+                names = ", ".join(txn.txn_label(self.history, ops[i]) for i in members)
                 self._add("lost-update", {
                     "key": k, "read": v, "ops": [self._op(i) for i in members],
                     "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
@@ -139,20 +139,20 @@ class Analysis:
             if w is None:
                 self._add("garbage-read", {
                     "key": k, "value": v, "op": self._op(r0),
-                    "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, "
+                    "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, "
                                    f"but no transaction ever wrote {v!r} to {k!r}"})
             elif ops[w].type == "fail":
                 self._add("G1a", {
                     "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
-                    "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, written by "
-                                   f"{txn.txn_name(ops[w])}, which failed (aborted read)"})
+                    "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, written by "
+                                   f"{txn.txn_label(self.history, ops[w])}, which failed (aborted read)"})
             else:
                 observed.add(w)
                 if (k, v) not in self.final:
                     self._add("G1b", {
                         "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
-                        "explanation": f"{txn.txn_name(ops[r0])} read key {k!r} = {v!r}, an "
-                                       f"intermediate write of {txn.txn_name(ops[w])}, which wrote "
+                        "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, an "
+                                       f"intermediate write of {txn.txn_label(self.history, ops[w])}, which wrote "
                                        f"{k!r} again later (intermediate read)"})
         self.node_of = [-1] * len(ops)
         txns: list[Op] = []
@@ -198,9 +198,9 @@ class Analysis:
                         if w is None:
                             self._add("cyclic-versions", {
                                 "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
-                                "explanation": f"{txn.txn_name(ops[i])} read key {k!r} = nil, but "
-                                               f"{txn.txn_name(ops[j])} had left {v!r} in it before "
-                                               f"{txn.txn_name(ops[i])} began (key {k!r} is not linearizable)"})
+                                "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = nil, but "
+                                               f"{txn.txn_label(self.history, ops[j])} had left {v!r} in it before "
+                                               f"{txn.txn_label(self.history, ops[i])} began (key {k!r} is not linearizable)"})
                         else:
                             self.succ.setdefault((k, v), set()).add(w)
                             self.rt_pairs.setdefault((k, v, w), (j, i))

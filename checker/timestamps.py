@@ -38,14 +38,14 @@ def _describe(op: Op, history: History) -> dict[str, Any]:
 
 def check(history: History, workload: str) -> Result:
     ops = [o for o in history.ops() if o.type == "ok" and o.ts is not None]
-    by_completion = sorted(ops, key=lambda o: o.complete_time)
+    by_completion = sorted(ops, key=lambda o: o.complete_pos)
     found: dict[str, list[dict]] = {}
     best_any: Op | None = None  # largest ts completed so far
     best_read: Op | None = None
     best_write: Op | None = None
     j = 0
-    for b in sorted(ops, key=lambda o: o.invoke_time):
-        while j < len(by_completion) and by_completion[j].complete_time < b.invoke_time:
+    for b in sorted(ops, key=lambda o: o.invoke_pos):
+        while j < len(by_completion) and by_completion[j].complete_pos < b.invoke_pos:
             a = by_completion[j]
             j += 1
             if best_any is None or a.ts > best_any.ts:

@@ -38,7 +38,7 @@ import numpy as np
 
 from sleuth.checker import graph as g
 from sleuth.checker import models
-from sleuth.checker.result import UNKNOWN, Result
+from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History, Op
 
 MAX_EXAMPLES = 8  # cycles shown per anomaly type
@@ -88,14 +88,32 @@ def txn_name(op: Op) -> str:
     return f"T{op.id}"
 
 
+def txn_label(history: History, op: Op) -> str:
+    """`T12 (line 30)`, or `T12 (line 30, index 41)` when the file labels its
+    events (Jepsen's `:index`): a name a reader can find in the file."""
+    label = history.label_of(op.invoke_pos)
+    return (f"{txn_name(op)} (line {history.line_of(op.invoke_pos)}"
+            + ("" if label is None else f", index {label}") + ")")
+
+
+def at(history: History, t: int) -> str:
+    """A time as seconds from the run's first event (times are nanoseconds)."""
+    return f"{(t - history.start_time) / 1e9:.3f} s"
+
+
 def describe_txn(history: History, op: Op) -> dict[str, Any]:
-    return {
+    d = {
         "name": txn_name(op),
         "process": op.process,
         "type": op.type,
         "line": history.line_of(op.invoke_pos),
+        "complete-line": None if op.complete_pos is None else history.line_of(op.complete_pos),
         "value": op.value,
     }
+    label = history.label_of(op.invoke_pos)
+    if label is not None:
+        d["index"] = label
+    return d
 
 
 def classify(cycle: list[tuple[int, int, int]]) -> str:
@@ -133,22 +151,33 @@ class Explainer:
 
     def edge(self, a: int, b: int, kind: int) -> str:
         ta, tb = self.gr.txns[a], self.gr.txns[b]
+        if kind not in (g.PROCESS, g.REALTIME):
+            return self.explain_data(a, b, kind)
+        h = self.history
+        # Real-time order is the file's order (docs/history-format.md): the lines prove
+        # the edge; the times are for the reader.
+        done = f"line {h.line_of(ta.complete_pos)}" if ta.complete_pos is not None else "never"
+        if ta.complete_time is not None:
+            done += f", at {at(h, ta.complete_time)}"
+        began = f"line {h.line_of(tb.invoke_pos)}, at {at(h, tb.invoke_time)}"
         if kind == g.PROCESS:
-            return f"both ran on process {ta.process}, and {txn_name(tb)} began after {txn_name(ta)} completed"
-        if kind == g.REALTIME:
-            return (f"{txn_name(ta)} completed (t={ta.complete_time} ns) before "
-                    f"{txn_name(tb)} began (t={tb.invoke_time} ns)")
-        return self.explain_data(a, b, kind)
+            return (f"both ran on process {ta.process}, and {txn_name(tb)} began ({began}) after "
+                    f"{txn_name(ta)} completed ({done})")
+        return f"{txn_name(ta)} completed ({done}) before {txn_name(tb)} began ({began})"
 
     def cycle(self, name: str, cycle: list[tuple[int, int, int]]) -> dict[str, Any]:
         txns = self.gr.txns
         steps = []
         lines = []
+        line_of = self.history.line_of
         for a, b, k in cycle:
             why = self.edge(a, b, k)
             steps.append({"from": txn_name(txns[a]), "to": txn_name(txns[b]),
+                          "from-line": line_of(txns[a].invoke_pos), "to-line": line_of(txns[b].invoke_pos),
                           "kind": g.KIND_NAMES[k], "why": why})
-            lines.append(f"{txn_name(txns[a])} < {txn_name(txns[b])} ({g.KIND_NAMES[k]}) because {why}.")
+            # each transaction of a cycle leaves it once: name its line there
+            lines.append(f"{txn_label(self.history, txns[a])} < {txn_name(txns[b])} "
+                         f"({g.KIND_NAMES[k]}) because {why}.")
         base = name.split("-realtime")[0].split("-process")[0]
         head = (f"{name}: {BASE_SENTENCE[base]}"
                 + (", closed by real-time order" if name.endswith("-realtime") else "")
@@ -281,13 +310,16 @@ class CycleSearch:
 
 
 def order_arrays(txns: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Invoke times, completion times (INF_TIME if never) and processes, in one pass."""
+    """Invoke positions, completion positions (INF_TIME if never) and
+    processes, in one pass. Real-time order is the file's order (docs/history-format.md):
+    a `time` field may go backwards (Jepsen reads its clock before appending
+    the event), positions never do."""
     n = len(txns)
     inv, comp, proc = [0] * n, [0] * n, [0] * n
     inf = g.INF_TIME
     for i, op in enumerate(txns):
-        inv[i] = op.invoke_time
-        c = op.complete_time
+        inv[i] = op.invoke_pos
+        c = None if op.type == "info" else op.complete_pos  # info: may end any time
         comp[i] = inf if c is None else c
         proc[i] = op.process
     return (np.asarray(inv, dtype=np.int64), np.asarray(comp, dtype=np.int64),
@@ -329,6 +361,10 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     notes = []
     if forbidden:
         valid: bool | str = False
+    elif not any(op.type == "ok" for op in history.ops()):
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no transaction completed ok" if history.ops()
+                                      else "the history has no transactions"))
     elif search.exhausted:
         valid = UNKNOWN
         notes.append(f"cycle search stopped after {SEARCH_BUDGET} node visits; "

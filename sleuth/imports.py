@@ -1,4 +1,4 @@
-"""Load any supported history file into a `History` (HISTORY.md, "Imports").
+"""Load any supported history file into a `History` (docs/history-format.md, "Imports").
 
 Formats, chosen by extension and then by content:
 
@@ -18,7 +18,7 @@ Formats, chosen by extension and then by content:
   are not history lines (other log output, stack traces) are skipped; in any
   other text file they are errors.
 
-Foreign ops are normalised to HISTORY.md's events: keywords become strings
+Foreign ops are normalised to docs/history-format.md's events: keywords become strings
 without the colon (JSON's ":invoke"-style strings too, for type, f, process
 and micro-op names), `:process :nemesis` -> "nemesis". Imported files are
 often sparse:
@@ -26,7 +26,9 @@ often sparse:
 - no `index`: file order (indices, when present, must increase; events are
   renumbered 0..n-1 in file order either way);
 - no `time`: file order (time = index) when no op has one; otherwise an op
-  without a time gets the previous op's, so time stays non-decreasing;
+  without a time gets the previous op's. Times need not be monotone (Jepsen
+  reads its clock before appending an event): the file order is the
+  real-time order, and `History.time_backwards` says where time went back;
 - no `f` on an op whose value is a list of micro-ops (`[:append k v]`,
   `[:r k v]`, `[:w k v]`): `f = "txn"`;
 - no `process` on any op: one sequential client. It is process 0 until an
@@ -43,7 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from sys import intern
 from typing import Any
 
@@ -52,10 +54,11 @@ import orjson
 from sleuth import edn
 from sleuth.history import (
     NEMESIS,
-    TYPES,
+    RULES,
     Event,
     History,
     HistoryError,
+    Rule,
     gc_paused,
     read_jsonl,
 )
@@ -248,31 +251,30 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
     sparse fields filled in, paired."""
     events: list[Event] = []
     lines: list[int] = []
+    labels: list[int | None] = []  # the file's own :index of each event
     missing_time: list[int] = []  # positions of events without a time
     missing_process: list[int] = []
     client_processes = 0  # client ops that name their process
     last_index = last_time = None
-    last_time_line = 0
+    backwards: list[int] = []  # lines whose time is below the previous time
     for d, lineno in items:
         def bad(problem: str, lineno: int = lineno) -> HistoryError:
             return HistoryError(source, lineno, problem)
 
         if not isinstance(d, dict):
             raise bad(f"expected an operation map, got {_describe(d)}")
-        typ = _name(d.get("type"))
-        if not isinstance(typ, str) or typ not in TYPES:
-            if "type" not in d:
-                raise bad("missing type")
-            raise bad(f"type must be invoke, ok, fail or info, got {_short(d['type'])}")
+        if "type" not in d:
+            raise bad("missing type")
+        typ = _name(d["type"])
+        _check(RULES["type"], typ, bad)
 
         process = _name(d.get("process"))
         if process is None:
             missing_process.append(len(events))
             process = 0
-        elif _int(process) and process >= 0:
-            client_processes += 1
-        elif process != NEMESIS:
-            raise bad(f"process must be a non-negative integer or nemesis, got {_short(process)}")
+        else:
+            _check(RULES["process"], process, bad)
+            client_processes += process != NEMESIS
 
         value = d.get("value")
         is_txn = _micro_ops(value)
@@ -283,8 +285,8 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             if not is_txn:
                 raise bad("missing f (and the value is not a list of micro-ops)")
             f = "txn"
-        elif not isinstance(f, str):
-            raise bad(f"f must be a string or keyword, got {_short(f)}")
+        else:
+            _check(RULES["f"], f, bad)
 
         index = d.get("index")
         if index is not None:
@@ -293,26 +295,20 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
             if last_index is not None and index <= last_index:
                 raise bad(f"index {index} after index {last_index}: the file is not in index order")
             last_index = index
+        labels.append(index)
 
         time = d.get("time")
         if time is None:
             missing_time.append(len(events))
             time = 0
         else:
-            if type(time) is float and time.is_integer():
-                time = int(time)
-            if not _int(time) or time < 0:
-                raise bad(f"time must be a non-negative integer, got {_short(time)}")
+            time = _check(RULES["time"], time, bad)
             if last_time is not None and time < last_time:
-                raise bad(f"time {time} goes backwards (line {last_time_line} has {last_time})")
-            last_time, last_time_line = time, lineno
+                backwards.append(lineno)
+            last_time = time
 
-        node = d.get("node")
-        if node is not None and not isinstance(node, str):
-            node = str(node)
-        ts = d.get("ts")
-        if ts is not None and not _int(ts):
-            raise bad(f"ts must be an integer, got {_short(ts)}")
+        node = _check(RULES["node"], _name(d.get("node")), bad)
+        ts = _check(RULES["ts"], d.get("ts"), bad)
         events.append(Event(len(events), time, intern(typ), process, intern(f), value, node,
                             d.get("error"), ts))
         lines.append(lineno)
@@ -324,8 +320,22 @@ def build(items: Iterable[tuple[Any, int]], source: str) -> History:
                                "missing process (other operations in this file have one)")
         _one_client(events, missing_process)
     h = History(events, source, lines)
+    if any(label is not None and label != pos for pos, label in enumerate(labels)):
+        h.labels = labels
+    if backwards:
+        h.time_backwards = (backwards[0], len(backwards))
     h.ops()  # pairing errors name their line now
     return h
+
+
+def _check(rule: Rule, value: Any, bad: Callable[[str], HistoryError]) -> Any:
+    """`value` converted as `rule` says, or the rule's one-line error."""
+    if rule.convert is not None:
+        value = rule.convert(value)
+    problem = rule.problem(value)
+    if problem is not None:
+        raise bad(problem)
+    return value
 
 
 def _fill_times(events: list[Event], missing: list[int]) -> None:

@@ -18,14 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sleuth.checker.models import ISOLATION_MODELS
 from sleuth.history import History
 
-# The target's isolation level -> the model its history is judged against.
-ISOLATION_MODELS = {
-    "strict-serializable": "strict-serializable", "serializable": "serializable",
-    "strong-session-serializable": "strong-session-serializable",
-    "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
-}
 NOTHING_COMPLETED = "no operation completed: nothing was checked"
 
 

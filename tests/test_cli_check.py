@@ -1,4 +1,4 @@
-"""The `sleuth check` contract (HISTORY.md): verdicts, --json lines, exit codes,
+"""The `sleuth check` contract (docs/history-format.md): verdicts, --json lines, exit codes,
 one-line errors for bad input — through the installed console script."""
 
 import json
@@ -81,37 +81,40 @@ def test_several_files_one_json_line_each(stale, fine):
     assert [(r["file"], r["valid"]) for r in rows] == [(fine, True), (stale, False)]
 
 
-def test_bad_file_exits_2_with_one_line_and_keeps_other_results(tmp_path, fine):
+def test_bad_file_exits_254_with_one_line_and_keeps_other_results(tmp_path, fine):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"index": 0, "time": 0, "type": "invoke", "process": 0, "f": "txn", "value": []}\n'
                    "{oops\n")
     p = run("check", fine, str(bad), "--workload", "list-append", "--json")
-    assert p.returncode == 2
+    assert p.returncode == 254
     assert p.stderr.strip().count("\n") == 0
     assert f"{bad}:2:" in p.stderr and "Traceback" not in p.stderr
-    assert json.loads(p.stdout)["file"] == fine  # the good file's result was still written
+    good, unread = [json.loads(line) for line in p.stdout.splitlines()]
+    assert good["file"] == fine  # the good file's result was still written
+    assert (unread["file"], unread["valid"], unread["exit"]) == (str(bad), "unknown", 254)
+    assert unread["error"].startswith(f"{bad}:2: ") and unread["anomaly-types"] == []
 
 
 def test_bad_micro_op_names_its_line(tmp_path):
     path = txn_history(tmp_path / "h.jsonl", [(0, 0, 10, [["put", "x", 1]], [["put", "x", 1]])])
     p = run("check", path, "--workload", "list-append")
-    assert p.returncode == 2
+    assert p.returncode == 254
     assert f"{path}:1:" in p.stderr and "unknown micro-op 'put'" in p.stderr
 
 
 def test_unknown_model_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "list-append", "--model", "snapshot")
-    assert p.returncode == 2 and "--model" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 254 and "--model" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_bad_initial_value_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "register", "--initial-value", "{nope")
-    assert p.returncode == 2 and "--initial-value" in p.stderr
+    assert p.returncode == 254 and "--initial-value" in p.stderr
 
 
-def test_missing_file_exits_2(tmp_path):
+def test_missing_file_exits_254(tmp_path):
     p = run("check", str(tmp_path / "none.jsonl"), "--workload", "list-append")
-    assert p.returncode == 2 and "none.jsonl" in p.stderr and "Traceback" not in p.stderr
+    assert p.returncode == 254 and "none.jsonl" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_linearizable_keys_flag_reveals_rw_register_write_skew(tmp_path):
@@ -125,3 +128,236 @@ def test_linearizable_keys_flag_reveals_rw_register_write_skew(tmp_path):
     assert run("check", path, "-w", "rw-register", "-m", "serializable").returncode == 0
     p = run("check", path, "-w", "rw-register", "-m", "serializable", "--linearizable-keys", "--json")
     assert p.returncode == 1 and "G2-item" in json.loads(p.stdout)["anomaly-types"], p.stdout
+
+
+# ---------------------------------------------------------------------------
+# Issue 10: the contract CI and Jepsen users expect
+
+IMPORTS = os.path.join(os.path.dirname(__file__), "data", "imports")
+
+
+def test_time_going_back_is_accepted_noted_once_and_ordered_by_position():
+    """backwards.edn: T0's completion took its time before T1's invoke was
+    appended. Ordered by time, T0 would precede T1 and T1's empty read would
+    be a stale read (G-single-realtime); in file order they overlap."""
+    path = os.path.join(IMPORTS, "backwards.edn")
+    p = run("check", path, "-w", "list-append", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["valid"] is True
+    notes = [line for line in p.stderr.splitlines() if "not monotone" in line]
+    assert len(notes) == 1 and "line 8" in notes[0] and path in notes[0]
+
+
+def write_events(path, events):
+    with open(path, "w") as fh:
+        for i, e in enumerate(events):
+            fh.write(json.dumps({"index": i, "time": i, **e}) + "\n")
+    return str(path)
+
+
+def inv(p, f, v):
+    return {"type": "invoke", "process": p, "f": f, "value": v}
+
+
+def done(typ, p, f, v):
+    return {"type": typ, "process": p, "f": f, "value": v}
+
+
+NOTHING = {  # workload -> a history whose only operation failed
+    "register": [inv(0, "write", [1, 3]), done("fail", 0, "write", [1, 3])],
+    "cas-register": [inv(0, "cas", [1, 2]), done("fail", 0, "cas", [1, 2])],
+    "list-append": [inv(0, "txn", [A("x", 1)]), done("fail", 0, "txn", [A("x", 1)])],
+    "rw-register": [inv(0, "txn", [["w", "x", 1]]), done("fail", 0, "txn", [["w", "x", 1]])],
+    "bank": [inv(0, "transfer", {"from": 0, "to": 1, "amount": 1}),
+             done("fail", 0, "transfer", {"from": 0, "to": 1, "amount": 1})],
+    "counter": [inv(0, "add", 1), done("fail", 0, "add", 1)],
+}
+
+
+@pytest.mark.parametrize("workload", sorted(NOTHING))
+def test_nothing_to_judge_is_unknown_not_valid(tmp_path, workload):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    failed = write_events(tmp_path / "failed.jsonl", NOTHING[workload])
+    p = run("check", str(empty), failed, "-w", workload, "--json")
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["valid"], r["exit"]) for r in rows] == [("unknown", 2), ("unknown", 2)]
+    assert all(any(n.startswith("nothing to judge") for n in r["notes"]) for r in rows)
+
+
+def test_a_register_key_with_only_failed_ops_does_not_make_the_rest_unknown(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "write", [1, 3]), done("ok", 0, "write", [1, 3]),
+        inv(0, "write", [2, 3]), done("fail", 0, "write", [2, 3]),
+        inv(0, "read", [1, None]), done("ok", 0, "read", [1, 3])])
+    p = run("check", path, "-w", "register", "--json")
+    r = json.loads(p.stdout)
+    assert p.returncode == 0 and r["valid"] is True and r["stats"]["keys-judged"] == 1
+    assert any("1 of 2 keys had nothing to judge" in n for n in r["notes"])
+
+
+def test_txn_completion_that_differs_from_its_invoke_is_bad_input(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "txn", [A("x", 1), R("y")]), done("ok", 0, "txn", [A("x", 1), R("z", [])])])
+    p = run("check", path, "-w", "list-append", "--json")
+    assert p.returncode == 254 and f"{path}:2: " in p.stderr and "micro-op 2" in p.stderr
+    assert json.loads(p.stdout)["exit"] == 254
+
+
+def crashing_history(tmp_path):
+    # A list element that is itself a list: the list-append checker cannot
+    # hash it (a sleuth bug, reported as exit 255: sleuth failed, not the input).
+    return write_events(tmp_path / "crash.jsonl", [
+        inv(0, "txn", [R("x")]), done("ok", 0, "txn", [R("x", [[1]])])])
+
+
+def test_sleuth_failing_is_255_one_line_and_combines_highest(tmp_path, fine, stale):
+    crash = crashing_history(tmp_path)
+    p = run("check", fine, stale, crash, str(tmp_path / "missing.jsonl"), "-w", "list-append", "--json")
+    assert p.returncode == 255
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [r["exit"] for r in rows] == [0, 1, 255, 254]
+    assert rows[2]["valid"] == "unknown" and "sleuth failed (TypeError" in rows[2]["error"]
+    assert rows[2]["error"].endswith("SLEUTH_DEBUG=1 shows the traceback")
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 2
+    debug = subprocess.run([SLEUTH, "check", crash, "-w", "list-append"], capture_output=True, text=True,
+                           timeout=120, env={**os.environ, "SLEUTH_DEBUG": "1"})
+    assert debug.returncode == 255 and "Traceback" in debug.stderr
+
+
+@pytest.mark.parametrize("files,status", [
+    (("fine",), 0), (("fine", "stale"), 1), (("stale", "empty"), 2), (("empty", "missing"), 254)])
+def test_several_files_combine_to_the_highest_status(tmp_path, fine, stale, files, status):
+    (tmp_path / "empty.jsonl").write_text("")
+    paths = {"fine": fine, "stale": stale, "empty": str(tmp_path / "empty.jsonl"),
+             "missing": str(tmp_path / "missing.jsonl")}
+    p = run("check", *[paths[f] for f in files], "-w", "list-append")
+    assert p.returncode == status, p.stderr
+
+
+def test_json_stdout_is_json_only(tmp_path, fine):
+    (tmp_path / "empty.jsonl").write_text("")
+    noted = os.path.join(IMPORTS, "backwards.edn")
+    p = run("check", fine, noted, str(tmp_path / "empty.jsonl"), str(tmp_path / "no.jsonl"),
+            "-w", "list-append", "--json")
+    rows = [json.loads(line) for line in p.stdout.splitlines()]  # every line parses
+    assert len(rows) == 4 and all({"file", "valid", "anomaly-types", "exit"} <= set(r) for r in rows)
+    assert "not monotone" in p.stderr and "no.jsonl" in p.stderr
+
+
+# ---------------------------------------------------------------------------
+# Issue 11: the typed checker registry refuses what does not apply
+
+@pytest.mark.parametrize("args,words", [
+    (("-w", "bank", "--model", "nonsense", "--linearizable-keys"), "--linearizable-keys does not apply"),
+    (("-w", "bank", "--model", "serializable"), "--model does not apply"),
+    (("-w", "list-append", "--linearizable-keys"), "--linearizable-keys does not apply to --workload list-append"),
+    (("-w", "list-append", "--total", "10"), "--total does not apply"),
+    (("-w", "counter", "--no-negative"), "--no-negative does not apply"),
+    (("-w", "rw-register", "--initial-value", "0"), "--initial-value does not apply"),
+    (("-w", "register", "--model", "serializable"), "'serializable' is not a model for register"),
+])
+def test_options_and_models_that_do_not_apply_are_refused(fine, args, words):
+    p = run("check", fine, *args)
+    assert p.returncode == 254, (p.stdout, p.stderr)
+    assert words in p.stderr and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_every_workload_declares_a_checker_its_models_and_options():
+    from sleuth.checker import OPTIONS, WORKLOADS
+    from sleuth.checker.models import ISOLATION_MODELS, MODELS
+
+    for w in WORKLOADS.values():
+        assert callable(w.checker()) and set(w.options) <= set(OPTIONS)
+        assert set(w.models) <= set(MODELS) | {"linearizable"}
+    assert WORKLOADS["register"].model("strict-serializable") == "linearizable"
+    assert WORKLOADS["list-append"].model(ISOLATION_MODELS["repeatable-read"]) == "snapshot-isolation"
+
+
+# ---------------------------------------------------------------------------
+# Issue 10, item 10: explanations a reader can trace back to the file
+
+
+def test_explanation_names_each_transaction_with_its_line_and_relative_times(tmp_path):
+    evs = [(0, inv(0, "txn", [A("x", 1)])), (10_000_000, done("ok", 0, "txn", [A("x", 1)])),
+           (20_000_000, inv(1, "txn", [R("x")])), (30_000_000, done("ok", 1, "txn", [R("x", [])]))]
+    path = tmp_path / "h.jsonl"
+    with open(path, "w") as fh:  # a run that started at t = 5 s
+        for i, (t, e) in enumerate(evs):
+            fh.write(json.dumps({"index": i, "time": 5_000_000_000 + t, **e}) + "\n")
+    p = run("check", str(path), "-w", "list-append")
+    assert p.returncode == 1
+    assert "T1 (line 3) < T0 (rw)" in p.stdout and "T0 (line 1) < T1 (realtime)" in p.stdout
+    assert "T0 completed (line 2, at 0.010 s) before T1 began (line 3, at 0.020 s)" in p.stdout
+    ex = json.loads(run("check", str(path), "-w", "list-append", "--json").stdout)
+    (cycle,) = ex["anomalies"]["G-single-realtime"]
+    assert [(s["from"], s["from-line"], s["to"], s["to-line"], s["kind"]) for s in cycle["steps"]] == [
+        ("T1", 3, "T0", 1, "rw"), ("T0", 1, "T1", 3, "realtime")]
+    assert {t["name"]: (t["line"], t["complete-line"]) for t in cycle["txns"]} == {"T0": (1, 2), "T1": (3, 4)}
+
+
+def test_explanation_carries_jepsen_index_labels(tmp_path):
+    path = tmp_path / "h.edn"
+    path.write_text(
+        "{:type :invoke, :f :txn, :value [[:append :x 1]], :process 0, :time 0, :index 100}\n"
+        "{:type :ok, :f :txn, :value [[:append :x 1]], :process 0, :time 10, :index 101}\n"
+        "{:type :invoke, :f :txn, :value [[:r :x nil]], :process 1, :time 20, :index 102}\n"
+        "{:type :ok, :f :txn, :value [[:r :x []]], :process 1, :time 30, :index 103}\n")
+    p = run("check", str(path), "-w", "list-append", "--json")
+    (cycle,) = json.loads(p.stdout)["anomalies"]["G-single-realtime"]
+    assert "T1 (line 3, index 102) <" in cycle["explanation"]
+    assert "T0 (line 1, index 100) <" in cycle["explanation"]
+    assert {t["name"]: t["index"] for t in cycle["txns"]} == {"T0": 100, "T1": 102}
+
+
+def test_non_cycle_explanations_name_lines_too(tmp_path):
+    path = write_events(tmp_path / "h.jsonl", [
+        inv(0, "txn", [A("x", 1)]), done("ok", 0, "txn", [A("x", 1)]),
+        inv(1, "txn", [R("x")]), done("ok", 1, "txn", [R("x", [1, 9])])])
+    r = json.loads(run("check", path, "-w", "list-append", "--json").stdout)
+    (garbage,) = r["anomalies"]["garbage-read"]
+    assert garbage["explanation"].startswith("T1 (line 3) read key 'x'")
+
+
+@pytest.mark.parametrize("args,words", [
+    (("-w", "nosuch"), "Invalid value for '--workload'"),
+    ((), "Missing option '--workload'"),
+    (("-w", "bank", "--total", "abc"), "'abc' is not a valid integer"),
+])
+def test_click_usage_errors_are_bad_arguments_too(fine, args, words):
+    p = run("check", fine, *args)
+    assert p.returncode == 254 and words in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+
+
+def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatch):
+    """The kinds of option the registry is designed for (a --x/--no-x switch
+    whose default is on, a number with a minimum), through click's parsing."""
+    import importlib
+
+    import click
+    from click.testing import CliRunner
+
+    from sleuth.checker import OPTIONS, Option, Workload
+
+    cc = importlib.import_module("sleuth.cli.check")  # the module; sleuth.cli.check is the command
+
+    monkeypatch.setattr(cc, "OPTIONS", {
+        **OPTIONS, "wfr_keys": Option("wfr_keys", "on unless --no-wfr-keys", switch=True, default=True),
+        "search_timeout": Option("search_timeout", "seconds", float, "S", minimum=0)})
+    spec = Workload("w", "m", "f", options=("wfr_keys", "search_timeout"))
+    seen = []
+
+    @click.command(cls=cc._Command)
+    @cc._option_flags
+    def cmd(**values):
+        seen.append(cc._checker_options(spec, values))
+
+    runner = CliRunner()
+    assert runner.invoke(cmd, []).exit_code == 0
+    assert runner.invoke(cmd, ["--no-wfr-keys", "--search-timeout", "2.5"]).exit_code == 0
+    assert runner.invoke(cmd, ["--wfr-keys"]).exit_code == 0
+    assert seen == [{}, {"wfr_keys": False, "search_timeout": 2.5}, {"wfr_keys": True}]
+    assert runner.invoke(cmd, ["--search-timeout", "-1"]).exit_code == 254
+    assert runner.invoke(cmd, ["--total", "3"]).exit_code == 254  # not this workload's

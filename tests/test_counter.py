@@ -27,7 +27,10 @@ def history(ops):
 def achievable(ops, read):
     _, _, _, rs, re, _ = read
     must = [v for p, f, v, s, e, t in ops if f == "add" and t == "ok" and e < rs]
-    may = [v for p, f, v, s, e, t in ops if f == "add" and t != "fail" and s < re
+    # The file order is the real-time order: `history` writes invokes before
+    # completions at equal times, so an add invoked at the read's end time
+    # was invoked before the read completed.
+    may = [v for p, f, v, s, e, t in ops if f == "add" and t != "fail" and s <= re
            and not (t == "ok" and e < rs)]
     return {sum(must) + sum(c) for n in range(len(may) + 1) for c in itertools.combinations(may, n)}
 
@@ -55,8 +58,8 @@ def test_plus_one_adds_bounds_are_exact(seed):
     rnd = random.Random(seed)
     ops = random_ops(rnd, [1])
     reads = [o for o in ops if o[1] == "read"]
-    want = all(o[2] in achievable(ops, o) for o in reads)
-    assert check_counter(history(ops)).valid is want
+    want = all(o[2] in achievable(ops, o) for o in reads) if reads else "unknown"  # nothing to judge
+    assert check_counter(history(ops)).valid == want
 
 
 @pytest.mark.parametrize("seed", range(300))
@@ -65,7 +68,7 @@ def test_any_amounts_never_reject_an_achievable_read(seed):
     ops = random_ops(rnd, [-3, -1, 2, 5])
     reads = [o for o in ops if o[1] == "read"]
     if all(o[2] in achievable(ops, o) for o in reads):
-        assert check_counter(history(ops)).valid is True
+        assert check_counter(history(ops)).valid == (True if reads else "unknown")  # nothing to judge
 
 
 def test_read_below_acknowledged_adds():

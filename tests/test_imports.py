@@ -1,4 +1,4 @@
-"""Imports (HISTORY.md): Jepsen's EDN and text histories and elle-cli's JSON
+"""Imports (docs/history-format.md): Jepsen's EDN and text histories and elle-cli's JSON
 arrays load into the same events as sleuth's JSON Lines; sparse files are
 filled in; every kind of bad input is a HistoryError naming file and line."""
 
@@ -244,8 +244,7 @@ BAD = [
     ("no-f.edn", "{:type :invoke, :value 3, :process 0}\n", 1, "missing f"),
     ("mixed-process.edn", INVOKE_READ + "{:type :ok, :f :read}\n", 2, "missing process"),
     ("process.edn", "{:type :invoke, :f :read, :process -1}\n", 1, "process must be"),
-    ("time.edn", "{:type :invoke, :f :read, :process 0, :time 9}\n"
-     "{:type :ok, :f :read, :process 0, :time 8}\n", 2, "goes backwards"),
+    ("time.edn", "{:type :invoke, :f :read, :process 0, :time -9}\n", 1, "non-negative"),
     ("index.edn", "{:type :invoke, :f :read, :process 0, :index 4}\n"
      "{:type :ok, :f :read, :process 0, :index 4}\n", 2, "not in index order"),
     ("discard.edn", "#_{:a 1}\n", 1, "not supported"),
@@ -327,3 +326,33 @@ def test_100k_line_edn_history_loads_in_seconds(tmp_path):
     elapsed = time.perf_counter() - start
     assert len(h.events) == 100_000 and len(h.ops()) == 50_000
     assert elapsed < 15, f"{elapsed:.1f}s"
+
+
+# ---------------------------------------------------------------------------
+# Time that goes back: accepted, noted once; the file order is real time.
+
+BACKWARDS = [  # (format, content): the same three events, time going back at line 2
+    ("b.edn", "{:type :invoke, :f :read, :process 0, :time 9}\n"
+              "{:type :invoke, :f :read, :process 1, :time 8}\n"
+              "{:type :ok, :f :read, :process 0, :value 1, :time 10}\n"),
+    ("b.json", '[{"type": "invoke", "f": "read", "process": 0, "time": 9},\n'
+               ' {"type": "invoke", "f": "read", "process": 1, "time": 8},\n'
+               ' {"type": "ok", "f": "read", "process": 0, "value": 1, "time": 10}]\n'),
+    ("b.json", '{"type": "invoke", "f": "read", "process": 0, "time": 9}\n'
+               '{"type": "invoke", "f": "read", "process": 1, "time": 8}\n'
+               '{"type": "ok", "f": "read", "process": 0, "value": 1, "time": 10}\n'),
+]
+
+
+@pytest.mark.parametrize("name,content", BACKWARDS, ids=["edn", "json-array", "json-lines"])
+def test_time_going_back_is_accepted_and_noted(tmp_path, name, content):
+    h = load(write(tmp_path, name, content))
+    assert [e.time for e in h.events] == [9, 8, 10]  # kept for display, not reordered
+    assert [(o.process, o.type, o.value) for o in h.ops()] == [(0, "ok", 1), (1, "info", None)]
+    assert h.time_backwards == (2, 1)
+
+
+def test_real_shaped_jepsen_history_with_time_going_back():
+    h = load(data("backwards.edn"))
+    assert h.time_backwards == (8, 1)
+    assert [o.invoke_pos < h.ops()[0].complete_pos for o in h.ops()[:2]] == [True, True]

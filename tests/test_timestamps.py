@@ -12,7 +12,9 @@ def H(*ops):
     for p, f, v, a, b, ts in ops:
         evs.append((a, "invoke", p, f, v, None))
         evs.append((b, "ok", p, f, v, ts))
-    evs.sort(key=lambda e: e[0])
+    # The file order is the real-time order (docs/history-format.md): at equal times the
+    # invokes are written first, so operations that touch in time overlap.
+    evs.sort(key=lambda e: (e[0], e[1] != "invoke"))
     return History([Event(i, t, typ, p, f, v, ts=ts) for i, (t, typ, p, f, v, ts) in enumerate(evs)], "h")
 
 

@@ -1,37 +1,53 @@
-"""`sleuth check` and `sleuth sim`: judge histories, and write simulated ones."""
+"""`sleuth check` and `sleuth sim`: judge histories, and write simulated ones.
+
+The `check` contract (docs/history-format.md): one verdict per file; exit
+status from sleuth/exits.py, combined over the files; with --json, stdout
+carries one JSON object per file and nothing else, human notes go to stderr.
+Which models and options apply to a workload is the checker registry's to
+say (sleuth/checker/__init__.py), not this module's.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from typing import Any
 
 import click
 
-from sleuth.checker import CHECKERS, TRANSACTIONAL, checker_for, default_model
-from sleuth.history import HistoryError
-
-EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def fail_usage(message: str) -> None:
-    """A one-line error and exit status 2, no traceback."""
-    click.echo(f"sleuth: error: {message}", err=True)
-    sys.exit(EXIT_BAD_INPUT)
+from sleuth import exits
+from sleuth.checker import OPTIONS, WORKLOADS, Workload
+from sleuth.history import HistoryError, gc_paused
 
 
-def _model_for(workload: str, model: str | None) -> str | None:
-    if workload in TRANSACTIONAL:
-        from sleuth.checker.models import MODELS
+def _model_for(spec: Workload, model: str | None) -> str | None:
+    try:
+        return spec.model(model)
+    except ValueError as e:
+        exits.die(f"--model: {e}")
 
-        model = model or default_model(workload)
-        if model not in MODELS:
-            fail_usage(f"--model {model!r} is not one of {', '.join(MODELS)}")
-        return model
-    if workload in ("register", "cas-register"):
-        if model not in (None, "linearizable", "strict-serializable"):
-            fail_usage(f"--model {model!r}: {workload} histories are checked for linearizability")
-        return "linearizable"
-    return model
+
+def _checker_options(spec: Workload, values: dict[str, Any]) -> dict[str, Any]:
+    """The options the user gave, refused if the workload's checker does not take them."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        if ctx.get_parameter_source(name) in (ParameterSource.DEFAULT, None):
+            continue  # not given: the checker's own default applies
+        option = OPTIONS[name]
+        if name not in spec.options:
+            takes = ", ".join(OPTIONS[o].flag for o in spec.options) or "none"
+            exits.die(f"{option.flag} does not apply to --workload {spec.name} (its options: {takes})")
+        if option.json:
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as e:
+                exits.die(f"{option.flag} {value!r} is not JSON ({e.msg})")
+        kwargs[name] = value
+    return kwargs
 
 
 def _summary_line(path: str, result) -> str:
@@ -46,89 +62,160 @@ def _summary_line(path: str, result) -> str:
     return line
 
 
-@click.command()
+def _error_record(path: str, message: str, status: int) -> dict[str, Any]:
+    return {"file": path, "valid": "unknown", "anomaly-types": [], "error": message, "exit": status}
+
+
+def _crash_message(path: str, e: BaseException) -> str:
+    what = f"{type(e).__name__}: {e}".split("\n", 1)[0]
+    return f"{path}: sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback"
+
+
+@gc_paused  # the history is also freed in here: with the collector running that cost 5x more
+def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
+               events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
+    """Load and judge one history: (exit status, JSON record, Result or None, the History or None).
+
+    `events=True` keeps every event (a report draws them); checkers need only ops.
+
+    Bad input is 254 with the reader's one-line error; any other exception is
+    sleuth's own failure, 255 (with its traceback on stderr when SLEUTH_DEBUG=1).
+    """
+    from sleuth.imports import load
+
+    try:
+        history = load(path, events=events)  # checkers need ops, not every line
+        if history.time_backwards is not None:
+            line, count = history.time_backwards
+            click.echo(f"sleuth: note: {path}: time is not monotone ({count} events go back in "
+                       f"time, the first at line {line}); the file order is the real-time order "
+                       "and times are for display only", err=True)
+        result = spec.checker()(history, **kwargs)
+    except HistoryError as e:
+        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
+    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
+        if os.environ.get("SLEUTH_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        message = _crash_message(path, e)
+        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None, None
+    status = exits.of_valid(result.valid)
+    return status, {"file": path, **result.to_json(), "exit": status}, result, history
+
+
+def _option_flags(fn):
+    """One click option per entry of the registry's OPTIONS table."""
+    for option in reversed(OPTIONS.values()):
+        if option.type is None and option.switch:
+            decls = f"{option.flag}/--no-{option.flag[2:]}"
+            fn = click.option(decls, option.name, default=bool(option.default), show_default=True,
+                              help=option.help)(fn)
+        elif option.type is None:
+            fn = click.option(option.flag, option.name, is_flag=True, default=False, help=option.help)(fn)
+        else:
+            kind: Any = option.type
+            if option.minimum is not None:
+                kind = (click.IntRange if option.type is int else click.FloatRange)(min=option.minimum)
+            fn = click.option(option.flag, option.name, type=kind, default=option.default,
+                              metavar=option.metavar, help=option.help)(fn)
+    return fn
+
+
+class _Command(click.Command):
+    """A command whose usage errors (a missing or unknown option, a value out
+    of range) are bad arguments by the exit table: one line, exit 254 —
+    click's own are three lines and exit 2, which CI would read as unknown."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            exits.die(" ".join(e.format_message().split()))
+
+
+@click.command(cls=_Command)
 @click.argument("files", nargs=-1, required=True)
-@click.option("--workload", "-w", default=None, type=click.Choice(sorted(CHECKERS)),
-              help="What the history's operations are (not needed for a run directory: the run's own checks apply).")
+@click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
+              help="What the history's operations are (not needed for a run directory: the run's own "
+                   "checks apply).")
 @click.option("--model", "-m", default=None,
               help="Consistency model to judge against (default: linearizable for registers, "
-                   "strict-serializable for transactional workloads).")
-@click.option("--initial-value", default="null", show_default=True,
-              help="Register workloads: the value before any write, as JSON.")
-@click.option("--total", type=int, default=None, help="bank: the conserved total (default: first complete read).")
-@click.option("--no-negative", is_flag=True, help="bank: also forbid negative balances.")
-@click.option("--linearizable-keys", is_flag=True,
-              help="rw-register: assume each key is linearizable on its own (true of a single PostgreSQL "
-                   "server at any level) and infer version orders from real time, as Elle's option does.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per file on stdout (JSON Lines).")
+                   "strict-serializable for transactional workloads; none for bank and counter).")
+@_option_flags
+@click.option("--json", "as_json", is_flag=True,
+              help="One JSON object per file on stdout (JSON Lines); notes go to stderr.")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print the first example of each anomaly, explained.")
 @click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the HTML report of the (one) history into this directory.")
-def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, as_json, explain,
-          report_dir) -> None:
+def check(files, workload, model, as_json, explain, report_dir, **options) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
-    Exit status: 0 all valid; 1 some history invalid or unknown; 2 bad input.
+    Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
+    not decide, nothing to judge); 254 bad arguments or bad input; 255 sleuth
+    itself failed. Several files: the highest status wins. A run directory
+    (or its history.jsonl beside test.json) needs no --workload: the run's
+    own checks apply, so the verdict is the run's.
     """
-    from sleuth.imports import load
-
-    if workload is None:  # run directories: the run's own checks (sleuth/cli/run.py)
-        from sleuth.cli.run import check_run_dir
-        from sleuth.exits import combine
-        from sleuth.store import find_run
-
-        if not all(find_run(f) for f in files):
-            fail_usage("--workload is required unless each FILE is a run directory (or its history.jsonl "
-                       "with test.json beside it)")
-        sys.exit(combine([check_run_dir(f, as_json) for f in files]))
+    if workload is None:
+        _check_runs(files, as_json)
     if report_dir and len(files) != 1:
-        fail_usage("--report DIR takes one history")
-    model = _model_for(workload, model)
-    try:
-        initial = json.loads(initial_value)
-    except json.JSONDecodeError as e:
-        fail_usage(f"--initial-value {initial_value!r} is not JSON ({e.msg})")
-    run = checker_for(workload)
-    status = EXIT_VALID
-    bad_input = False
+        exits.die("--report DIR takes one history")
+    spec = WORKLOADS[workload]
+    kwargs = _checker_options(spec, options)
+    judged_model = _model_for(spec, model)
+    if judged_model is not None:
+        kwargs["model"] = judged_model
+    statuses = []
     progress = None
     if len(files) > 20 and not as_json and sys.stderr.isatty():
         from tqdm import tqdm
 
         progress = tqdm(total=len(files), unit="history", file=sys.stderr, leave=False)
     for path in files:
-        try:
-            history = load(path, events=report_dir is not None)  # checkers need ops, the report events
-            result = run(history, model=model, initial_value=initial, total=total,
-                         no_negative=no_negative, linearizable_keys=linearizable_keys)
-        except HistoryError as e:
-            click.echo(f"sleuth: error: {e}", err=True)
-            bad_input = True
-            continue
-        finally:
-            if progress is not None:
-                progress.update(1)
-        if report_dir:
+        # Each file is judged by (spec, kwargs); an argument that brings its
+        # own settings (a run directory) would resolve them here, then judge.
+        status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None)
+        statuses.append(status)
+        if report_dir and result is not None:
             from sleuth.cli.run import report_history
-            click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}", err=True)
-        if result.valid is not True:
-            status = EXIT_INVALID
+
+            click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}",
+                       err=True)
+        if progress is not None:
+            progress.update(1)
         if as_json:
-            out = {"file": path, **result.to_json()}
-            sys.stdout.write(json.dumps(out, default=repr) + "\n")
-        else:
-            click.echo(_summary_line(path, result))
-            if explain and result.valid is not True:
-                for name in result.anomaly_types:
-                    example = result.anomalies[name][0]
-                    text = example.get("explanation", "")
-                    click.echo("    " + text.replace("\n", "\n    "))
-            for note in result.notes:
-                click.echo(f"    note: {note}")
+            sys.stdout.write(json.dumps(record, default=repr) + "\n")
+        if result is None:
+            click.echo(f"sleuth: error: {record['error']}", err=True)
+        elif not as_json:
+            _print_result(path, result, explain)
     if progress is not None:
         progress.close()
-    sys.exit(EXIT_BAD_INPUT if bad_input else status)
+    sys.exit(exits.combine(statuses))
+
+
+def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
+    """Run directories: each judged with the run's own checks (sleuth/cli/run.py)."""
+    from sleuth.cli.run import check_run_dir
+    from sleuth.store import find_run
+
+    if not all(find_run(f) for f in files):
+        exits.die("--workload is required unless each FILE is a run directory (or its history.jsonl "
+                  "with test.json beside it)")
+    sys.exit(exits.combine([check_run_dir(f, as_json) for f in files]))
+
+
+def _print_result(path: str, result, explain: bool) -> None:
+    click.echo(_summary_line(path, result))
+    if explain and result.valid is not True:
+        for name in result.anomaly_types:
+            example = result.anomalies[name][0]
+            text = example.get("explanation", "")
+            click.echo("    " + text.replace("\n", "\n    "))
+    for note in result.notes:
+        click.echo(f"    note: {note}")
 
 
 @click.command()
