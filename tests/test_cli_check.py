@@ -322,7 +322,7 @@ def test_non_cycle_explanations_name_lines_too(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (("-w", "nosuch"), "Invalid value for '--workload'"),
-    ((), "Missing option '--workload'"),
+    ((), "--workload is required"),
     (("-w", "bank", "--total", "abc"), "'abc' is not a valid integer"),
 ])
 def test_click_usage_errors_are_bad_arguments_too(fine, args, words):
