@@ -39,8 +39,6 @@ from sleuth.jsonfile import write_json
 from sleuth.workloads.clients import WORKLOADS, Failed
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
-DEFINITE = {"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"}
-REFERENCE_WRITE_DEFINITE = {"40001", "25006", "58000"}  # the coordinator wrote nothing
 ISOLATION_MODELS = {
     "strict-serializable": "strict-serializable", "serializable": "serializable",
     "strong-session-serializable": "strong-session-serializable",
@@ -110,13 +108,11 @@ class Client:
         self.deadline = 0.0
 
     def connect(self) -> None:
-        import psycopg
-
         self.close()
         choices = self.target.dsns()
         self.generation = self.target.generation
         self.node, dsn = choices[self.conn_rnd.randrange(len(choices))] if len(choices) > 1 else choices[0]
-        self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(2, int(OP_TIMEOUT)))
+        self.conn = self.target.connect(dsn, OP_TIMEOUT)  # the target owns its driver
         self.deadline = time.monotonic() + OP_TIMEOUT  # a paused server hangs the session setup
         try:
             for stmt in self.target.session_sql(self.cfg.isolation):
@@ -138,7 +134,7 @@ class Client:
         if conn is None:
             return
         try:
-            s = socket.socket(fileno=os.dup(conn.pgconn.socket))
+            s = socket.socket(fileno=os.dup(self.target.socket_of(conn)))
             s.shutdown(socket.SHUT_RDWR)
             s.close()
         except Exception:
@@ -153,8 +149,6 @@ class Client:
             return None
 
     def run_op(self, f: str, value: Any) -> None:
-        import psycopg
-
         writes = _writes(f, value)
         self.rec.event("invoke", self.process, f, value, node=self.node)
         if self.conn is None or self.generation != self.target.generation:
@@ -174,27 +168,16 @@ class Client:
         except Failed as e:
             self.deadline = 0.0
             self.rec.event("fail", self.process, f, value, node=self.node, error=str(e))
-        except psycopg.Error as e:
-            self.deadline = 0.0
-            code = getattr(e, "sqlstate", None)
-            definite = (not writes) or code in (REFERENCE_WRITE_DEFINITE if self.target.family == "reference"
-                                                else DEFINITE)
-            if isinstance(e, psycopg.OperationalError) and code is None and writes:
-                definite = False  # the connection went away mid-write
-            msg = f"{code or type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            if definite:
-                self.rec.event("fail", self.process, f, value, node=self.node, error=msg)
-                if code is None:
-                    self.close()
-            else:
-                self.rec.event("info", self.process, f, value, node=self.node, error=msg)
-                self.close()
-                self.process += self.cfg.concurrency  # a fresh process, as in Jepsen
         except Exception as e:
             self.deadline = 0.0
-            self.rec.event("info", self.process, f, value, node=self.node, error=f"{type(e).__name__}: {e}")
-            self.close()
-            self.process += self.cfg.concurrency
+            # The target knows its driver's errors: a definite failure, or maybe-happened (info).
+            outcome, msg, reconnect = (self.target.classify(e, writes)
+                                       or ("info", f"{type(e).__name__}: {e}", True))
+            self.rec.event(outcome, self.process, f, value, node=self.node, error=msg)
+            if reconnect:
+                self.close()
+            if outcome == "info":
+                self.process += self.cfg.concurrency  # a fresh process, as in Jepsen
 
 
 def _writes(f: str, value: Any) -> bool:
@@ -264,7 +247,7 @@ def execute(cfg: RunConfig, say=print) -> dict:
     run_dir = new_run_dir(cfg.store, name)
     test = {"name": name, "workload": cfg.workload, "target": cfg.target, "runtime": getattr(target, "runtime_name", None),
             "nemesis": kinds, "fault": list(cfg.faults), "isolation": cfg.isolation,
-            "model": ISOLATION_MODELS.get(cfg.isolation), "time_limit": cfg.time_limit,
+            "model": target.models.get(cfg.isolation, ISOLATION_MODELS.get(cfg.isolation)), "time_limit": cfg.time_limit,
             "concurrency": cfg.concurrency, "rate": cfg.rate, "keys": cfg.keys, "seed": cfg.seed,
             "nemesis_interval": cfg.nemesis_interval, "started": time.time()}
     write_json(os.path.join(run_dir, "test.json"), test)
@@ -276,8 +259,7 @@ def execute(cfg: RunConfig, say=print) -> dict:
     crashed = None
     try:
         target.up(progress=lambda m: say(m))
-        import psycopg
-        with psycopg.connect(target.dsns()[-1][1], autocommit=True) as conn:
+        with target.connect(target.dsns()[-1][1], OP_TIMEOUT) as conn:
             workload.setup(conn)
         clients = [Client(i, cfg, target, workload, rec) for i in range(cfg.concurrency)]
         stop = threading.Event()
