@@ -113,8 +113,11 @@ class MySQLTarget(Target):
         from pymysql.constants import CLIENT
 
         # FOUND_ROWS: rowcount counts matched rows, as PostgreSQL's does (a cas that matched
-        # but wrote the same value is still a success).
-        return _Conn(pymysql.connect(**parse_url(dsn), autocommit=True, connect_timeout=max(2, int(timeout)),
+        # but wrote the same value is still a success). PyMySQL's connect_timeout bounds only the
+        # TCP connect; a paused server accepts that and never sends its greeting, so every read
+        # is bounded too (2013 "Lost connection" after `timeout`, as the runner's watchdog would).
+        t = max(2, int(timeout))
+        return _Conn(pymysql.connect(**parse_url(dsn), autocommit=True, connect_timeout=t, read_timeout=t,
                                      client_flag=CLIENT.FOUND_ROWS, charset="utf8mb4"))
 
     def socket_of(self, conn: Any) -> int:
@@ -268,7 +271,7 @@ class MariaDBServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"mariadbd exited ({self.proc.returncode}); log: {self.log_path}")
             try:
-                pymysql.connect(**parse_url(self.url), connect_timeout=2).close()
+                pymysql.connect(**parse_url(self.url), connect_timeout=2, read_timeout=2).close()
                 return
             except pymysql.err.MySQLError:
                 time.sleep(0.1)
