@@ -49,7 +49,7 @@ def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault,
         rate, keys, seed, store, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
-    Exit status: 0 valid, 1 invalid, 2 unknown or crashed (or bad usage).
+    Exit status: 0 valid, 1 invalid, 2 unknown or crashed, 254 bad usage (one line on stderr).
     """
     from sleuth.cli.cluster import _faults
     from sleuth.runner import RunConfig, execute
