@@ -2,8 +2,8 @@
 
 First live runs: the reference cluster (local processes) driven by 10
 clients while a nemesis kills nodes, once correct and once with a bug switch
-on, then a real PostgreSQL at REPEATABLE READ showing its write skew, each
-judged and reported. Then simulates each kind of database, checks every history against the models
+on, then a real PostgreSQL at REPEATABLE READ showing its write skew and a real
+MariaDB at REPEATABLE READ losing updates, each judged and reported. Then simulates each kind of database, checks every history against the models
 that matter, and prints the verdicts and one explained anomaly, then checks a
 register history for linearizability. Each step shows the command it runs,
 so a reader can repeat it by hand.
@@ -78,6 +78,9 @@ def live() -> None:
         (["--target", "postgres", "--workload", "rw-register", "--isolation", "repeatable-read",
           "--keys", "4", "--rate", "400", "--time-limit", "15"],
          "valid as snapshot isolation, with write skew (G2-item) found: what REPEATABLE READ allows"),
+        (["--target", "mariadb", "--workload", "list-append", "--isolation", "repeatable-read",
+          "--keys", "4", "--rate", "400", "--time-limit", "15"],
+         "INVALID as repeatable read: lost updates and read skew (G-single), as Jepsen found in MySQL"),
     ):
         runtime = [] if "--target" in args else ["--runtime", "local"]
         cmd = ["run", *runtime, *args, "--store", store]

@@ -60,7 +60,9 @@ def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
     checker = workload.checker
     model = None
     if checker in ("list-append", "rw-register"):
-        model = ISOLATION_MODELS.get(isolation or "")
+        # a target may judge a level of its own differently (MySQL's REPEATABLE READ is not
+        # PostgreSQL's snapshot isolation): its `models` first, then the shared table
+        model = target.models.get(isolation or "", ISOLATION_MODELS.get(isolation or ""))
     elif checker == "register":
         model = "linearizable"
     return Checks(

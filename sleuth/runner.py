@@ -3,7 +3,7 @@
 The steps (DESIGN.md, "Data flow of one run"):
 
 1. the target comes up and the workload creates its tables;
-2. `concurrency` client threads, each one psycopg connection (one logical
+2. `concurrency` client threads, each one connection through the target's driver (one logical
    process), run operations at the requested rate and record invoke and
    completion in `history.jsonl` with a monotonic clock; a nemesis thread
    injects and heals faults on a seeded schedule;
@@ -47,12 +47,10 @@ from sleuth import exits, store
 from sleuth.history import JsonlWriter
 from sleuth.interrupts import Interrupted, Signals
 from sleuth.judge import Checks, checks_for
-from sleuth.workloads.clients import WORKLOADS, Failed
+from sleuth.workloads.clients import WORKLOADS, Failed, Unexpected
 from sleuth.workloads.clients import writes as op_writes
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
-DEFINITE = {"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"}
-REFERENCE_WRITE_DEFINITE = {"40001", "25006", "58000"}  # the coordinator wrote nothing
 INTERRUPTED = "interrupted"
 
 
@@ -178,13 +176,11 @@ class Client:
         self.deadline = 0.0
 
     def connect(self) -> None:
-        import psycopg
-
         self.close()
         choices = self.target.dsns()
         self.generation = self.target.generation
         self.node, dsn = choices[self.conn_rnd.randrange(len(choices))] if len(choices) > 1 else choices[0]
-        self.conn = psycopg.connect(dsn, autocommit=True, connect_timeout=max(2, int(OP_TIMEOUT)))
+        self.conn = self.target.connect(dsn, OP_TIMEOUT)  # the target owns its driver
         self.deadline = time.monotonic() + OP_TIMEOUT  # a paused server hangs the session setup
         try:
             for stmt in self.target.session_sql(self.cfg.isolation):
@@ -206,7 +202,7 @@ class Client:
         if conn is None:
             return
         try:
-            s = socket.socket(fileno=os.dup(conn.pgconn.socket))
+            s = socket.socket(fileno=os.dup(self.target.socket_of(conn)))
             s.shutdown(socket.SHUT_RDWR)
             s.close()
         except Exception:
@@ -221,8 +217,6 @@ class Client:
             return None
 
     def run_op(self, f: str, value: Any) -> None:
-        import psycopg
-
         writes = op_writes(f, value)
         self.rec.event("invoke", self.process, f, value, node=self.node)
         if self.conn is None or self.generation != self.target.generation:
@@ -242,27 +236,26 @@ class Client:
         except Failed as e:
             self.deadline = 0.0
             self.rec.event("fail", self.process, f, value, node=self.node, error=str(e))
-        except psycopg.Error as e:
+        except Unexpected as e:
             self.deadline = 0.0
-            code = getattr(e, "sqlstate", None)
-            definite = (not writes) or code in (REFERENCE_WRITE_DEFINITE if self.target.family == "reference"
-                                                else DEFINITE)
-            if isinstance(e, psycopg.OperationalError) and code is None and writes:
-                definite = False  # the connection went away mid-write
-            msg = f"{code or type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            if definite:
-                self.rec.event("fail", self.process, f, value, node=self.node, error=msg)
-                if code is None:
-                    self.close()
-            else:
-                self.rec.event("info", self.process, f, value, node=self.node, error=msg)
-                self.close()
-                self.process += self.cfg.concurrency  # a fresh process, as in Jepsen
+            self._completed("info", f, value, f"unexpected answer: {e}", reconnect=True)
         except Exception as e:
             self.deadline = 0.0
-            self.rec.event("info", self.process, f, value, node=self.node, error=f"{type(e).__name__}: {e}")
+            # The target knows its driver's errors: a definite failure, or maybe-happened (info).
+            # Anything else is sleuth's own bug, not the system's: it stops the run (exit 255).
+            outcome_msg = self.target.classify(e, writes)
+            if outcome_msg is None:
+                raise
+            outcome, msg, reconnect = outcome_msg
+            self._completed(outcome, f, value, msg, reconnect)
+
+    def _completed(self, outcome: str, f: str, value: Any, msg: str, reconnect: bool) -> None:
+        """A failed or indeterminate completion; after `info` the client is a fresh process."""
+        self.rec.event(outcome, self.process, f, value, node=self.node, error=msg)
+        if reconnect:
             self.close()
-            self.process += self.cfg.concurrency
+        if outcome == "info":
+            self.process += self.cfg.concurrency  # a fresh process, as in Jepsen
 
 
 def _worker(client: Client, stop: threading.Event, interval: float, end: float, crashes: list) -> None:
@@ -342,8 +335,7 @@ class _Live:
         self.target.up(progress=self.say)
         if self.signals.fired:
             return INTERRUPTED
-        import psycopg
-        with psycopg.connect(self.target.dsns()[-1][1], autocommit=True) as conn:
+        with self.target.connect(self.target.dsns()[-1][1], OP_TIMEOUT) as conn:
             self.p.workload.setup(conn)
         self._start_load()
         _progress(self.cfg, self.rec, time.monotonic() + self.cfg.time_limit, self.stop, self.signals)

@@ -29,13 +29,13 @@ CRASHING_WORKLOAD = """
 import sys
 from sleuth.workloads import clients
 calls = [0]
-real = clients.Register.generate
-def generate(self, rnd, slot):
+real = clients.Register.METHOD
+def broken(self, *args):
     calls[0] += 1
     if calls[0] > 150:
         raise RuntimeError("workload bug on purpose")
-    return real(self, rnd, slot)
-clients.Register.generate = generate
+    return real(self, *args)
+clients.Register.METHOD = broken
 from sleuth.cli import main
 sys.argv = ["sleuth"] + sys.argv[1:]
 main()
@@ -128,8 +128,10 @@ def test_a_second_signal_stops_at_once_and_still_leaves_no_node(tmp_path):
     _assert_nothing_running(tmp_path, pids)
 
 
-def test_a_workload_that_raises_is_sleuths_crash(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-c", CRASHING_WORKLOAD,
+@pytest.mark.parametrize("method", ["generate", "perform"])
+def test_a_workload_that_raises_is_sleuths_crash(tmp_path, method):
+    # perform: a bug while an operation is in flight is sleuth's, not an info op of the system
+    proc = subprocess.Popen([sys.executable, "-c", CRASHING_WORKLOAD.replace("METHOD", method),
                              *_run_args(tmp_path, "-w", "register", "--time-limit", "60")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tmp_path))
     pids = []

@@ -14,15 +14,15 @@ import threading
 
 from sleuth import runner
 from sleuth.runner import Client, Recorder, RunConfig
+from sleuth.targets import Target
 from sleuth.workloads.clients import WORKLOADS
 
 
-class _Target:  # only what Client asks of a target
+class _Target(Target):  # a PostgreSQL-wire target at a port: the base class's psycopg driver
     family = "postgres"
-    grey_box = False
-    generation = 0
 
     def __init__(self, port):
+        super().__init__()
         self.port = port
 
     def dsns(self):

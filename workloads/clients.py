@@ -1,9 +1,16 @@
 """Workloads against live SQL targets: what each operation is, and the SQL a client sends for it.
 
-Two target families: the reference cluster (`reference`: read-only or
+Three target families: the reference cluster (`reference`: read-only or
 write-only transactions; writes to existing rows are single read-then-write
-statements, as Materialize allows) and general SQL databases (`general`,
-PostgreSQL: full read-write transactions at the requested isolation level).
+statements, as Materialize allows), general SQL databases (`general`,
+PostgreSQL: full read-write transactions at the requested isolation level)
+and MySQL-protocol databases (`mysql`, MariaDB/MySQL: the same transactions
+in MySQL's dialect). The MySQL dialect differs where MySQL differs: every
+table has a primary key (InnoDB locks the index records a statement scans,
+so without one every locking write would lock every row and serialize
+everything), and list-append appends as Jepsen's MySQL test does, with
+`INSERT … ON DUPLICATE KEY UPDATE v = CONCAT(v, …)` on a table that starts
+empty (`||` is logical OR in MySQL).
 
 A workload is a generator of operations (`generate(rnd, slot)` gives `f` and
 the invoke value, HISTORY.md's shapes), the SQL that performs one (`perform`
@@ -21,6 +28,12 @@ from typing import Any
 
 class Failed(Exception):
     """The operation certainly did not take effect (e.g. a cas whose old value did not match)."""
+
+
+class Unexpected(Exception):
+    """The database answered in a way the workload cannot read (an append that changed two
+    rows): what it did is unknown, so the operation is `info`. Any other exception raised while
+    performing an operation that is not the driver's is a bug of sleuth's, and stops the run."""
 
 
 WRITE_FS = frozenset(("write", "cas", "add", "transfer"))
@@ -65,8 +78,15 @@ class Workload:
         raise NotImplementedError
 
 
-def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple]) -> None:
-    cur.execute(f"CREATE TABLE {table} ({columns})")
+def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple], family: str = "general",
+                key: str = "k") -> None:
+    if family == "mysql":  # a MySQL URL may be run against again: start from nothing
+        cur.execute(f"DROP TABLE IF EXISTS {table}")
+        cur.execute(f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({key})) ENGINE=InnoDB")
+    else:
+        cur.execute(f"CREATE TABLE {table} ({columns})")
+    if not rows:
+        return
     values = ", ".join("(" + ", ".join("NULL" if v is None else repr(v) for v in r) + ")" for r in rows)
     cur.execute(f"INSERT INTO {table} VALUES {values}")
 
@@ -77,7 +97,7 @@ class Register(Workload):
     tables = ["registers"]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "registers", "k bigint, v bigint", [(k, None) for k in range(self.keys)])
+        _rows_setup(cur, "registers", "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         k = rnd.randrange(self.keys)
@@ -117,7 +137,9 @@ class ListAppend(Workload):
     tables = ["lists"]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "lists", "k bigint, v text", [(k, "") for k in range(self.keys)])
+        # MySQL: the table starts empty and the first append of a key inserts its row (Jepsen's way)
+        _rows_setup(cur, "lists", "k bigint, v text",
+                    [] if self.family == "mysql" else [(k, "") for k in range(self.keys)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         if self.family == "reference":  # read-only transactions, or one append statement
@@ -141,10 +163,16 @@ class ListAppend(Workload):
                 if op == "r":
                     row = conn.execute(f"SELECT v FROM lists WHERE k = {k}").fetchone()
                     out.append(["r", k, [int(x) for x in (row[0] or "").split()] if row else []])
+                elif self.family == "mysql":  # 1 row inserted, or (found rows) 2 for the update path
+                    cur = conn.execute(f"INSERT INTO lists (k, v) VALUES ({k}, '{v}') "
+                                       f"ON DUPLICATE KEY UPDATE v = CONCAT(v, ' {v}')")
+                    if cur.rowcount not in (1, 2):
+                        raise Unexpected(f"append to key {k} affected {cur.rowcount} rows")
+                    out.append([op, k, v])
                 else:
                     cur = conn.execute(f"UPDATE lists SET v = v || ' {v}' WHERE k = {k}")
                     if cur.rowcount != 1:
-                        raise RuntimeError(f"append to key {k} updated {cur.rowcount} rows")
+                        raise Unexpected(f"append to key {k} updated {cur.rowcount} rows")
                     out.append([op, k, v])
             if explicit:
                 conn.execute("COMMIT")
@@ -165,7 +193,7 @@ class RwRegister(Workload):
     tables = ["rw"]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "rw", "k bigint, v bigint", [(k, None) for k in range(self.keys)])
+        _rows_setup(cur, "rw", "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         if self.family == "reference":
@@ -213,7 +241,7 @@ class Bank(Workload):
 
     def setup(self, cur: Any) -> None:
         _rows_setup(cur, "accounts", "id bigint, balance bigint",
-                    [(a, self.INITIAL) for a in range(max(2, self.keys))])
+                    [(a, self.INITIAL) for a in range(max(2, self.keys))], self.family, key="id")
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         if rnd.random() < 0.5:
@@ -252,7 +280,7 @@ class Counter(Workload):
     tables = ["counters"]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "counters", "k bigint, x bigint", [(0, 0)])
+        _rows_setup(cur, "counters", "k bigint, x bigint", [(0, 0)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         return ("read", None) if rnd.random() < 0.3 else ("add", 1)
@@ -262,7 +290,7 @@ class Counter(Workload):
             return conn.execute("SELECT x FROM counters WHERE k = 0").fetchone()[0]
         cur = conn.execute(f"UPDATE counters SET x = x + {value} WHERE k = 0")
         if cur.rowcount != 1:
-            raise RuntimeError(f"increment updated {cur.rowcount} rows")
+            raise Unexpected(f"increment updated {cur.rowcount} rows")
         return value
 
     def final_reads(self) -> list[tuple[str, Any]]:

@@ -14,7 +14,9 @@ from sleuth.cluster.faults import FAULTS
 
 @click.command()
 @click.option("--target", default="reference", show_default=True,
-              help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), or a postgres:// URL.")
+              help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
+                   "mariadb or mariadb+snapshot-isolation (a local MariaDB sleuth starts, the latter with "
+                   "innodb_snapshot_isolation=ON), or a mysql://user@host:port/db URL.")
 @click.option("--runtime", type=click.Choice(["docker", "local", "ssh"]), default=None,
               help="Where the reference cluster runs (default: docker where an engine answers, else local; "
                    "ssh with --nodes).")
@@ -28,7 +30,8 @@ from sleuth.cluster.faults import FAULTS
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
 @click.option("--isolation", default=None,
               help="The target's own level: strict-serializable | serializable | strong-session-serializable "
-                   "(reference); read-committed | repeatable-read | serializable (PostgreSQL).")
+                   "(reference); read-committed | repeatable-read | serializable (PostgreSQL); read-uncommitted | "
+                   "read-committed | repeatable-read | serializable (MariaDB/MySQL).")
 @click.option("--time-limit", type=click.FloatRange(min=1), default=30, show_default=True, help="Seconds of load.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=10, show_default=True)
 @click.option("--rate", type=click.FloatRange(min=0), default=200, show_default=True,

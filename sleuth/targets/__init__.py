@@ -1,17 +1,28 @@
 """What a run talks to: the adapters to systems under test.
 
 `reference` (the bundled cluster), `postgres` (a local PostgreSQL server
-sleuth starts) and any PostgreSQL-wire URL.
+sleuth starts), any PostgreSQL-wire URL, `mariadb` (a local MariaDB server
+sleuth starts) and any MySQL-protocol URL.
 
 A target starts (or finds) the system, hands clients a connection string,
 and exposes the handles the nemeses need: nodes by role, kill/restart,
 pause/resume, extra coordinators, clock offsets. A target refuses a fault it
 cannot reach with `Unsupported` (printed as a one-line usage error).
+
+A target also owns its driver, so the runner's clients stay driver-blind:
+`connect(dsn, timeout)` gives a connection whose `execute(sql)` returns a
+cursor (`fetchone`, `fetchall`, `rowcount`: psycopg's shape, which the
+workloads use), `socket_of(conn)` the descriptor the watchdog shuts when an
+operation hangs, and `classify(exc, writes)` what an error means for the
+history (Jepsen's rule: `fail` only when the database guarantees the
+operation had no effect, `info` when it may have). The defaults here speak
+the PostgreSQL wire protocol through psycopg.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 
@@ -37,6 +48,11 @@ def redact(spec: str) -> str:
     return urlunsplit(u._replace(netloc=netloc, query=query))
 
 
+# SQLSTATEs after which a write certainly had no effect: serialization failure,
+# deadlock, fenced coordinator (25006), the reference cluster's refusals, cancel, aborted txn.
+PG_WRITE_DEFINITE = frozenset({"40001", "40P01", "25006", "58000", "57014", "25P02", "25000", "25001"})
+
+
 class Unsupported(Exception):
     """This target cannot do what was asked (e.g. kill a remote database)."""
 
@@ -47,6 +63,31 @@ class Target:
     grey_box = False  # does it report statement timestamps?
     isolations: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
+    # --isolation → the model its history is judged against, where this target's levels
+    # mean something else than the runner's shared table says (e.g. MySQL's REPEATABLE READ).
+    models: dict[str, str] = {}
+    write_definite = PG_WRITE_DEFINITE
+
+    def connect(self, dsn: str, timeout: float) -> Any:
+        import psycopg
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(2, int(timeout)))
+
+    def socket_of(self, conn: Any) -> int:
+        return conn.pgconn.socket
+
+    def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None:
+        """(outcome "fail"|"info", message, reconnect?) for a driver error; None for any other exception."""
+        import psycopg
+        if not isinstance(exc, psycopg.Error):
+            return None
+        code = getattr(exc, "sqlstate", None)
+        definite = (not writes) or code in self.write_definite
+        if isinstance(exc, psycopg.OperationalError) and code is None and writes:
+            definite = False  # the connection went away mid-write
+        msg = f"{code or type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        if definite:
+            return "fail", msg, code is None
+        return "info", msg, True
 
     def linearizable_keys(self, isolation: str | None) -> bool:
         """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
@@ -84,10 +125,15 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
                           f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+    if spec in ("mariadb", "mariadb+snapshot-isolation") or spec.startswith("mysql://"):
+        from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
+
+        return MySQLUrlTarget(spec) if spec.startswith("mysql://") else MariaDBTarget(spec)
     from sleuth.targets.postgres import PostgresTarget, UrlTarget
 
     if spec == "postgres":
         return PostgresTarget()
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
-    raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, or a postgres:// URL")
+    raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, a postgres:// URL, mariadb, "
+                      "mariadb+snapshot-isolation, or a mysql:// URL")

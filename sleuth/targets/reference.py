@@ -7,6 +7,9 @@ import uuid
 
 from sleuth.targets import Target, Unsupported
 
+# The coordinator wrote nothing after these: serialization failure, fenced, its own refusal.
+REFERENCE_WRITE_DEFINITE = frozenset({"40001", "25006", "58000"})
+
 
 class ReferenceTarget(Target):
     family = "reference"
@@ -14,6 +17,7 @@ class ReferenceTarget(Target):
     grey_box = True
     isolations = ("strict-serializable", "serializable", "strong-session-serializable")
     roles = ("storage", "oracle", "coordinator")
+    write_definite = REFERENCE_WRITE_DEFINITE
 
     def __init__(self, runtime: str | None, faults: tuple[str, ...] = (), storage: int = 2,
                  coordinators: int = 1, nodes_file: str | None = None):
