@@ -207,7 +207,7 @@ def test_password_never_shown_and_unreachable_url_is_a_crash(tmp_path):
 
 
 def test_bad_usage_is_254(tmp_path):
-    p = _sleuth("run", "-w", "register", "--target", "mysql://u:hunter2@x/db", "--store", str(tmp_path / "s"))
+    p = _sleuth("run", "-w", "register", "--target", "redis://u:hunter2@x/db", "--store", str(tmp_path / "s"))  # no such target kind
     assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
     assert "u:***@x" in p.stderr and "hunter2" not in p.stderr
     p = _sleuth("check", str(tmp_path))  # no --workload and not a run directory
