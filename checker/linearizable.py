@@ -466,21 +466,27 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
 
 def check_registers(history: History, keyed: bool, initial_value: Any = None,
                     max_configurations: int = MAX_CONFIGURATIONS,
-                    model: Model = REGISTER) -> Result:
-    """Split by key, prune, search each key; merge as false > unknown > true."""
+                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
+    """Split by key, prune, search each key; merge as false > unknown > true.
+    With `failed_cas_observes`, a `fail` cas is an observation (the register
+    held a value other than its old one at some instant of it; see
+    `register_models`), not a no-op."""
     initial = model.init(initial_value)
     by_key: dict[Any, list[Call]] = {}
     n_ops = 0
     for op in history.ops():
         key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
         n_ops += 1
-        if op.type == "fail":  # certainly did not happen: constrains nothing
-            continue
+        f = op.f
+        if op.type == "fail":  # certainly did not happen: constrains nothing...
+            if not (failed_cas_observes and f == "cas"):
+                continue
+            f = rm.FAILED_CAS  # ...but an etcd-style failed cas saw "not old"
         if op.type == "info" and op.f == "read":  # an unknown read constrains nothing
             continue
         by_key.setdefault(key, []).append(Call(
-            op, op.f, invoke_value, ok_value, op.invoke_pos,
-            op.complete_pos if op.type == "ok" else None))
+            op, f, invoke_value, ok_value, op.invoke_pos,
+            None if op.type == "info" else op.complete_pos))
     valid: bool | str = True
     examples: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -514,12 +520,16 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
 
 
 def check_register(history: History, initial_value: Any = None,
-                   max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+                   max_configurations: int = MAX_CONFIGURATIONS,
+                   failed_cas_observes: bool = False, **_: Any) -> Result:
     """`register` workload: independent keys, values `[key, v]`, each key judged alone."""
-    return check_registers(history, True, initial_value, max_configurations)
+    return check_registers(history, True, initial_value, max_configurations,
+                           failed_cas_observes=failed_cas_observes)
 
 
 def check_cas_register(history: History, initial_value: Any = None,
-                       max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+                       max_configurations: int = MAX_CONFIGURATIONS,
+                       failed_cas_observes: bool = False, **_: Any) -> Result:
     """`cas-register` workload: one register, values bare."""
-    return check_registers(history, False, initial_value, max_configurations)
+    return check_registers(history, False, initial_value, max_configurations,
+                           failed_cas_observes=failed_cas_observes)

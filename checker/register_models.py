@@ -23,6 +23,17 @@ A read/write/compare-and-set register (Herlihy & Wing 1990's running example):
 - `describe_state(state)` and `describe_op(f, invoke_value, ok_value)`: words
   for explanations.
 
+A failed cas, by default, constrains nothing (HISTORY.md: it did not take
+effect, and says nothing of what the register held), as Knossos's cas-register
+reads Jepsen histories. Some systems promise more: etcd's transaction
+`If(value == old).Then(put)` fails exactly when the comparison did not match,
+and Porcupine's etcd model reads a failed cas that way (legal iff the state is
+not `old`). With `failed_cas_observes`, the checker turns each `fail` cas into
+an op of its own, `FAILED_CAS` ("failed-cas", invoke value [old, new]): it must
+take effect between its invoke and its completion like any completed op, is
+legal in every state but `old`, and changes nothing. It is read-only (a read
+of "anything but old"), so every reduction for reads applies to it.
+
 Values are JSON. The search memoizes on states, so values are *frozen* into
 hashable equivalents first (lists -> tuples, objects -> `FrozenObject`, and
 booleans wrapped so that `true` never equals `1` as it would in Python);
@@ -41,6 +52,9 @@ import orjson
 
 UNKNOWN = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 """The `ok_value` of an operation whose outcome is unknown (`info`)."""
+
+FAILED_CAS = "failed-cas"
+"""The search's name for a `fail` cas read as an observation (`failed_cas_observes`)."""
 
 
 # ---------------------------------------------------------------------------
@@ -126,14 +140,16 @@ def step(state: Any, f: str, invoke_value: Any, ok_value: Any) -> tuple[bool, An
         return ok_value == state, state
     if f == "write":
         return True, invoke_value
-    old, new = invoke_value  # cas
+    old, new = invoke_value
+    if f == FAILED_CAS:  # the comparison did not match: the register held something else
+        return state != old, state
     if state == old:
         return True, new
     return False, state
 
 
 def read_only(f: str, invoke_value: Any, ok_value: Any) -> bool:
-    return f == "read" or (f == "cas" and invoke_value[0] == invoke_value[1])
+    return f == "read" or f == FAILED_CAS or (f == "cas" and invoke_value[0] == invoke_value[1])
 
 
 def blind(f: str, invoke_value: Any, ok_value: Any) -> bool:
@@ -148,7 +164,8 @@ def effect(f: str, invoke_value: Any, ok_value: Any) -> Any:
 
 
 def needs(f: str, invoke_value: Any, ok_value: Any) -> Any:
-    """The value the register must hold for the op to be legal (UNKNOWN: any)."""
+    """The value the register must hold for the op to be legal (UNKNOWN: any,
+    or, for a failed cas, any but one)."""
     if f == "read":
         return ok_value
     if f == "cas":
@@ -162,7 +179,7 @@ def installs(f: str, invoke_value: Any, ok_value: Any) -> Any:
         return invoke_value
     if f == "cas":
         return invoke_value[1]
-    return UNKNOWN
+    return UNKNOWN  # a read or a failed cas: unchanged
 
 
 def describe_state(state: Any) -> str:
@@ -175,6 +192,8 @@ def describe_op(f: str, invoke_value: Any, ok_value: Any) -> str:
     if f == "write":
         return f"write {show(invoke_value)}"
     old, new = invoke_value
+    if f == FAILED_CAS:
+        return f"failed cas {show(old)}->{show(new)}"
     return f"cas {show(old)}->{show(new)}"
 
 
@@ -243,9 +262,15 @@ def prune_crashed(calls: list, initial_state: Any) -> tuple[list, int]:
     crashed cas [v, w] may leave v unobserved. The initial value needs no
     special case (the argument never uses it), but crashed writes of it are
     kept anyway, belt and braces.
+
+    A failed cas read as an observation (`FAILED_CAS`, old u) is legal in
+    every state but u, so it may be the op right after x whenever v != u, and
+    then removing x would show it the state before x, perhaps u. So x is kept
+    unless every such failed cas has old = v (then none can follow x).
     """
     kept = list(calls)
     dropped = 0
+    failed_olds = {c.invoke_value[0] for c in calls if c.f == FAILED_CAS}
     while True:
         seen: set = {initial_state}
         for c in kept:
@@ -254,7 +279,8 @@ def prune_crashed(calls: list, initial_state: Any) -> tuple[list, int]:
                 if v is not UNKNOWN:
                     seen.add(v)
         keep = [c for c in kept
-                if c.ret is not None or installs(c.f, c.invoke_value, c.ok_value) in seen]
+                if c.ret is not None or installs(c.f, c.invoke_value, c.ok_value) in seen
+                or failed_olds - {installs(c.f, c.invoke_value, c.ok_value)}]
         if len(keep) == len(kept):
             return kept, dropped
         dropped += len(kept) - len(keep)
@@ -303,6 +329,10 @@ def explain(*, key, depth, state, last, stuck, window, calls, line_of, initial=U
     elif stuck.f == "cas":
         old, new = stuck.invoke_value
         what = f"cas by process {p} (line {line}) from {show(old)} to {show(new)} succeeded"
+    elif stuck.f == FAILED_CAS:
+        old, new = stuck.invoke_value
+        what = (f"cas by process {p} (line {line}) from {show(old)} to {show(new)} failed, "
+                f"so the register held a value other than {show(old)} at some instant of it")
     else:
         what = f"write by process {p} (line {line}) of {show(stuck.invoke_value)}"
     if need is UNKNOWN or need == state:
