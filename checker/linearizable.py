@@ -61,10 +61,12 @@ from typing import Any
 
 from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid
+from sleuth.checker.scarcity import Shortage, scarcity
 from sleuth.history import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full
+EXPLAIN_BUDGET = 20_000  # configurations searched, once a key is proven invalid, to name an op
 STATE_BITS = 24  # memo keys hold 2 * state id + flag in this many bits
 NOTHING = rm.UNKNOWN  # "no such value": an unknown result, no needed state, ...
 
@@ -143,6 +145,7 @@ class Outcome:
     deepest: tuple[int, set[int], Any, int] | None = None
     culprit: int = -1
     calls: list[Call] = field(default_factory=list)
+    shortage: Shortage | None = None
 
 
 def search(calls: list[Call], model: Model, initial_state: Any,
@@ -199,6 +202,18 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 if made != needed:
                     makes[i] = made
                     producer_calls.setdefault(made, []).append(c.call)
+    # Reduction 6's tables (`scarcity`): how many crashed ops of each value
+    # may be spent, by position; and, if no way works, the proof at once.
+    sc = None
+    if lookahead:
+        post = [NOTHING if c.ret is None else need[i] if ro[i] else model.installs(*args(c))
+                for i, c in enumerate(calls)]
+        sc = scarcity(calls, ret, need, post, makes, NOTHING)
+        if sc is not None and sc.shortage is not None:
+            # Invalid, proven. Search a little only to name the op it
+            # cannot get past (what a person reads first), else cite the count.
+            budget = min(budget, EXPLAIN_BUDGET)
+    spent = [0] * (len(sc.starts) if sc else 0)
 
     # Entries: the invocation of call i is 2i, its return 2i+1 (odd = return),
     # in one doubly-linked list in history order, between head and tail.
@@ -300,7 +315,14 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     chosen[c] = y
             if i < 0:
                 cands = list(chosen.values())
+                cands.sort(key=lambda y: ret[y])
                 j = 0
+                if sc is not None:
+                    # Reduction 6: spend no more crashed ops of a value than
+                    # the demands still ahead leave to spare (`scarcity`).
+                    kind, t = sc.kind, ret[x >> 1]
+                    cands = [y for y in cands
+                             if kind[y] < 0 or spent[kind[y]] < sc.allowance(kind[y], t)]
                 if lookahead and needy:
                     # Reduction 5. x is the first return in the list: every op
                     # invoked before it is in the window, placed, or crashed
@@ -338,6 +360,12 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 ns = trans[y].get(sid)
                 if ns is None:
                     ns = transition(y, sid)
+                if ns == sid and okix[y] < 0:
+                    # Reduction 7: a crashed op that leaves the state as it
+                    # was (a write of the value already there) is not needed
+                    # here: drop it from any linearization placing it here,
+                    # and every state and real-time order is unchanged.
+                    continue
                 if ns >= 0:
                     i = y
                     break
@@ -375,12 +403,16 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 else:
                     ib |= ibit[i]
                     flag = 1
+                    if sc is not None and sc.kind[i] >= 0:
+                        spent[sc.kind[i]] += 1
                 if not ro[i]:
                     lw = i
                 explored += 1
                 if remaining == 0:
                     return Outcome(True, explored, calls=calls)
                 if explored > budget:
+                    if sc is not None and sc.shortage is not None:
+                        return Outcome(False, explored, calls=calls, shortage=sc.shortage)
                     return Outcome(UNKNOWN, explored, calls=calls)
                 if k >= 0 and n_ok - remaining > best_placed:
                     best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
@@ -396,7 +428,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 placed = {y for y in range(n) if ib_ & ibit[y] or (okix[y] >= 0 and (
                     okix[y] < lo_ or (rel_ >> (okix[y] - lo_)) & 1))}
                 return Outcome(False, explored, (best_placed, placed, state_of[sid_], lw_),
-                               culprit, calls=calls)
+                               culprit, calls=calls, shortage=sc.shortage if sc else None)
             i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
             e = i + i  # put them back, return first
             p, q = prv[e + 1], nxt[e + 1]
@@ -405,6 +437,8 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             nxt[p] = prv[q] = e
             if okix[i] >= 0:
                 remaining += 1
+            elif sc is not None and sc.kind[i] >= 0:
+                spent[sc.kind[i]] -= 1
             if not forced:
                 break
 
@@ -431,6 +465,8 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     """The example for a key with no linearization: the op the search could
     not get past at its deepest, the state then, and the ops concurrent with it."""
     calls = out.calls
+    if out.deepest is None:  # proven by counting (reduction 6), no op named by the search
+        return _explain_shortage(history, key, out, model)
     depth, placed, state, lw = out.deepest
     if out.culprit >= 0:
         stuck = calls[out.culprit]
@@ -456,6 +492,39 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
         "window": [_op_dict(history, c, model) for c in window],
         "state": model.thaw(state),
         "linearized": depth,
+        "explanation": sentence,
+    }
+
+
+def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) -> dict[str, Any]:
+    """The example for a key proven invalid by counting (`scarcity`): the
+    disjoint demands for one value, and the too few crashed ops that make it."""
+    calls, short = out.calls, out.shortage
+    w, r = short.demands[-1]
+    wc, rc = calls[w], calls[r]
+    before = model.needs(wc.f, wc.invoke_value, wc.ok_value) if model.read_only(
+        wc.f, wc.invoke_value, wc.ok_value) else model.installs(wc.f, wc.invoke_value, wc.ok_value)
+    u = model.describe_state(short.value)
+    where = "" if key is None else f"key {rm.show(key)}: "
+
+    def who(c: Call) -> str:
+        return (f"process {c.op.process}'s {model.describe_op(c.f, c.invoke_value, c.ok_value)} "
+                f"(line {history.line_of(c.op.invoke_pos)})")
+
+    pairs = "; ".join(f"{who(calls[b])} after {who(calls[a])}" for a, b in short.demands[:6])
+    more = f"; and {len(short.demands) - 6} more" if len(short.demands) > 6 else ""
+    supply = ", ".join(who(calls[t]) for t in short.tokens[:6]) or "none"
+    sentence = (f"{where}no linearization: {len(short.demands)} times the state had to become {u} "
+                f"again between an operation that completed seeing or leaving another state and "
+                f"a later one that needed {u}, with no completed operation able to make it {u} "
+                f"in between ({pairs}{more}); each time only an operation that crashed could, "
+                f"and only {len(short.tokens)} that make {u} were invoked in time ({supply})")
+    return {
+        "key": model.thaw(key),
+        "op": _op_dict(history, rc, model),
+        "window": [_op_dict(history, calls[t], model) for t in short.tokens],
+        "state": model.thaw(before),
+        "linearized": None,
         "explanation": sentence,
     }
 
