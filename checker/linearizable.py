@@ -66,6 +66,7 @@ from sleuth.history import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full
+QUICK_CONFIGURATIONS = 10_000  # a first search without reduction 6, per key
 EXPLAIN_BUDGET = 20_000  # configurations searched, once a key is proven invalid, to name an op
 STATE_BITS = 24  # memo keys hold 2 * state id + flag in this many bits
 NOTHING = rm.UNKNOWN  # "no such value": an unknown result, no needed state, ...
@@ -149,9 +150,11 @@ class Outcome:
 
 
 def search(calls: list[Call], model: Model, initial_state: Any,
-           budget: int = MAX_CONFIGURATIONS) -> Outcome:
+           budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
     """Is there a linearization of `calls` from `initial_state`? At most
-    `budget` configurations are explored; past that the answer is unknown."""
+    `budget` configurations are explored; past that the answer is unknown.
+    `count_producers=False` leaves out reduction 6, whose tables cost more
+    than an easy search."""
     step = model.step
 
     def args(c: Call) -> tuple[str, Any, Any]:
@@ -205,7 +208,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     # Reduction 6's tables (`scarcity`): how many crashed ops of each value
     # may be spent, by position; and, if no way works, the proof at once.
     sc = None
-    if lookahead:
+    if lookahead and count_producers:
         post = [NOTHING if c.ret is None else need[i] if ro[i] else model.installs(*args(c))
                 for i, c in enumerate(calls)]
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
@@ -564,7 +567,12 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         kept, d = rm.prune_crashed(calls, initial)
         dropped += d
         searched += len(kept)
-        out = search(kept, model, initial, max_configurations)
+        # Most keys are decided at once; only the others pay for counting.
+        quick = min(max_configurations, QUICK_CONFIGURATIONS)
+        out = search(kept, model, initial, quick, count_producers=False)
+        if out.valid == UNKNOWN and max_configurations > quick:
+            explored += out.explored
+            out = search(kept, model, initial, max_configurations)
         explored += out.explored
         valid = merge_valid(valid, out.valid)
         if out.valid == UNKNOWN:
