@@ -61,6 +61,7 @@ def test_shortage_is_found_before_searching():
 
 
 def test_shortage_explanation_when_the_search_cannot_name_an_op(monkeypatch):
+    monkeypatch.setattr(linearizable, "QUICK_CONFIGURATIONS", 0)
     monkeypatch.setattr(linearizable, "EXPLAIN_BUDGET", 0)
     r = check_cas_register(two_stale_reads(1))
     assert r.valid is False
