@@ -35,6 +35,25 @@ where it is applied):
 5. Dead ends seen early (models that say which state an op `needs` and which
    it `installs`): an ok op in the window that needs a state nothing can
    still produce before it returns makes the configuration dead at once.
+6. Scarce producers (same models; `scarcity`, where the count is proven):
+   a crashed op is a token "make v current once, any time from now"; count
+   the times v must become current again with no completed op able to do it,
+   against the crashed ops that make v. Too few proves the history invalid
+   before any search (the search then only names an op, within a small
+   budget); otherwise no more tokens of v are spent than the demands still
+   ahead leave to spare. Without it the search had to try every way of
+   spending the tokens, and gave up on 3 of 10 benchmark histories.
+7. A crashed op that leaves the state as it was is never placed.
+
+Candidates are tried earliest return first (crashed ops, which never return,
+last): the order changes no verdict, only how soon a linearization is found.
+Each key is searched once without reduction 6 (its tables cost more than
+most searches), and only if that stops at `QUICK_CONFIGURATIONS` again with it.
+
+The search reads as: `_tables` (what is known of each op before starting),
+`_Transitions` (model steps, cached), `_event_list` (the linked list),
+`_window` (the choices at a configuration: reductions 1, 2, 5, 6), and
+`search` itself (place, memoize, undo: reductions 3 and 7).
 
 The bitset of placed ops is kept as a frontier (the first `lo` ok ops, in
 invoke order, are all placed) plus the few bits above it, and the crashed ops
@@ -61,7 +80,7 @@ from typing import Any
 
 from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid
-from sleuth.checker.scarcity import Shortage, scarcity
+from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
 from sleuth.history import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
@@ -149,77 +168,113 @@ class Outcome:
     shortage: Shortage | None = None
 
 
-def search(calls: list[Call], model: Model, initial_state: Any,
-           budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
-    """Is there a linearization of `calls` from `initial_state`? At most
-    `budget` configurations are explored; past that the answer is unknown.
-    `count_producers=False` leaves out reduction 6, whose tables cost more
-    than an easy search."""
-    step = model.step
+@dataclass
+class _Tables:
+    """What `search` knows of each call before it starts, indexed like the
+    calls (sorted by invoke, crashed read-only ones dropped)."""
 
-    def args(c: Call) -> tuple[str, Any, Any]:
-        return c.f, c.invoke_value, c.ok_value
+    calls: list[Call]
+    ret: list[float]  # return position, inf if crashed
+    ro: list[bool]  # read-only (reduction 1)
+    bl: list[bool]  # blind (reduction 3)
+    cls: list[int]  # effect class (reduction 2)
+    okix: list[int]  # ok ops: rank in invoke order (frontier bits); crashed: -1
+    ibit: list[int]  # crashed ops: their bit in the crashed set; ok: 0
+    n_ok: int
+    n_info: int
+    lookahead: bool  # the model says what each op needs and installs (reduction 5)
+    need: list[Any]  # ok ops: the one state they are legal in, or NOTHING
+    makes: list[Any]  # the state an op installs from another one, or NOTHING
+    producer_calls: dict[Any, list[int]]  # state -> invoke positions of its makers
+    sc: Scarcity | None  # reduction 6
 
+
+def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     # Reduction 4: a crashed read-only op changes nothing and owes nothing.
-    calls = sorted((c for c in calls if c.ret is not None or not model.read_only(*args(c))),
+    read_only, installs, needs = model.read_only, model.installs, model.needs
+    calls = sorted((c for c in calls
+                    if c.ret is not None or not read_only(c.f, c.invoke_value, c.ok_value)),
                    key=lambda c: c.call)
     n = len(calls)
     inf = float("inf")
     ret = [inf if c.ret is None else c.ret for c in calls]
-    ro = [model.read_only(*args(c)) for c in calls]
-    bl = [model.blind(*args(c)) for c in calls]
-    class_ids: dict[Any, int] = {}
-    cls = [class_ids.setdefault(model.effect(*args(c)), len(class_ids)) for c in calls]
-
-    # ok ops are numbered 0.. in invoke order (the frontier's bit space);
-    # crashed ops get bits of their own.
-    okix = [-1] * n
-    ibit = [0] * n
-    n_ok = n_info = 0
-    for i, c in enumerate(calls):
-        if c.ret is None:
-            ibit[i] = 1 << n_info
-            n_info += 1
-        else:
-            okix[i] = n_ok
-            n_ok += 1
-    if n_ok == 0:
-        return Outcome(True, 0, calls=calls)
-
-    # Reduction 5's tables: what each ok op needs; what each op can produce
-    # (installs, from some other state), and when producers of v are invoked.
-    lookahead = model.installs is not None
+    ro, bl, cls = [False] * n, [False] * n, [0] * n
+    okix, ibit = [-1] * n, [0] * n
     need: list[Any] = [NOTHING] * n
     makes: list[Any] = [NOTHING] * n
+    post: list[Any] = [NOTHING] * n  # ok ops: the state they leave
     producer_calls: dict[Any, list[int]] = {}
-    if lookahead:
-        for i, c in enumerate(calls):
-            needed = model.needs(*args(c))
+    class_ids: dict[Any, int] = {}
+    lookahead = installs is not None
+    n_ok = n_info = 0
+    for i, c in enumerate(calls):
+        a = (c.f, c.invoke_value, c.ok_value)
+        ro[i] = r = read_only(*a)
+        bl[i] = model.blind(*a)
+        cls[i] = class_ids.setdefault(model.effect(*a), len(class_ids))
+        if c.ret is None:  # crashed ops get bits of their own
+            ibit[i] = 1 << n_info
+            n_info += 1
+        else:  # ok ops are numbered 0.. in invoke order (the frontier's bit space)
+            okix[i] = n_ok
+            n_ok += 1
+        if not lookahead:
+            continue
+        needed = needs(*a)
+        if r:
             if c.ret is not None:
-                need[i] = needed
-            if not ro[i]:
-                made = model.installs(*args(c))
-                if made is NOTHING:  # could make anything: no lookahead
-                    lookahead = False
-                    break
-                if made != needed:
-                    makes[i] = made
-                    producer_calls.setdefault(made, []).append(c.call)
-    # Reduction 6's tables (`scarcity`): how many crashed ops of each value
-    # may be spent, by position; and, if no way works, the proof at once.
+                need[i] = post[i] = needed
+            continue
+        made = installs(*a)
+        if made is NOTHING:  # could make anything: no lookahead
+            lookahead = False
+            continue
+        if c.ret is not None:
+            need[i], post[i] = needed, made
+        if made != needed:
+            makes[i] = made
+            producer_calls.setdefault(made, []).append(c.call)
     sc = None
-    if lookahead and count_producers:
-        post = [NOTHING if c.ret is None else need[i] if ro[i] else model.installs(*args(c))
-                for i, c in enumerate(calls)]
+    if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
-        if sc is not None and sc.shortage is not None:
-            # Invalid, proven. Search a little only to name the op it
-            # cannot get past (what a person reads first), else cite the count.
-            budget = min(budget, EXPLAIN_BUDGET)
-    spent = [0] * (len(sc.starts) if sc else 0)
+    return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
+                   producer_calls, sc)
 
-    # Entries: the invocation of call i is 2i, its return 2i+1 (odd = return),
-    # in one doubly-linked list in history order, between head and tail.
+
+class _Transitions:
+    """Model steps computed once per (op, state): states are numbered (ids),
+    and `trans[i][sid]` is the id after op i from state sid, or -1."""
+
+    def __init__(self, t: _Tables, model: Model, initial_state: Any):
+        self.calls, self.model = t.calls, model
+        self.trans: list[dict[int, int]] = [{} for _ in t.calls]
+        self.state_of = [initial_state]
+        self.sid_of = {initial_state: 0}
+
+    def __call__(self, i: int, sid: int) -> int:
+        ns = self.trans[i].get(sid)
+        if ns is not None:
+            return ns
+        c = self.calls[i]
+        ok, new = self.model.step(self.state_of[sid], c.f, c.invoke_value, c.ok_value)
+        if ok:
+            ns = self.sid_of.get(new)
+            if ns is None:
+                ns = self.sid_of[new] = len(self.state_of)
+                if ns >> (STATE_BITS - 1):
+                    raise ValueError(f"model {self.model.name} reached over {ns} states")
+                self.state_of.append(new)
+        else:
+            ns = -1
+        self.trans[i][sid] = ns
+        return ns
+
+
+def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
+    """The invocation of call i is entry 2i, its return 2i+1 (odd = return),
+    in one doubly-linked list in history order (a crashed op's return last):
+    (next, previous, head)."""
+    n, ret, calls = len(t.calls), t.ret, t.calls
     head, tail = 2 * n, 2 * n + 1
     order = sorted(range(2 * n), key=lambda e: (ret[e >> 1] if e & 1 else calls[e >> 1].call,
                                                 e & 1, e))
@@ -230,25 +285,106 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         nxt[prev], prv[e] = e, prev
         prev = e
     nxt[prev], prv[tail] = tail, prev
+    return nxt, prv, head
 
-    # Transitions, computed once per (op, state): trans[i][sid] -> new sid, or -1.
-    trans: list[dict[int, int]] = [{} for _ in range(n)]
-    state_of = [initial_state]
-    sid_of = {initial_state: 0}
 
-    def transition(i: int, sid: int) -> int:
-        ok, new = step(state_of[sid], *args(calls[i]))
-        if ok:
-            ns = sid_of.get(new)
-            if ns is None:
-                ns = sid_of[new] = len(state_of)
-                if ns >> (STATE_BITS - 1):
-                    raise ValueError(f"model {model.name} reached over {ns} states")
-                state_of.append(new)
-        else:
-            ns = -1
-        trans[i][sid] = ns
-        return ns
+def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
+            spent: list[int]) -> tuple[int, list[int], int]:
+    """The choices at a configuration first reached: (a read-only op to place
+    at once, or -1; else the candidates to try, in order; and an op seen
+    never to be placeable, or -1, when that makes the configuration dead).
+
+    The window is the invocations before the first return in the list."""
+    ro, ret, cls, need, makes = t.ro, t.ret, t.cls, t.need, t.makes
+    lookahead = t.lookahead
+    chosen: dict[int, int] = {}
+    needy: list[int] = []
+    made: set[Any] = set()
+    x = nxt[head]
+    while not x & 1:
+        y = x >> 1
+        x = nxt[x]
+        if ro[y]:
+            if tr(y, sid) == sid:
+                # Reduction 1. A read-only op r, a candidate and legal now, can
+                # go first: take any linearization from here; r is in it (ok
+                # ops all are); moving r to the front keeps real-time order
+                # (every op that completed before r was invoked is placed
+                # already, or r would not be a candidate) and every later
+                # state (r changes none).
+                return y, [], -1
+            needy.append(y)  # not legal now: it waits for its state
+            continue
+        if lookahead:
+            if makes[y] is not NOTHING:
+                made.add(makes[y])
+            if need[y] is not NOTHING:
+                needy.append(y)
+        c = cls[y]
+        z = chosen.get(c)
+        # Reduction 2. Ops a and b of one effect (same step in every state),
+        # both candidates now. If a is ok and returns before b (or b is
+        # crashed), a linearization placing b here and a later can swap them:
+        # a is a candidate now; b lands where a was, before a's return, so
+        # before its own (a crashed op has none); whatever had to follow a
+        # (invoked after a returned) was invoked after b returned too; and the
+        # states are the same. Two crashed ops of an effect: the first invoked
+        # can take the other's place. So one op per effect is tried: the ok
+        # one returning first, else the crashed one invoked first.
+        if z is None or ret[y] < ret[z]:
+            chosen[c] = y
+    # The order candidates are tried in changes no verdict (every one is
+    # tried before a configuration is given up); earliest return first finds
+    # linearizations sooner, and leaves crashed ops, which never return, last.
+    cands = sorted(chosen.values(), key=ret.__getitem__)
+    first_ret = ret[x >> 1]  # x is the first return in the list
+    sc = t.sc
+    if sc is not None:
+        # Reduction 6: spend no more crashed ops of a value than the demands
+        # still ahead leave to spare (`scarcity`, where the count is proven).
+        kind = sc.kind
+        cands = [y for y in cands if kind[y] < 0 or spent[kind[y]] < sc.allowance(kind[y], first_ret)]
+    if lookahead and needy:
+        # Reduction 5. Every op invoked before the first return x is in the
+        # window, placed, or crashed and dropped. An ok op y that needs state
+        # u (not the state now) must come right after some op that makes u,
+        # placed from here on: one in the window, or one invoked after x and
+        # before y returns. If there is none, y can never be placed, and this
+        # configuration is dead.
+        now = tr.state_of[sid]
+        for y in needy:
+            u = need[y]
+            if u is NOTHING or u == now or u in made:
+                continue
+            pc = t.producer_calls.get(u)
+            if pc:
+                k = bisect_right(pc, first_ret)
+                if k < len(pc) and pc[k] < ret[y]:
+                    continue
+            return -1, [], y
+    return -1, cands, -1
+
+
+def search(calls: list[Call], model: Model, initial_state: Any,
+           budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
+    """Is there a linearization of `calls` from `initial_state`? At most
+    `budget` configurations are explored; past that the answer is unknown.
+    `count_producers=False` leaves out reduction 6, whose tables cost more
+    than an easy search."""
+    t = _tables(calls, model, count_producers)
+    calls, n_ok, n_info = t.calls, t.n_ok, t.n_info
+    if n_ok == 0:
+        return Outcome(True, 0, calls=calls)
+    sc = t.sc
+    if sc is not None and sc.shortage is not None:
+        # Invalid, proven by counting (reduction 6). Search a little only to
+        # name the op it cannot get past (what a person reads first), else
+        # the count is the explanation.
+        budget = min(budget, EXPLAIN_BUDGET)
+    spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
+    ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
+    tr = _Transitions(t, model, initial_state)
+    nxt, prv, head = _event_list(t)
 
     # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
     # rel: placed ok ops above it, bit 0 = op lo), crashed ops placed (ib),
@@ -274,82 +410,12 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         forced = False
         if fresh:
             fresh = False
-            # The window: invocations before the first return in the list.
-            chosen: dict[int, int] = {}
-            needy: list[int] = []
-            made: set[Any] = set()
-            x = nxt[head]
-            while not x & 1:
-                y = x >> 1
-                x = nxt[x]
-                if ro[y]:
-                    ns = trans[y].get(sid)
-                    if ns is None:
-                        ns = transition(y, sid)
-                    if ns == sid:
-                        # Reduction 1. A read-only op r, a candidate and legal
-                        # now, can go first: take any linearization from here;
-                        # r is in it (ok ops all are); moving r to the front
-                        # keeps real-time order (every op that completed before
-                        # r was invoked is placed already, or r would not be a
-                        # candidate) and every later state (r changes none).
-                        i, forced = y, True
-                        break
-                    needy.append(y)  # not legal now: it waits for its state
-                    continue
-                if lookahead:
-                    if makes[y] is not NOTHING:
-                        made.add(makes[y])
-                    if need[y] is not NOTHING:
-                        needy.append(y)
-                c = cls[y]
-                z = chosen.get(c)
-                # Reduction 2. Ops a and b of one effect (same step in every
-                # state), both candidates now. If a is ok and returns before b
-                # (or b is crashed), a linearization placing b here and a later
-                # can swap them: a is a candidate now; b lands where a was,
-                # before a's return, so before its own (a crashed op has
-                # none); whatever had to follow a (invoked after a returned)
-                # was invoked after b returned too; and the states are the
-                # same. Two crashed ops of an effect: the first invoked can
-                # take the other's place. So one op per effect is tried: the
-                # ok one returning first, else the crashed one invoked first.
-                if z is None or ret[y] < ret[z]:
-                    chosen[c] = y
-            if i < 0:
-                cands = list(chosen.values())
-                cands.sort(key=lambda y: ret[y])
-                j = 0
-                if sc is not None:
-                    # Reduction 6: spend no more crashed ops of a value than
-                    # the demands still ahead leave to spare (`scarcity`).
-                    kind, t = sc.kind, ret[x >> 1]
-                    cands = [y for y in cands
-                             if kind[y] < 0 or spent[kind[y]] < sc.allowance(kind[y], t)]
-                if lookahead and needy:
-                    # Reduction 5. x is the first return in the list: every op
-                    # invoked before it is in the window, placed, or crashed
-                    # and dropped. An ok op y that needs state u (not the
-                    # state now) must come right after some op that makes u,
-                    # placed from here on: one in the window, or one invoked
-                    # after x and before y returns. If there is none, y can
-                    # never be placed, and this configuration is dead.
-                    now = state_of[sid]
-                    first_ret = ret[x >> 1]
-                    for y in needy:
-                        u = need[y]
-                        if u is NOTHING or u == now or u in made:
-                            continue
-                        pc = producer_calls.get(u)
-                        if pc:
-                            k = bisect_right(pc, first_ret)
-                            if k < len(pc) and pc[k] < ret[y]:
-                                continue
-                        cands = []
-                        if best[0] == lo and best[1:] == (rel, ib, sid, lw) \
-                                and n_ok - remaining == best_placed:
-                            culprit = y  # the deepest configuration dies of y
-                        break
+            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent)
+            forced = i >= 0
+            j = 0
+            if dead_of >= 0 and best[0] == lo and best[1:] == (rel, ib, sid, lw) \
+                    and n_ok - remaining == best_placed:
+                culprit = dead_of  # the deepest configuration dies of it
         if i < 0:
             while j < len(cands):  # try the candidates in turn
                 y = cands[j]
@@ -360,9 +426,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     # x's effect; dropping x breaks no real-time order. So if
                     # a linearization exists, one exists without x before b.
                     continue
-                ns = trans[y].get(sid)
-                if ns is None:
-                    ns = transition(y, sid)
+                ns = tr(y, sid)
                 if ns == sid and okix[y] < 0:
                     # Reduction 7: a crashed op that leaves the state as it
                     # was (a write of the value already there) is not needed
@@ -383,9 +447,9 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     nrel = rel | (1 << d)
                 else:  # the frontier op itself: slide past the placed run
                     nrel = rel | 1
-                    t = (nrel ^ (nrel + 1)).bit_length() - 1  # trailing ones
-                    nrel >>= t
-                    nlo += t
+                    s = (nrel ^ (nrel + 1)).bit_length() - 1  # trailing ones
+                    nrel >>= s
+                    nlo += s
                 key = ((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns)
             else:
                 nlo, nrel = lo, rel
@@ -427,11 +491,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         # Dead end: undo choices back to the last one with candidates left.
         while True:
             if not stack:
-                lo_, rel_, ib_, sid_, lw_ = best
-                placed = {y for y in range(n) if ib_ & ibit[y] or (okix[y] >= 0 and (
-                    okix[y] < lo_ or (rel_ >> (okix[y] - lo_)) & 1))}
-                return Outcome(False, explored, (best_placed, placed, state_of[sid_], lw_),
-                               culprit, calls=calls, shortage=sc.shortage if sc else None)
+                return _failure(t, tr, explored, best_placed, best, culprit)
             i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
             e = i + i  # put them back, return first
             p, q = prv[e + 1], nxt[e + 1]
@@ -444,6 +504,17 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 spent[sc.kind[i]] -= 1
             if not forced:
                 break
+
+
+def _failure(t: _Tables, tr: _Transitions, explored: int, best_placed: int, best: tuple,
+             culprit: int) -> Outcome:
+    """No linearization: the outcome, with the deepest configuration reached."""
+    lo, rel, ib, sid, lw = best
+    okix, ibit = t.okix, t.ibit
+    placed = {y for y in range(len(t.calls)) if ib & ibit[y] or (okix[y] >= 0 and (
+        okix[y] < lo or (rel >> (okix[y] - lo)) & 1))}
+    return Outcome(False, explored, (best_placed, placed, tr.state_of[sid], lw), culprit,
+                   calls=t.calls, shortage=t.sc.shortage if t.sc else None)
 
 
 # ---------------------------------------------------------------------------
