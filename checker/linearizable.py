@@ -76,6 +76,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from sleuth.checker import register_models as rm
@@ -190,11 +191,31 @@ class _Tables:
 
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
-    # Reduction 4: a crashed read-only op changes nothing and owes nothing.
     read_only, installs, needs = model.read_only, model.installs, model.needs
-    calls = sorted((c for c in calls
-                    if c.ret is not None or not read_only(c.f, c.invoke_value, c.ok_value)),
-                   key=lambda c: c.call)
+    lookahead = installs is not None
+    facts: dict[tuple, tuple] = {}  # op (f, values) -> what the model says of it
+
+    def fact(a: tuple) -> tuple:
+        r = read_only(*a)
+        made = NOTHING if r or not lookahead else installs(*a)
+        return (r, model.blind(*a), model.effect(*a),
+                needs(*a) if lookahead else NOTHING, made)
+
+    about = []
+    kept = []
+    for c in sorted(calls, key=attrgetter("call")):
+        a = (c.f, c.invoke_value, c.ok_value)
+        try:
+            fa = facts[a]
+        except KeyError:
+            fa = facts[a] = fact(a)
+        except TypeError:  # a value that cannot be a dict key: ask each time
+            fa = fact(a)
+        if c.ret is None and fa[0]:
+            continue  # reduction 4: a crashed read-only op changes nothing, owes nothing
+        kept.append(c)
+        about.append(fa)
+    calls = kept
     n = len(calls)
     inf = float("inf")
     ret = [inf if c.ret is None else c.ret for c in calls]
@@ -205,13 +226,11 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     post: list[Any] = [NOTHING] * n  # ok ops: the state they leave
     producer_calls: dict[Any, list[int]] = {}
     class_ids: dict[Any, int] = {}
-    lookahead = installs is not None
     n_ok = n_info = 0
     for i, c in enumerate(calls):
-        a = (c.f, c.invoke_value, c.ok_value)
-        ro[i] = r = read_only(*a)
-        bl[i] = model.blind(*a)
-        cls[i] = class_ids.setdefault(model.effect(*a), len(class_ids))
+        r, bl[i], effect, needed, made = about[i]
+        ro[i] = r
+        cls[i] = class_ids.setdefault(effect, len(class_ids))
         if c.ret is None:  # crashed ops get bits of their own
             ibit[i] = 1 << n_info
             n_info += 1
@@ -220,12 +239,10 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
             n_ok += 1
         if not lookahead:
             continue
-        needed = needs(*a)
         if r:
             if c.ret is not None:
                 need[i] = post[i] = needed
             continue
-        made = installs(*a)
         if made is NOTHING:  # could make anything: no lookahead
             lookahead = False
             continue
@@ -274,10 +291,15 @@ def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
     """The invocation of call i is entry 2i, its return 2i+1 (odd = return),
     in one doubly-linked list in history order (a crashed op's return last):
     (next, previous, head)."""
-    n, ret, calls = len(t.calls), t.ret, t.calls
+    n, calls = len(t.calls), t.calls
     head, tail = 2 * n, 2 * n + 1
-    order = sorted(range(2 * n), key=lambda e: (ret[e >> 1] if e & 1 else calls[e >> 1].call,
-                                                e & 1, e))
+    # Positions are distinct event indices; crashed returns go last, in order.
+    last = max((c.ret for c in calls if c.ret is not None), default=0)
+    where = [0] * (2 * n)
+    for i, c in enumerate(calls):
+        where[2 * i] = c.call
+        where[2 * i + 1] = c.ret if c.ret is not None else last + 1 + i
+    order = sorted(range(2 * n), key=where.__getitem__)
     nxt = [0] * (2 * n + 2)
     prv = [0] * (2 * n + 2)
     prev = head
