@@ -44,6 +44,8 @@ where it is applied):
    ahead leave to spare. Without it the search had to try every way of
    spending the tokens, and gave up on 3 of 10 benchmark histories.
 7. A crashed op that leaves the state as it was is never placed.
+8. Dominance: a configuration is skipped if an earlier one had the same ok
+   ops placed and the same state, with a subset of its crashed ops placed.
 
 Candidates are tried earliest return first (crashed ops, which never return,
 last, latest invoked first): the order changes no verdict, only how soon a
@@ -88,7 +90,7 @@ from sleuth.history import History, Op
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full
 QUICK_CONFIGURATIONS = 2_000  # a first search without reduction 6, per key
-EXPLAIN_BUDGET = 20_000  # configurations searched, once a key is proven invalid, to name an op
+EXPLAIN_BUDGET = 5_000  # configurations searched, once a key is proven invalid, to name an op
 STATE_BITS = 24  # memo keys hold 2 * state id + flag in this many bits
 NOTHING = rm.UNKNOWN  # "no such value": an unknown result, no needed state, ...
 
@@ -423,6 +425,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     # Memo keys: (rel, ib, lo, 2*state + flag) packed into one int (a third
     # of the memory of a tuple; a search may keep millions).
     seen: set[int] = set()
+    first: dict[int, int] = {}  # reduction 8: (ok ops placed, state) -> crashed set << 1 | flag
     lo_bits = n_ok.bit_length()
     explored = 0
     best_placed, best = 0, (0, 0, 0, 0, -1)
@@ -476,10 +479,29 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     nrel >>= s
                     nlo += s
                 key = ((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns)
+                okkey, spare = ((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1
             else:
                 nlo, nrel = lo, rel
                 key = ((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS) \
                     | (ns + ns + 1)
+                okkey, spare = ((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1
+            # Reduction 8 (dominance): the first configuration reached with
+            # these ok ops placed and this state, `first[okkey]` (its crashed
+            # ops placed, and flag), dominates a later one that placed a
+            # superset of crashed ops (and whose flag is not lower): any way
+            # to finish from the later one also finishes from the first (the
+            # crashed ops it uses are unplaced there too; the flag only takes
+            # moves away), so the later one is not explored. Exact: if the
+            # search fails while a linearization exists, take a configuration
+            # met whose shortest way to finish, d, is least; explored, all its
+            # moves were tried and one leads to d - 1 (reductions never
+            # lengthen a way); skipped, the configuration dominating it was
+            # explored and finishes in d too. Either way, a contradiction.
+            seen_first = first.get(okkey)
+            if seen_first is None:
+                first[okkey] = spare
+            elif seen_first != spare and not seen_first & ~spare:
+                seen.add(key)  # known to lead nowhere new
             if key not in seen:
                 seen.add(key)
                 stack.append((i, sid, lo, rel, ib, flag, lw, forced, cands, j))
