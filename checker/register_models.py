@@ -101,6 +101,8 @@ TRUE, FALSE = FrozenBool(True), FrozenBool(False)
 def freeze(v: Any) -> Any:
     """A hashable value equal to another frozen value iff the JSON values are equal."""
     t = type(v)
+    if t is int or t is str or v is None:  # the common case, first
+        return v
     if t is list or t is tuple:
         return tuple(freeze(x) for x in v)
     if t is bool:
@@ -223,7 +225,8 @@ def parse_op(history, op, keyed: bool) -> tuple[Any, Any, Any]:
                                        f"got {_json(done)}")
         key, payload = freeze(done[0]), done[1]
         inv = op.invoke_value
-        if isinstance(inv, (list, tuple)) and len(inv) == 2 and freeze(inv[0]) != key:
+        if inv is not done and isinstance(inv, (list, tuple)) and len(inv) == 2 \
+                and freeze(inv[0]) != key:
             raise history.error(where, f"{op.f} completes with key {_json(done[0])} but was "
                                        f"invoked on key {_json(inv[0])}")
     else:
@@ -268,23 +271,30 @@ def prune_crashed(calls: list, initial_state: Any) -> tuple[list, int]:
     then removing x would show it the state before x, perhaps u. So x is kept
     unless every such failed cas has old = v (then none can follow x).
     """
-    kept = list(calls)
-    dropped = 0
     failed_olds = {c.invoke_value[0] for c in calls if c.f == FAILED_CAS}
+    crashed = [c for c in calls if c.ret is None]
+    if not crashed:
+        return calls, 0
+    observed: set = {initial_state}  # what the ok ops need
+    for c in calls:
+        if c.ret is not None:
+            observed.add(needs(c.f, c.invoke_value, c.ok_value))
+    observed.discard(UNKNOWN)
+    gone: set[int] = set()  # ids of the crashed ops dropped
     while True:
-        seen: set = {initial_state}
-        for c in kept:
-            if c.ret is not None or c.f == "cas":  # ok ops, and crashed cas kept so far
-                v = needs(c.f, c.invoke_value, c.ok_value)
-                if v is not UNKNOWN:
-                    seen.add(v)
-        keep = [c for c in kept
-                if c.ret is not None or installs(c.f, c.invoke_value, c.ok_value) in seen
-                or failed_olds - {installs(c.f, c.invoke_value, c.ok_value)}]
-        if len(keep) == len(kept):
-            return kept, dropped
-        dropped += len(kept) - len(keep)
-        kept = keep
+        seen = set(observed)
+        for c in crashed:  # and the crashed cas kept so far
+            if c.f == "cas" and id(c) not in gone:
+                seen.add(c.invoke_value[0])
+        drop = {id(c) for c in crashed if id(c) not in gone
+                and installs(c.f, c.invoke_value, c.ok_value) not in seen
+                and not failed_olds - {installs(c.f, c.invoke_value, c.ok_value)}}
+        if not drop:
+            break
+        gone |= drop
+    if not gone:
+        return calls, 0
+    return [c for c in calls if id(c) not in gone], len(gone)
 
 
 # ---------------------------------------------------------------------------
