@@ -215,29 +215,34 @@ def parse_op(history, op, keyed: bool) -> tuple[Any, Any, Any]:
     # An ok op's completion value is authoritative (a compact load keeps only
     # it); a write or cas completed with no value (some adapters) keeps its
     # invoke's. A read's completion always carries what it read.
-    completed = op.type == "ok" and (op.value is not None or op.f == "read")
-    done = op.value if completed else op.invoke_value
-    where = op.complete_pos if completed else op.invoke_pos
+    f, ok = op.f, op.type == "ok"
+    value = op.value
+    completed = ok and (value is not None or f == "read")
+    done = value if completed else op.invoke_value
     key = None
     if keyed:
         if not (isinstance(done, (list, tuple)) and len(done) == 2):
+            where = op.complete_pos if completed else op.invoke_pos
             raise history.error(where, f"a register {op.f} value must be [key, value], "
                                        f"got {_json(done)}")
         key, payload = freeze(done[0]), done[1]
         inv = op.invoke_value
         if inv is not done and isinstance(inv, (list, tuple)) and len(inv) == 2 \
+                and not (type(inv[0]) is type(done[0]) and type(inv[0]) in (int, str)
+                         and inv[0] == done[0]) \
                 and freeze(inv[0]) != key:
+            where = op.complete_pos if completed else op.invoke_pos
             raise history.error(where, f"{op.f} completes with key {_json(done[0])} but was "
                                        f"invoked on key {_json(inv[0])}")
     else:
         payload = done
-    if op.f == "cas" and not (isinstance(payload, (list, tuple)) and len(payload) == 2):
+    if f == "read":
+        return key, None, (freeze(payload) if ok else UNKNOWN)
+    if f == "cas" and not (isinstance(payload, (list, tuple)) and len(payload) == 2):
+        where = op.complete_pos if completed else op.invoke_pos
         raise history.error(where, f"a cas value must be [old, new], got {_json(payload)}")
-    if op.f == "read":
-        ok_value = freeze(payload) if op.type == "ok" else UNKNOWN
-        return key, None, ok_value
-    value = freeze(payload)
-    return key, value, (value if op.type == "ok" else UNKNOWN)
+    frozen = freeze(payload)
+    return key, frozen, (frozen if ok else UNKNOWN)
 
 
 def _json(v: Any) -> str:
