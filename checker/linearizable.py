@@ -162,7 +162,9 @@ class Outcome:
     """What `search` found. On failure, `deepest` is the deepest configuration
     reached: (ok ops placed, indices into `calls` placed, state, index of the
     last state-changing op placed or -1), and `culprit` the index of an op
-    seen there never to be placeable (reduction 5), or -1."""
+    seen there never to be placeable (reduction 5), or -1. `shortage` is the
+    count that proved it (reduction 6), if one did; `deepest` is then None
+    when the search was cut short before it could name an op."""
 
     valid: bool | str
     explored: int
