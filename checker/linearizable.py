@@ -193,6 +193,7 @@ class _Tables:
     makes: list[Any]  # the state an op installs from another one, or NOTHING
     producer_calls: dict[Any, list[int]]  # state -> invoke positions of its makers
     sc: Scarcity | None  # reduction 6
+    rank: list[int]  # the order candidates are tried in (see `_window`)
 
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
@@ -259,8 +260,11 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     sc = None
     if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
+    rank = [0] * n
+    for r, i in enumerate(sorted(range(n), key=lambda i: (ret[i], -i))):
+        rank[i] = r
     return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
-                   producer_calls, sc)
+                   producer_calls, sc, rank)
 
 
 class _Transitions:
@@ -323,6 +327,7 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
 
     The window is the invocations before the first return in the list."""
     ro, ret, cls, need, makes = t.ro, t.ret, t.cls, t.need, t.makes
+    trans = tr.trans
     lookahead = t.lookahead
     chosen: dict[int, int] = {}
     needy: list[int] = []
@@ -332,7 +337,10 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
         y = x >> 1
         x = nxt[x]
         if ro[y]:
-            if tr(y, sid) == sid:
+            ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
+            if ns is None:
+                ns = tr(y, sid)
+            if ns == sid:
                 # Reduction 1. A read-only op r, a candidate and legal now, can
                 # go first: take any linearization from here; r is in it (ok
                 # ops all are); moving r to the front keeps real-time order
@@ -365,7 +373,7 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     # linearization is found: earliest return first, and crashed ops (which
     # never return) last, latest invoked first; on the benchmark's hardest
     # rows this order explored the fewest configurations of those tried.
-    cands = sorted(chosen.values(), key=lambda y: (ret[y], -y))
+    cands = sorted(chosen.values(), key=t.rank.__getitem__)
     first_ret = ret[x >> 1]  # x is the first return in the list
     sc = t.sc
     if sc is not None:
@@ -413,6 +421,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
     ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
     tr = _Transitions(t, model, initial_state)
+    trans = tr.trans
     nxt, prv, head = _event_list(t)
 
     # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
@@ -456,7 +465,9 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     # x's effect; dropping x breaks no real-time order. So if
                     # a linearization exists, one exists without x before b.
                     continue
-                ns = tr(y, sid)
+                ns = trans[y].get(sid)
+                if ns is None:
+                    ns = tr(y, sid)
                 if ns == sid and okix[y] < 0:
                     # Reduction 7: a crashed op that leaves the state as it
                     # was (a write of the value already there) is not needed
