@@ -56,6 +56,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("linearizable_keys", "rw-register: assume each key is linearizable on its own (true of "
                                 "a single PostgreSQL server at any level) and infer version orders "
                                 "from real time, as Elle's option does."),
+    Option("failed_cas_observes", "register, cas-register: a failed cas means its comparison did "
+                                  "not match (etcd, as Porcupine's etcd model reads it), so the "
+                                  "register held another value at some instant of it."),
 )}
 
 LINEARIZABLE = ("linearizable",)
@@ -106,9 +109,9 @@ REGISTER_ALIASES = (("strict-serializable", "linearizable"),)
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("register", "sleuth.checker.linearizable", "check_register",
-             LINEARIZABLE, ("initial_value",), REGISTER_ALIASES),
+             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
-             LINEARIZABLE, ("initial_value",), REGISTER_ALIASES),
+             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
     Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS),
     Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
              ("linearizable_keys",)),

@@ -35,6 +35,28 @@ where it is applied):
 5. Dead ends seen early (models that say which state an op `needs` and which
    it `installs`): an ok op in the window that needs a state nothing can
    still produce before it returns makes the configuration dead at once.
+6. Scarce producers (same models; `scarcity`, where the count is proven):
+   a crashed op is a token "make v current once, any time from now"; count
+   the times v must become current again with no completed op able to do it,
+   against the crashed ops that make v. Too few proves the history invalid
+   before any search (the search then only names an op, within a small
+   budget); otherwise no more tokens of v are spent than the demands still
+   ahead leave to spare. Without it the search had to try every way of
+   spending the tokens, and gave up on 3 of 10 benchmark histories.
+7. A crashed op that leaves the state as it was is never placed.
+8. Dominance: a configuration is skipped if an earlier one had the same ok
+   ops placed and the same state, with a subset of its crashed ops placed.
+
+Candidates are tried earliest return first (crashed ops, which never return,
+last, latest invoked first): the order changes no verdict, only how soon a
+linearization is found.
+Each key is searched once without reduction 6 (its tables cost more than
+most searches), and only if that stops at `QUICK_CONFIGURATIONS` again with it.
+
+The search reads as: `_tables` (what is known of each op before starting),
+`_Transitions` (model steps, cached), `_event_list` (the linked list),
+`_window` (the choices at a configuration: reductions 1, 2, 5, 6), and
+`search` itself (place, memoize, undo: reductions 3 and 7).
 
 The bitset of placed ops is kept as a frontier (the first `lo` ok ops, in
 invoke order, are all placed) plus the few bits above it, and the crashed ops
@@ -57,14 +79,18 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
+from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
 from sleuth.history import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full
+QUICK_CONFIGURATIONS = 2_000  # a first search without reduction 6, per key
+EXPLAIN_BUDGET = 5_000  # configurations searched, once a key is proven invalid, to name an op
 STATE_BITS = 24  # memo keys hold 2 * state id + flag in this many bits
 NOTHING = rm.UNKNOWN  # "no such value": an unknown result, no needed state, ...
 
@@ -136,75 +162,153 @@ class Outcome:
     """What `search` found. On failure, `deepest` is the deepest configuration
     reached: (ok ops placed, indices into `calls` placed, state, index of the
     last state-changing op placed or -1), and `culprit` the index of an op
-    seen there never to be placeable (reduction 5), or -1."""
+    seen there never to be placeable (reduction 5), or -1. `shortage` is the
+    count that proved it (reduction 6), if one did; `deepest` is then None
+    when the search was cut short before it could name an op."""
 
     valid: bool | str
     explored: int
     deepest: tuple[int, set[int], Any, int] | None = None
     culprit: int = -1
     calls: list[Call] = field(default_factory=list)
+    shortage: Shortage | None = None
 
 
-def search(calls: list[Call], model: Model, initial_state: Any,
-           budget: int = MAX_CONFIGURATIONS) -> Outcome:
-    """Is there a linearization of `calls` from `initial_state`? At most
-    `budget` configurations are explored; past that the answer is unknown."""
-    step = model.step
+@dataclass
+class _Tables:
+    """What `search` knows of each call before it starts, indexed like the
+    calls (sorted by invoke, crashed read-only ones dropped)."""
 
-    def args(c: Call) -> tuple[str, Any, Any]:
-        return c.f, c.invoke_value, c.ok_value
+    calls: list[Call]
+    ret: list[float]  # return position, inf if crashed
+    ro: list[bool]  # read-only (reduction 1)
+    bl: list[bool]  # blind (reduction 3)
+    cls: list[int]  # effect class (reduction 2)
+    okix: list[int]  # ok ops: rank in invoke order (frontier bits); crashed: -1
+    ibit: list[int]  # crashed ops: their bit in the crashed set; ok: 0
+    n_ok: int
+    n_info: int
+    lookahead: bool  # the model says what each op needs and installs (reduction 5)
+    need: list[Any]  # ok ops: the one state they are legal in, or NOTHING
+    makes: list[Any]  # the state an op installs from another one, or NOTHING
+    producer_calls: dict[Any, list[int]]  # state -> invoke positions of its makers
+    sc: Scarcity | None  # reduction 6
+    rank: list[int]  # the order candidates are tried in (see `_window`)
 
-    # Reduction 4: a crashed read-only op changes nothing and owes nothing.
-    calls = sorted((c for c in calls if c.ret is not None or not model.read_only(*args(c))),
-                   key=lambda c: c.call)
+
+def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
+    read_only, installs, needs = model.read_only, model.installs, model.needs
+    lookahead = installs is not None
+    facts: dict[tuple, tuple] = {}  # op (f, values) -> what the model says of it
+
+    def fact(a: tuple) -> tuple:
+        r = read_only(*a)
+        made = NOTHING if r or not lookahead else installs(*a)
+        return (r, model.blind(*a), model.effect(*a),
+                needs(*a) if lookahead else NOTHING, made)
+
+    about = []
+    kept = []
+    for c in sorted(calls, key=attrgetter("call")):
+        a = (c.f, c.invoke_value, c.ok_value)
+        try:
+            fa = facts[a]
+        except KeyError:
+            fa = facts[a] = fact(a)
+        except TypeError:  # a value that cannot be a dict key: ask each time
+            fa = fact(a)
+        if c.ret is None and fa[0]:
+            continue  # reduction 4: a crashed read-only op changes nothing, owes nothing
+        kept.append(c)
+        about.append(fa)
+    calls = kept
     n = len(calls)
     inf = float("inf")
     ret = [inf if c.ret is None else c.ret for c in calls]
-    ro = [model.read_only(*args(c)) for c in calls]
-    bl = [model.blind(*args(c)) for c in calls]
-    class_ids: dict[Any, int] = {}
-    cls = [class_ids.setdefault(model.effect(*args(c)), len(class_ids)) for c in calls]
-
-    # ok ops are numbered 0.. in invoke order (the frontier's bit space);
-    # crashed ops get bits of their own.
-    okix = [-1] * n
-    ibit = [0] * n
-    n_ok = n_info = 0
-    for i, c in enumerate(calls):
-        if c.ret is None:
-            ibit[i] = 1 << n_info
-            n_info += 1
-        else:
-            okix[i] = n_ok
-            n_ok += 1
-    if n_ok == 0:
-        return Outcome(True, 0, calls=calls)
-
-    # Reduction 5's tables: what each ok op needs; what each op can produce
-    # (installs, from some other state), and when producers of v are invoked.
-    lookahead = model.installs is not None
+    ro, bl, cls = [False] * n, [False] * n, [0] * n
+    okix, ibit = [-1] * n, [0] * n
     need: list[Any] = [NOTHING] * n
     makes: list[Any] = [NOTHING] * n
+    post: list[Any] = [NOTHING] * n  # ok ops: the state they leave
     producer_calls: dict[Any, list[int]] = {}
-    if lookahead:
-        for i, c in enumerate(calls):
-            needed = model.needs(*args(c))
+    class_ids: dict[Any, int] = {}
+    n_ok = n_info = 0
+    for i, c in enumerate(calls):
+        r, bl[i], effect, needed, made = about[i]
+        ro[i] = r
+        cls[i] = class_ids.setdefault(effect, len(class_ids))
+        if c.ret is None:  # crashed ops get bits of their own
+            ibit[i] = 1 << n_info
+            n_info += 1
+        else:  # ok ops are numbered 0.. in invoke order (the frontier's bit space)
+            okix[i] = n_ok
+            n_ok += 1
+        if not lookahead:
+            continue
+        if r:
             if c.ret is not None:
-                need[i] = needed
-            if not ro[i]:
-                made = model.installs(*args(c))
-                if made is NOTHING:  # could make anything: no lookahead
-                    lookahead = False
-                    break
-                if made != needed:
-                    makes[i] = made
-                    producer_calls.setdefault(made, []).append(c.call)
+                need[i] = post[i] = needed
+            continue
+        if made is NOTHING:  # could make anything: no lookahead
+            lookahead = False
+            continue
+        if c.ret is not None:
+            need[i], post[i] = needed, made
+        if made != needed:
+            makes[i] = made
+            producer_calls.setdefault(made, []).append(c.call)
+    sc = None
+    if lookahead and count_producers and n_ok:
+        sc = scarcity(calls, ret, need, post, makes, NOTHING)
+    rank = [0] * n
+    for r, i in enumerate(sorted(range(n), key=lambda i: (ret[i], -i))):
+        rank[i] = r
+    return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
+                   producer_calls, sc, rank)
 
-    # Entries: the invocation of call i is 2i, its return 2i+1 (odd = return),
-    # in one doubly-linked list in history order, between head and tail.
+
+class _Transitions:
+    """Model steps computed once per (op, state): states are numbered (ids),
+    and `trans[i][sid]` is the id after op i from state sid, or -1."""
+
+    def __init__(self, t: _Tables, model: Model, initial_state: Any):
+        self.calls, self.model = t.calls, model
+        self.trans: list[dict[int, int]] = [{} for _ in t.calls]
+        self.state_of = [initial_state]
+        self.sid_of = {initial_state: 0}
+
+    def __call__(self, i: int, sid: int) -> int:
+        ns = self.trans[i].get(sid)
+        if ns is not None:
+            return ns
+        c = self.calls[i]
+        ok, new = self.model.step(self.state_of[sid], c.f, c.invoke_value, c.ok_value)
+        if ok:
+            ns = self.sid_of.get(new)
+            if ns is None:
+                ns = self.sid_of[new] = len(self.state_of)
+                if ns >> (STATE_BITS - 1):
+                    raise ValueError(f"model {self.model.name} reached over {ns} states")
+                self.state_of.append(new)
+        else:
+            ns = -1
+        self.trans[i][sid] = ns
+        return ns
+
+
+def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
+    """The invocation of call i is entry 2i, its return 2i+1 (odd = return),
+    in one doubly-linked list in history order (a crashed op's return last):
+    (next, previous, head)."""
+    n, calls = len(t.calls), t.calls
     head, tail = 2 * n, 2 * n + 1
-    order = sorted(range(2 * n), key=lambda e: (ret[e >> 1] if e & 1 else calls[e >> 1].call,
-                                                e & 1, e))
+    # Positions are distinct event indices; crashed returns go last, in order.
+    last = max((c.ret for c in calls if c.ret is not None), default=0)
+    where = [0] * (2 * n)
+    for i, c in enumerate(calls):
+        where[2 * i] = c.call
+        where[2 * i + 1] = c.ret if c.ret is not None else last + 1 + i
+    order = sorted(range(2 * n), key=where.__getitem__)
     nxt = [0] * (2 * n + 2)
     prv = [0] * (2 * n + 2)
     prev = head
@@ -212,25 +316,113 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         nxt[prev], prv[e] = e, prev
         prev = e
     nxt[prev], prv[tail] = tail, prev
+    return nxt, prv, head
 
-    # Transitions, computed once per (op, state): trans[i][sid] -> new sid, or -1.
-    trans: list[dict[int, int]] = [{} for _ in range(n)]
-    state_of = [initial_state]
-    sid_of = {initial_state: 0}
 
-    def transition(i: int, sid: int) -> int:
-        ok, new = step(state_of[sid], *args(calls[i]))
-        if ok:
-            ns = sid_of.get(new)
+def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
+            spent: list[int]) -> tuple[int, list[int], int]:
+    """The choices at a configuration first reached: (a read-only op to place
+    at once, or -1; else the candidates to try, in order; and an op seen
+    never to be placeable, or -1, when that makes the configuration dead).
+
+    The window is the invocations before the first return in the list."""
+    ro, ret, cls, need, makes = t.ro, t.ret, t.cls, t.need, t.makes
+    trans = tr.trans
+    lookahead = t.lookahead
+    chosen: dict[int, int] = {}
+    needy: list[int] = []
+    made: set[Any] = set()
+    x = nxt[head]
+    while not x & 1:
+        y = x >> 1
+        x = nxt[x]
+        if ro[y]:
+            ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
             if ns is None:
-                ns = sid_of[new] = len(state_of)
-                if ns >> (STATE_BITS - 1):
-                    raise ValueError(f"model {model.name} reached over {ns} states")
-                state_of.append(new)
-        else:
-            ns = -1
-        trans[i][sid] = ns
-        return ns
+                ns = tr(y, sid)
+            if ns == sid:
+                # Reduction 1. A read-only op r, a candidate and legal now, can
+                # go first: take any linearization from here; r is in it (ok
+                # ops all are); moving r to the front keeps real-time order
+                # (every op that completed before r was invoked is placed
+                # already, or r would not be a candidate) and every later
+                # state (r changes none).
+                return y, [], -1
+            needy.append(y)  # not legal now: it waits for its state
+            continue
+        if lookahead:
+            if makes[y] is not NOTHING:
+                made.add(makes[y])
+            if need[y] is not NOTHING:
+                needy.append(y)
+        c = cls[y]
+        z = chosen.get(c)
+        # Reduction 2. Ops a and b of one effect (same step in every state),
+        # both candidates now. If a is ok and returns before b (or b is
+        # crashed), a linearization placing b here and a later can swap them:
+        # a is a candidate now; b lands where a was, before a's return, so
+        # before its own (a crashed op has none); whatever had to follow a
+        # (invoked after a returned) was invoked after b returned too; and the
+        # states are the same. Two crashed ops of an effect: the first invoked
+        # can take the other's place. So one op per effect is tried: the ok
+        # one returning first, else the crashed one invoked first.
+        if z is None or ret[y] < ret[z]:
+            chosen[c] = y
+    # The order candidates are tried in changes no verdict (every one is
+    # tried before a configuration is given up), only how soon a
+    # linearization is found: earliest return first, and crashed ops (which
+    # never return) last, latest invoked first; on the benchmark's hardest
+    # rows this order explored the fewest configurations of those tried.
+    cands = sorted(chosen.values(), key=t.rank.__getitem__)
+    first_ret = ret[x >> 1]  # x is the first return in the list
+    sc = t.sc
+    if sc is not None:
+        # Reduction 6: spend no more crashed ops of a value than the demands
+        # still ahead leave to spare (`scarcity`, where the count is proven).
+        kind = sc.kind
+        cands = [y for y in cands if kind[y] < 0 or spent[kind[y]] < sc.allowance(kind[y], first_ret)]
+    if lookahead and needy:
+        # Reduction 5. Every op invoked before the first return x is in the
+        # window, placed, or crashed and dropped. An ok op y that needs state
+        # u (not the state now) must come right after some op that makes u,
+        # placed from here on: one in the window, or one invoked after x and
+        # before y returns. If there is none, y can never be placed, and this
+        # configuration is dead.
+        now = tr.state_of[sid]
+        for y in needy:
+            u = need[y]
+            if u is NOTHING or u == now or u in made:
+                continue
+            pc = t.producer_calls.get(u)
+            if pc:
+                k = bisect_right(pc, first_ret)
+                if k < len(pc) and pc[k] < ret[y]:
+                    continue
+            return -1, [], y
+    return -1, cands, -1
+
+
+def search(calls: list[Call], model: Model, initial_state: Any,
+           budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
+    """Is there a linearization of `calls` from `initial_state`? At most
+    `budget` configurations are explored; past that the answer is unknown.
+    `count_producers=False` leaves out reduction 6, whose tables cost more
+    than an easy search."""
+    t = _tables(calls, model, count_producers)
+    calls, n_ok, n_info = t.calls, t.n_ok, t.n_info
+    if n_ok == 0:
+        return Outcome(True, 0, calls=calls)
+    sc = t.sc
+    if sc is not None and sc.shortage is not None:
+        # Invalid, proven by counting (reduction 6). Search a little only to
+        # name the op it cannot get past (what a person reads first), else
+        # the count is the explanation.
+        budget = min(budget, EXPLAIN_BUDGET)
+    spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
+    ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
+    tr = _Transitions(t, model, initial_state)
+    trans = tr.trans
+    nxt, prv, head = _event_list(t)
 
     # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
     # rel: placed ok ops above it, bit 0 = op lo), crashed ops placed (ib),
@@ -244,6 +436,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     # Memo keys: (rel, ib, lo, 2*state + flag) packed into one int (a third
     # of the memory of a tuple; a search may keep millions).
     seen: set[int] = set()
+    first: dict[int, int] = {}  # reduction 8: (ok ops placed, state) -> crashed set << 1 | flag
     lo_bits = n_ok.bit_length()
     explored = 0
     best_placed, best = 0, (0, 0, 0, 0, -1)
@@ -256,75 +449,12 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         forced = False
         if fresh:
             fresh = False
-            # The window: invocations before the first return in the list.
-            chosen: dict[int, int] = {}
-            needy: list[int] = []
-            made: set[Any] = set()
-            x = nxt[head]
-            while not x & 1:
-                y = x >> 1
-                x = nxt[x]
-                if ro[y]:
-                    ns = trans[y].get(sid)
-                    if ns is None:
-                        ns = transition(y, sid)
-                    if ns == sid:
-                        # Reduction 1. A read-only op r, a candidate and legal
-                        # now, can go first: take any linearization from here;
-                        # r is in it (ok ops all are); moving r to the front
-                        # keeps real-time order (every op that completed before
-                        # r was invoked is placed already, or r would not be a
-                        # candidate) and every later state (r changes none).
-                        i, forced = y, True
-                        break
-                    needy.append(y)  # not legal now: it waits for its state
-                    continue
-                if lookahead:
-                    if makes[y] is not NOTHING:
-                        made.add(makes[y])
-                    if need[y] is not NOTHING:
-                        needy.append(y)
-                c = cls[y]
-                z = chosen.get(c)
-                # Reduction 2. Ops a and b of one effect (same step in every
-                # state), both candidates now. If a is ok and returns before b
-                # (or b is crashed), a linearization placing b here and a later
-                # can swap them: a is a candidate now; b lands where a was,
-                # before a's return, so before its own (a crashed op has
-                # none); whatever had to follow a (invoked after a returned)
-                # was invoked after b returned too; and the states are the
-                # same. Two crashed ops of an effect: the first invoked can
-                # take the other's place. So one op per effect is tried: the
-                # ok one returning first, else the crashed one invoked first.
-                if z is None or ret[y] < ret[z]:
-                    chosen[c] = y
-            if i < 0:
-                cands = list(chosen.values())
-                j = 0
-                if lookahead and needy:
-                    # Reduction 5. x is the first return in the list: every op
-                    # invoked before it is in the window, placed, or crashed
-                    # and dropped. An ok op y that needs state u (not the
-                    # state now) must come right after some op that makes u,
-                    # placed from here on: one in the window, or one invoked
-                    # after x and before y returns. If there is none, y can
-                    # never be placed, and this configuration is dead.
-                    now = state_of[sid]
-                    first_ret = ret[x >> 1]
-                    for y in needy:
-                        u = need[y]
-                        if u is NOTHING or u == now or u in made:
-                            continue
-                        pc = producer_calls.get(u)
-                        if pc:
-                            k = bisect_right(pc, first_ret)
-                            if k < len(pc) and pc[k] < ret[y]:
-                                continue
-                        cands = []
-                        if best[0] == lo and best[1:] == (rel, ib, sid, lw) \
-                                and n_ok - remaining == best_placed:
-                            culprit = y  # the deepest configuration dies of y
-                        break
+            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent)
+            forced = i >= 0
+            j = 0
+            if dead_of >= 0 and best[0] == lo and best[1:] == (rel, ib, sid, lw) \
+                    and n_ok - remaining == best_placed:
+                culprit = dead_of  # the deepest configuration dies of it
         if i < 0:
             while j < len(cands):  # try the candidates in turn
                 y = cands[j]
@@ -337,7 +467,13 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     continue
                 ns = trans[y].get(sid)
                 if ns is None:
-                    ns = transition(y, sid)
+                    ns = tr(y, sid)
+                if ns == sid and okix[y] < 0:
+                    # Reduction 7: a crashed op that leaves the state as it
+                    # was (a write of the value already there) is not needed
+                    # here: drop it from any linearization placing it here,
+                    # and every state and real-time order is unchanged.
+                    continue
                 if ns >= 0:
                     i = y
                     break
@@ -352,14 +488,33 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     nrel = rel | (1 << d)
                 else:  # the frontier op itself: slide past the placed run
                     nrel = rel | 1
-                    t = (nrel ^ (nrel + 1)).bit_length() - 1  # trailing ones
-                    nrel >>= t
-                    nlo += t
+                    s = (nrel ^ (nrel + 1)).bit_length() - 1  # trailing ones
+                    nrel >>= s
+                    nlo += s
                 key = ((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns)
+                okkey, spare = ((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1
             else:
                 nlo, nrel = lo, rel
                 key = ((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS) \
                     | (ns + ns + 1)
+                okkey, spare = ((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1
+            # Reduction 8 (dominance): the first configuration reached with
+            # these ok ops placed and this state, `first[okkey]` (its crashed
+            # ops placed, and flag), dominates a later one that placed a
+            # superset of crashed ops (and whose flag is not lower): any way
+            # to finish from the later one also finishes from the first (the
+            # crashed ops it uses are unplaced there too; the flag only takes
+            # moves away), so the later one is not explored. Exact: if the
+            # search fails while a linearization exists, take a configuration
+            # met whose shortest way to finish, d, is least; explored, all its
+            # moves were tried and one leads to d - 1 (reductions never
+            # lengthen a way); skipped, the configuration dominating it was
+            # explored and finishes in d too. Either way, a contradiction.
+            seen_first = first.get(okkey)
+            if seen_first is None:
+                first[okkey] = spare
+            elif seen_first != spare and not seen_first & ~spare:
+                seen.add(key)  # known to lead nowhere new
             if key not in seen:
                 seen.add(key)
                 stack.append((i, sid, lo, rel, ib, flag, lw, forced, cands, j))
@@ -375,12 +530,16 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 else:
                     ib |= ibit[i]
                     flag = 1
+                    if sc is not None and sc.kind[i] >= 0:
+                        spent[sc.kind[i]] += 1
                 if not ro[i]:
                     lw = i
                 explored += 1
                 if remaining == 0:
                     return Outcome(True, explored, calls=calls)
                 if explored > budget:
+                    if sc is not None and sc.shortage is not None:
+                        return Outcome(False, explored, calls=calls, shortage=sc.shortage)
                     return Outcome(UNKNOWN, explored, calls=calls)
                 if k >= 0 and n_ok - remaining > best_placed:
                     best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
@@ -392,11 +551,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         # Dead end: undo choices back to the last one with candidates left.
         while True:
             if not stack:
-                lo_, rel_, ib_, sid_, lw_ = best
-                placed = {y for y in range(n) if ib_ & ibit[y] or (okix[y] >= 0 and (
-                    okix[y] < lo_ or (rel_ >> (okix[y] - lo_)) & 1))}
-                return Outcome(False, explored, (best_placed, placed, state_of[sid_], lw_),
-                               culprit, calls=calls)
+                return _failure(t, tr, explored, best_placed, best, culprit)
             i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
             e = i + i  # put them back, return first
             p, q = prv[e + 1], nxt[e + 1]
@@ -405,8 +560,21 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             nxt[p] = prv[q] = e
             if okix[i] >= 0:
                 remaining += 1
+            elif sc is not None and sc.kind[i] >= 0:
+                spent[sc.kind[i]] -= 1
             if not forced:
                 break
+
+
+def _failure(t: _Tables, tr: _Transitions, explored: int, best_placed: int, best: tuple,
+             culprit: int) -> Outcome:
+    """No linearization: the outcome, with the deepest configuration reached."""
+    lo, rel, ib, sid, lw = best
+    okix, ibit = t.okix, t.ibit
+    placed = {y for y in range(len(t.calls)) if ib & ibit[y] or (okix[y] >= 0 and (
+        okix[y] < lo or (rel >> (okix[y] - lo)) & 1))}
+    return Outcome(False, explored, (best_placed, placed, tr.state_of[sid], lw), culprit,
+                   calls=t.calls, shortage=t.sc.shortage if t.sc else None)
 
 
 # ---------------------------------------------------------------------------
@@ -431,6 +599,8 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     """The example for a key with no linearization: the op the search could
     not get past at its deepest, the state then, and the ops concurrent with it."""
     calls = out.calls
+    if out.deepest is None:  # proven by counting (reduction 6), no op named by the search
+        return _explain_shortage(history, key, out, model)
     depth, placed, state, lw = out.deepest
     if out.culprit >= 0:
         stuck = calls[out.culprit]
@@ -460,14 +630,50 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     }
 
 
+def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) -> dict[str, Any]:
+    """The example for a key proven invalid by counting (`scarcity`): the
+    disjoint demands for one value, and the too few crashed ops that make it."""
+    calls, short = out.calls, out.shortage
+    w, r = short.demands[-1]
+    wc, rc = calls[w], calls[r]
+    before = model.needs(wc.f, wc.invoke_value, wc.ok_value) if model.read_only(
+        wc.f, wc.invoke_value, wc.ok_value) else model.installs(wc.f, wc.invoke_value, wc.ok_value)
+    u = model.describe_state(short.value)
+    where = "" if key is None else f"key {rm.show(key)}: "
+
+    def who(c: Call) -> str:
+        return (f"process {c.op.process}'s {model.describe_op(c.f, c.invoke_value, c.ok_value)} "
+                f"(line {history.line_of(c.op.invoke_pos)})")
+
+    pairs = "; ".join(f"{who(calls[b])} after {who(calls[a])}" for a, b in short.demands[:6])
+    more = f"; and {len(short.demands) - 6} more" if len(short.demands) > 6 else ""
+    supply = ", ".join(who(calls[t]) for t in short.tokens[:6]) or "none"
+    sentence = (f"{where}no linearization: {len(short.demands)} times the state had to become {u} "
+                f"again between an operation that completed seeing or leaving another state and "
+                f"a later one that needed {u}, with no completed operation able to make it {u} "
+                f"in between ({pairs}{more}); each time only an operation that crashed could, "
+                f"and only {len(short.tokens)} that make {u} were invoked in time ({supply})")
+    return {
+        "key": model.thaw(key),
+        "op": _op_dict(history, rc, model),
+        "window": [_op_dict(history, calls[t], model) for t in short.tokens],
+        "state": model.thaw(before),
+        "linearized": None,
+        "explanation": sentence,
+    }
+
+
 # ---------------------------------------------------------------------------
 # Register workloads
 
 
 def check_registers(history: History, keyed: bool, initial_value: Any = None,
                     max_configurations: int = MAX_CONFIGURATIONS,
-                    model: Model = REGISTER) -> Result:
-    """Split by key, prune, search each key; merge as false > unknown > true."""
+                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
+    """Split by key, prune, search each key; merge as false > unknown > true.
+    With `failed_cas_observes`, a `fail` cas is an observation (the register
+    held a value other than its old one at some instant of it; see
+    `register_models`), not a no-op."""
     initial = model.init(initial_value)
     by_key: dict[Any, list[Call]] = {}
     keys: set[Any] = set()  # every key an op names, judged or not
@@ -479,13 +685,16 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         keys.add(key)
         if op.type == "ok":
             judged.add(key)
-        if op.type == "fail":  # certainly did not happen: constrains nothing
-            continue
+        f = op.f
+        if op.type == "fail":  # certainly did not happen: constrains nothing...
+            if not (failed_cas_observes and f == "cas"):
+                continue
+            f = rm.FAILED_CAS  # ...but an etcd-style failed cas saw "not old"
         if op.type == "info" and op.f == "read":  # an unknown read constrains nothing
             continue
         by_key.setdefault(key, []).append(Call(
-            op, op.f, invoke_value, ok_value, op.invoke_pos,
-            op.complete_pos if op.type == "ok" else None))
+            op, f, invoke_value, ok_value, op.invoke_pos,
+            None if op.type == "info" else op.complete_pos))
     valid: bool | str = True
     examples: list[dict[str, Any]] = []
     notes: list[str] = []
@@ -494,7 +703,12 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         kept, d = rm.prune_crashed(calls, initial)
         dropped += d
         searched += len(kept)
-        out = search(kept, model, initial, max_configurations)
+        # Most keys are decided at once; only the others pay for counting.
+        quick = min(max_configurations, QUICK_CONFIGURATIONS)
+        out = search(kept, model, initial, quick, count_producers=False)
+        if out.valid == UNKNOWN and max_configurations > quick:
+            explored += out.explored
+            out = search(kept, model, initial, max_configurations)
         explored += out.explored
         valid = merge_valid(valid, out.valid)
         if out.valid == UNKNOWN:
@@ -526,12 +740,16 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
 
 
 def check_register(history: History, initial_value: Any = None,
-                   max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+                   max_configurations: int = MAX_CONFIGURATIONS,
+                   failed_cas_observes: bool = False, **_: Any) -> Result:
     """`register` workload: independent keys, values `[key, v]`, each key judged alone."""
-    return check_registers(history, True, initial_value, max_configurations)
+    return check_registers(history, True, initial_value, max_configurations,
+                           failed_cas_observes=failed_cas_observes)
 
 
 def check_cas_register(history: History, initial_value: Any = None,
-                       max_configurations: int = MAX_CONFIGURATIONS, **_: Any) -> Result:
+                       max_configurations: int = MAX_CONFIGURATIONS,
+                       failed_cas_observes: bool = False, **_: Any) -> Result:
     """`cas-register` workload: one register, values bare."""
-    return check_registers(history, False, initial_value, max_configurations)
+    return check_registers(history, False, initial_value, max_configurations,
+                           failed_cas_observes=failed_cas_observes)

@@ -23,6 +23,17 @@ A read/write/compare-and-set register (Herlihy & Wing 1990's running example):
 - `describe_state(state)` and `describe_op(f, invoke_value, ok_value)`: words
   for explanations.
 
+A failed cas, by default, constrains nothing (HISTORY.md: it did not take
+effect, and says nothing of what the register held), as Knossos's cas-register
+reads Jepsen histories. Some systems promise more: etcd's transaction
+`If(value == old).Then(put)` fails exactly when the comparison did not match,
+and Porcupine's etcd model reads a failed cas that way (legal iff the state is
+not `old`). With `failed_cas_observes`, the checker turns each `fail` cas into
+an op of its own, `FAILED_CAS` ("failed-cas", invoke value [old, new]): it must
+take effect between its invoke and its completion like any completed op, is
+legal in every state but `old`, and changes nothing. It is read-only (a read
+of "anything but old"), so every reduction for reads applies to it.
+
 Values are JSON. The search memoizes on states, so values are *frozen* into
 hashable equivalents first (lists -> tuples, objects -> `FrozenObject`, and
 booleans wrapped so that `true` never equals `1` as it would in Python);
@@ -41,6 +52,9 @@ import orjson
 
 UNKNOWN = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 """The `ok_value` of an operation whose outcome is unknown (`info`)."""
+
+FAILED_CAS = "failed-cas"
+"""The search's name for a `fail` cas read as an observation (`failed_cas_observes`)."""
 
 
 # ---------------------------------------------------------------------------
@@ -87,6 +101,8 @@ TRUE, FALSE = FrozenBool(True), FrozenBool(False)
 def freeze(v: Any) -> Any:
     """A hashable value equal to another frozen value iff the JSON values are equal."""
     t = type(v)
+    if t is int or t is str or v is None:  # the common case, first
+        return v
     if t is list or t is tuple:
         return tuple(freeze(x) for x in v)
     if t is bool:
@@ -126,14 +142,16 @@ def step(state: Any, f: str, invoke_value: Any, ok_value: Any) -> tuple[bool, An
         return ok_value == state, state
     if f == "write":
         return True, invoke_value
-    old, new = invoke_value  # cas
+    old, new = invoke_value
+    if f == FAILED_CAS:  # the comparison did not match: the register held something else
+        return state != old, state
     if state == old:
         return True, new
     return False, state
 
 
 def read_only(f: str, invoke_value: Any, ok_value: Any) -> bool:
-    return f == "read" or (f == "cas" and invoke_value[0] == invoke_value[1])
+    return f == "read" or f == FAILED_CAS or (f == "cas" and invoke_value[0] == invoke_value[1])
 
 
 def blind(f: str, invoke_value: Any, ok_value: Any) -> bool:
@@ -148,7 +166,8 @@ def effect(f: str, invoke_value: Any, ok_value: Any) -> Any:
 
 
 def needs(f: str, invoke_value: Any, ok_value: Any) -> Any:
-    """The value the register must hold for the op to be legal (UNKNOWN: any)."""
+    """The value the register must hold for the op to be legal (UNKNOWN: any,
+    or, for a failed cas, any but one)."""
     if f == "read":
         return ok_value
     if f == "cas":
@@ -162,7 +181,7 @@ def installs(f: str, invoke_value: Any, ok_value: Any) -> Any:
         return invoke_value
     if f == "cas":
         return invoke_value[1]
-    return UNKNOWN
+    return UNKNOWN  # a read or a failed cas: unchanged
 
 
 def describe_state(state: Any) -> str:
@@ -175,6 +194,8 @@ def describe_op(f: str, invoke_value: Any, ok_value: Any) -> str:
     if f == "write":
         return f"write {show(invoke_value)}"
     old, new = invoke_value
+    if f == FAILED_CAS:
+        return f"failed cas {show(old)}->{show(new)}"
     return f"cas {show(old)}->{show(new)}"
 
 
@@ -194,28 +215,34 @@ def parse_op(history, op, keyed: bool) -> tuple[Any, Any, Any]:
     # An ok op's completion value is authoritative (a compact load keeps only
     # it); a write or cas completed with no value (some adapters) keeps its
     # invoke's. A read's completion always carries what it read.
-    completed = op.type == "ok" and (op.value is not None or op.f == "read")
-    done = op.value if completed else op.invoke_value
-    where = op.complete_pos if completed else op.invoke_pos
+    f, ok = op.f, op.type == "ok"
+    value = op.value
+    completed = ok and (value is not None or f == "read")
+    done = value if completed else op.invoke_value
     key = None
     if keyed:
         if not (isinstance(done, (list, tuple)) and len(done) == 2):
+            where = op.complete_pos if completed else op.invoke_pos
             raise history.error(where, f"a register {op.f} value must be [key, value], "
                                        f"got {_json(done)}")
         key, payload = freeze(done[0]), done[1]
         inv = op.invoke_value
-        if isinstance(inv, (list, tuple)) and len(inv) == 2 and freeze(inv[0]) != key:
+        if inv is not done and isinstance(inv, (list, tuple)) and len(inv) == 2 \
+                and not (type(inv[0]) is type(done[0]) and type(inv[0]) in (int, str)
+                         and inv[0] == done[0]) \
+                and freeze(inv[0]) != key:
+            where = op.complete_pos if completed else op.invoke_pos
             raise history.error(where, f"{op.f} completes with key {_json(done[0])} but was "
                                        f"invoked on key {_json(inv[0])}")
     else:
         payload = done
-    if op.f == "cas" and not (isinstance(payload, (list, tuple)) and len(payload) == 2):
+    if f == "read":
+        return key, None, (freeze(payload) if ok else UNKNOWN)
+    if f == "cas" and not (isinstance(payload, (list, tuple)) and len(payload) == 2):
+        where = op.complete_pos if completed else op.invoke_pos
         raise history.error(where, f"a cas value must be [old, new], got {_json(payload)}")
-    if op.f == "read":
-        ok_value = freeze(payload) if op.type == "ok" else UNKNOWN
-        return key, None, ok_value
-    value = freeze(payload)
-    return key, value, (value if op.type == "ok" else UNKNOWN)
+    frozen = freeze(payload)
+    return key, frozen, (frozen if ok else UNKNOWN)
 
 
 def _json(v: Any) -> str:
@@ -243,22 +270,36 @@ def prune_crashed(calls: list, initial_state: Any) -> tuple[list, int]:
     crashed cas [v, w] may leave v unobserved. The initial value needs no
     special case (the argument never uses it), but crashed writes of it are
     kept anyway, belt and braces.
+
+    A failed cas read as an observation (`FAILED_CAS`, old u) is legal in
+    every state but u, so it may be the op right after x whenever v != u, and
+    then removing x would show it the state before x, perhaps u. So x is kept
+    unless every such failed cas has old = v (then none can follow x).
     """
-    kept = list(calls)
-    dropped = 0
+    failed_olds = {c.invoke_value[0] for c in calls if c.f == FAILED_CAS}
+    crashed = [c for c in calls if c.ret is None]
+    if not crashed:
+        return calls, 0
+    observed: set = {initial_state}  # what the ok ops need
+    for c in calls:
+        if c.ret is not None:
+            observed.add(needs(c.f, c.invoke_value, c.ok_value))
+    observed.discard(UNKNOWN)
+    gone: set[int] = set()  # ids of the crashed ops dropped
     while True:
-        seen: set = {initial_state}
-        for c in kept:
-            if c.ret is not None or c.f == "cas":  # ok ops, and crashed cas kept so far
-                v = needs(c.f, c.invoke_value, c.ok_value)
-                if v is not UNKNOWN:
-                    seen.add(v)
-        keep = [c for c in kept
-                if c.ret is not None or installs(c.f, c.invoke_value, c.ok_value) in seen]
-        if len(keep) == len(kept):
-            return kept, dropped
-        dropped += len(kept) - len(keep)
-        kept = keep
+        seen = set(observed)
+        for c in crashed:  # and the crashed cas kept so far
+            if c.f == "cas" and id(c) not in gone:
+                seen.add(c.invoke_value[0])
+        drop = {id(c) for c in crashed if id(c) not in gone
+                and installs(c.f, c.invoke_value, c.ok_value) not in seen
+                and not failed_olds - {installs(c.f, c.invoke_value, c.ok_value)}}
+        if not drop:
+            break
+        gone |= drop
+    if not gone:
+        return calls, 0
+    return [c for c in calls if id(c) not in gone], len(gone)
 
 
 # ---------------------------------------------------------------------------
@@ -303,6 +344,10 @@ def explain(*, key, depth, state, last, stuck, window, calls, line_of, initial=U
     elif stuck.f == "cas":
         old, new = stuck.invoke_value
         what = f"cas by process {p} (line {line}) from {show(old)} to {show(new)} succeeded"
+    elif stuck.f == FAILED_CAS:
+        old, new = stuck.invoke_value
+        what = (f"cas by process {p} (line {line}) from {show(old)} to {show(new)} failed, "
+                f"so the register held a value other than {show(old)} at some instant of it")
     else:
         what = f"write by process {p} (line {line}) of {show(stuck.invoke_value)}"
     if need is UNKNOWN or need == state:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 
+import orjson
 import pytest
 
 from sleuth.checker import linearizable, register_models
@@ -32,16 +33,22 @@ def H(*events, source="h.jsonl") -> History:
 # Brute force
 
 
-def brute_force(ops: list[dict], initial) -> bool:
+def brute_force(ops: list[dict], initial, failed_cas_observes: bool = False) -> bool:
     """ops: dicts with key, f, arg (write v | cas [old, new]), result (read),
     type ok/info/fail, inv and cmp (event positions; cmp None = never
     completed). Linearizable iff for every key some subset of the crashed
     writes/cas plus all ok ops has an order that respects real time
     (a before b whenever a completed before b was invoked) and that a
-    register starting at `initial` accepts."""
+    register starting at `initial` accepts. With `failed_cas_observes`
+    (etcd's reading, as Porcupine's etcd model has it), every failed cas is
+    placed too, as an op legal only when the register does not hold its old
+    value, changing nothing."""
+    def counted(o):
+        return o["type"] != "fail" or (failed_cas_observes and o["f"] == "cas")
+
     for key in {o["key"] for o in ops}:
-        mine = [o for o in ops if o["key"] == key and o["type"] != "fail"]
-        ok = [o for o in mine if o["type"] == "ok"]
+        mine = [o for o in ops if o["key"] == key and counted(o)]
+        ok = [o for o in mine if o["type"] != "info"]
         crashed = [o for o in mine if o["type"] == "info" and o["f"] != "read"]
         if not any(_orders(ok + [c for j, c in enumerate(crashed) if mask >> j & 1], initial)
                    for mask in range(1 << len(crashed))):
@@ -51,7 +58,7 @@ def brute_force(ops: list[dict], initial) -> bool:
 
 def _orders(chosen: list[dict], initial) -> bool:
     def before(a, b):  # a must precede b
-        return a["cmp"] is not None and a["type"] == "ok" and a["cmp"] < b["inv"]
+        return a["cmp"] is not None and a["type"] != "info" and a["cmp"] < b["inv"]
 
     def extend(placed: list[dict], rest: list[dict], value) -> bool:
         if not rest:
@@ -65,6 +72,10 @@ def _orders(chosen: list[dict], initial) -> bool:
                 new = value
             elif o["f"] == "write":
                 new = o["arg"]
+            elif o["type"] == "fail":  # a failed cas: the comparison did not match
+                if o["arg"][0] == value:
+                    continue
+                new = value
             else:
                 if o["arg"][0] != value:
                     continue
@@ -504,3 +515,108 @@ def test_crashed_cas_old_value_counts_as_an_observation():
     h2 = H(("invoke", 1, "cas", [1, 2]), ("info", 1, "cas", [1, 2]),
            ("invoke", 2, "read", None), ("ok", 2, "read", 2))
     assert check_cas_register(h2).valid is False
+
+
+# ---------------------------------------------------------------------------
+# --failed-cas-observes: a failed cas as etcd means it (the comparison did not match)
+
+
+def etcd_stale_compare() -> History:
+    """write 1 completes; then a cas 1->2 fails (the database compared against
+    a stale value: the register held 1 the whole time); then a read returns 1."""
+    return H(("invoke", 0, "write", 1), ("ok", 0, "write", 1),
+             ("invoke", 1, "cas", [1, 2]), ("fail", 1, "cas", [1, 2]),   # lines 3-4
+             ("invoke", 2, "read", None), ("ok", 2, "read", 1))
+
+
+def test_failed_cas_observes_catches_a_stale_comparison():
+    h = etcd_stale_compare()
+    assert check_cas_register(h).valid is True  # a failed cas constrains nothing by default
+    r = check_cas_register(h, failed_cas_observes=True)
+    assert r.valid is False
+    (ex,) = r.anomalies["nonlinearizable"]
+    assert ex["op"]["line"] == 3 and ex["op"]["type"] == "fail" and ex["state"] == 1
+    assert "from 1 to 2 failed, so the register held a value other than 1" in ex["explanation"]
+    # the keyed workload reads it the same way
+    keyed = H(("invoke", 0, "write", ["k", 1]), ("ok", 0, "write", ["k", 1]),
+              ("invoke", 1, "cas", ["k", [1, 2]]), ("fail", 1, "cas", ["k", [1, 2]]),
+              ("invoke", 2, "read", ["k", None]), ("ok", 2, "read", ["k", 1]))
+    assert check_register(keyed).valid is True
+    assert check_register(keyed, failed_cas_observes=True).valid is False
+
+
+def test_failed_cas_observes_allows_a_concurrent_other_value():
+    # The cas overlaps a write of 3: at some instant the register held 3 != 1.
+    h = H(("invoke", 0, "write", 1), ("ok", 0, "write", 1),
+          ("invoke", 1, "cas", [1, 2]), ("invoke", 3, "write", 3), ("ok", 3, "write", 3),
+          ("fail", 1, "cas", [1, 2]),
+          ("invoke", 2, "read", None), ("ok", 2, "read", 3))
+    assert check_cas_register(h, failed_cas_observes=True).valid is True
+    # A crashed write of 3 that is never read is not pruned: the failed cas may have seen it.
+    h = H(("invoke", 0, "write", 1), ("ok", 0, "write", 1),
+          ("invoke", 3, "write", 3), ("info", 3, "write", 3),
+          ("invoke", 1, "cas", [1, 2]), ("fail", 1, "cas", [1, 2]),
+          ("invoke", 0, "write", 1), ("ok", 0, "write", 1),
+          ("invoke", 2, "read", None), ("ok", 2, "read", 1))
+    assert check_cas_register(h, failed_cas_observes=True).valid is True
+    assert check_cas_register(h, failed_cas_observes=True).stats["crashed-dropped"] == 0
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["cas-register", "register"])
+def test_failed_cas_observes_agrees_with_brute_force(keyed):
+    """With the flag, against a brute force with the same semantics; and the
+    flag changes nothing on histories without a failed cas."""
+    rnd = random.Random(77 + keyed)
+    check = check_register if keyed else check_cas_register
+    verdicts = {True: 0, False: 0}
+    differs = 0
+    for n in range(1200):
+        initial = rnd.choice([None, 0])
+        events, ops = random_history(rnd, keyed, initial)
+        expected = brute_force(ops, initial, failed_cas_observes=True)
+        h = History(events, f"random-{n}")
+        r = check(h, initial_value=initial, failed_cas_observes=True)
+        assert r.valid is expected, (n, initial, [e.to_dict() for e in events])
+        verdicts[expected] += 1
+        plain = brute_force(ops, initial)
+        differs += plain is not expected
+        if not any(o["type"] == "fail" and o["f"] == "cas" for o in ops):
+            assert plain is expected
+    assert verdicts[True] > 300 and verdicts[False] > 300, verdicts
+    assert differs > 5  # the flag does decide some histories differently
+
+
+def test_cli_failed_cas_observes(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "etcd.jsonl"
+    with open(path, "w") as fh:
+        for e in etcd_stale_compare().events:
+            fh.write(orjson.dumps(e.to_dict()).decode() + "\n")
+    cmd = [sys.executable, "-m", "sleuth.cli", "check", str(path), "-w", "cas-register"]
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    out = subprocess.run(cmd + ["--failed-cas-observes", "--json"], capture_output=True)
+    assert out.returncode == 1
+    assert orjson.loads(out.stdout)["valid"] is False
+
+
+def test_sim_stale_compare_caught_only_with_failed_cas_observes():
+    """A database whose cas compares against a stale value: its effects are
+    linearizable, so the default reading finds nothing; reading failed cas as
+    etcd does catches it on most seeds. Correct databases (same sims without
+    the bug, whose failed cas are genuine mismatches) stay valid with the flag."""
+    caught = 0
+    for seed in range(10):
+        events, stats = simulate(ops=300, processes=5, values=5, crash_rate=0.05, fail_rate=0,
+                                 seed=seed, bug="stale-compare", stale_rate=0.3)
+        h = History(events, "sim")
+        assert check_cas_register(h).valid is True
+        caught += check_cas_register(h, failed_cas_observes=True).valid is False
+        clean, _ = simulate(ops=300, processes=5, values=5, crash_rate=0.05, fail_rate=0,
+                            seed=seed)
+        assert check_cas_register(History(clean, "sim"), failed_cas_observes=True).valid is True
+        keyed, _ = simulate(ops=600, processes=8, keys=3, values=5, crash_rate=0.05,
+                            fail_rate=0, seed=seed)
+        assert check_register(History(keyed, "sim"), failed_cas_observes=True).valid is True
+    assert caught >= 4

@@ -20,6 +20,15 @@ how many stale reads were served (`stale-reads`) and how many are provably
 non-linearizable (`fired`): a read r of u such that some ok write of another
 value completed before r was invoked, and no operation that writes u could
 be placed between that write and r.
+
+With `bug="stale-compare"` some cas compare their old value with a value the
+register held a few writes ago, as a replica behind the leader would, and
+fail when that stale value differs, though the current one matched
+(`stale-compares` counts those). Reads stay correct, so the effects are
+linearizable and a checker that drops failed cas finds nothing; one that reads
+a failed cas as etcd does ("the comparison did not match",
+`--failed-cas-observes`) can. Use `fail_rate=0` for such histories: an
+outright failure of a cas would otherwise be a false observation.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import orjson
 
 from sleuth.history import Event
 
-BUGS = (None, "stale-read")
+BUGS = (None, "stale-read", "stale-compare")
 MIX = (("read", 0.5), ("write", 0.25), ("cas", 0.25))
 MAX_DURATION = 3000  # of an op, invoke to completion (time units)
 
@@ -55,7 +64,8 @@ class RegisterSim:
         self.seq = 0
         self.events: list[Event] = []
         self.ops: list[dict] = []
-        self.stats = {"ops": 0, "ok": 0, "fail": 0, "info": 0, "stale-reads": 0, "fired": 0}
+        self.stats = {"ops": 0, "ok": 0, "fail": 0, "info": 0, "stale-reads": 0, "fired": 0,
+                      "stale-compares": 0}
 
     def schedule(self, t: int, action: str, op: dict) -> None:
         self.seq += 1
@@ -116,6 +126,13 @@ class RegisterSim:
             past.append(op["arg"])
         else:
             old, new = op["arg"]
+            if self.bug == "stale-compare" and op["fate"] == "ok" and cur == old \
+                    and self.rnd.random() < self.stale_rate:
+                seen = past[max(0, len(past) - 1 - self.rnd.randint(1, 3))]
+                if seen != old:  # compared with a stale value: fails, no effect
+                    self.stats["stale-compares"] += 1
+                    op["fate"] = "fail"
+                    return
             if cur == old:
                 self.current[k] = new
                 past.append(new)
