@@ -677,14 +677,14 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     initial = model.init(initial_value)
     by_key: dict[Any, list[Call]] = {}
     keys: set[Any] = set()  # every key an op names, judged or not
-    judged: set[Any] = set()  # keys with an ok op: something was observed there
+    judged: set[Any] = set()  # keys where something was observed
     n_ops = 0
     for op in history.ops():
         key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
         n_ops += 1
         keys.add(key)
-        if op.type == "ok":
-            judged.add(key)
+        if op.type == "ok" or (failed_cas_observes and op.type == "fail" and op.f == "cas"):
+            judged.add(key)  # an observation: an ok op, or a failed cas read as "not old"
         f = op.f
         if op.type == "fail":  # certainly did not happen: constrains nothing...
             if not (failed_cas_observes and f == "cas"):
