@@ -465,7 +465,12 @@ class Analysis:
 
 
 @gc_paused
-def check(history: History, model: str = "strict-serializable", **_: Any) -> Result:
+def check(history: History, model: str = "strict-serializable",
+          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+    """Judge a list-append history against `model`. `cycle_search_timeout`:
+    seconds of cycle search per strongly connected component (see
+    `checker.cycles`; None: its default)."""
     a = Analysis(history)
     stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                       cycle_search_timeout=cycle_search_timeout)

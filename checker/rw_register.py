@@ -291,7 +291,11 @@ _NONE = object()
 
 @gc_paused
 def check(history: History, model: str = "strict-serializable", linearizable_keys: bool = False,
-          **_: Any) -> Result:
+          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+    """Judge an rw-register history against `model`; the options widen
+    version-order inference (module docstring). `cycle_search_timeout`:
+    seconds of cycle search per strongly connected component."""
     a = Analysis(history, linearizable_keys)
     stats = {"ops": len(a.ops)}
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                       cycle_search_timeout=cycle_search_timeout)

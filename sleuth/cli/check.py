@@ -60,10 +60,14 @@ def _summary_line(path: str, result) -> str:
 @click.option("--linearizable-keys", is_flag=True,
               help="rw-register: assume each key is linearizable on its own (true of a single PostgreSQL "
                    "server at any level) and infer version orders from real time, as Elle's option does.")
+@click.option("--cycle-search-timeout", type=click.FloatRange(min=0), default=None,
+              help="list-append, rw-register: seconds of cycle search per strongly connected component "
+                   "(Elle's option; default 10). Types a cut-short search may miss are listed as incomplete.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file on stdout (JSON Lines).")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print the first example of each anomaly, explained.")
-def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, as_json, explain) -> None:
+def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, cycle_search_timeout,
+          as_json, explain) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid or unknown; 2 bad input.
@@ -87,7 +91,8 @@ def check(files, workload, model, initial_value, total, no_negative, linearizabl
         try:
             history = load(path, events=False)  # checkers need ops, not every line
             result = run(history, model=model, initial_value=initial, total=total,
-                         no_negative=no_negative, linearizable_keys=linearizable_keys)
+                         no_negative=no_negative, linearizable_keys=linearizable_keys,
+                         cycle_search_timeout=cycle_search_timeout)
         except HistoryError as e:
             click.echo(f"sleuth: error: {e}", err=True)
             bad_input = True
