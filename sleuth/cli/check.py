@@ -60,14 +60,20 @@ def _summary_line(path: str, result) -> str:
 @click.option("--linearizable-keys", is_flag=True,
               help="rw-register: assume each key is linearizable on its own (true of a single PostgreSQL "
                    "server at any level) and infer version orders from real time, as Elle's option does.")
+@click.option("--sequential-keys", is_flag=True,
+              help="rw-register: assume each key is sequentially consistent (each process sees its versions "
+                   "in order) and infer version orders from process order, as Elle's option does.")
+@click.option("--wfr-keys/--no-wfr-keys", default=True, show_default=True,
+              help="rw-register: a transaction that read v from a key and then wrote w to it orders v before w "
+                   "(writes follow reads; Elle's option).")
 @click.option("--cycle-search-timeout", type=click.FloatRange(min=0), default=None,
               help="list-append, rw-register: seconds of cycle search per strongly connected component "
                    "(Elle's option; default 10). Types a cut-short search may miss are listed as incomplete.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per file on stdout (JSON Lines).")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print the first example of each anomaly, explained.")
-def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, cycle_search_timeout,
-          as_json, explain) -> None:
+def check(files, workload, model, initial_value, total, no_negative, linearizable_keys, sequential_keys,
+          wfr_keys, cycle_search_timeout, as_json, explain) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid or unknown; 2 bad input.
@@ -92,6 +98,7 @@ def check(files, workload, model, initial_value, total, no_negative, linearizabl
             history = load(path, events=False)  # checkers need ops, not every line
             result = run(history, model=model, initial_value=initial, total=total,
                          no_negative=no_negative, linearizable_keys=linearizable_keys,
+                         sequential_keys=sequential_keys, wfr_keys=wfr_keys,
                          cycle_search_timeout=cycle_search_timeout)
         except HistoryError as e:
             click.echo(f"sleuth: error: {e}", err=True)
