@@ -176,7 +176,7 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     component (None: `cycles.DEFAULT_TIMEOUT`); see `checker.cycles`.
     """
     t0 = time.perf_counter()
-    models.check_model(model)
+    model = models.canonical(model)
     timeout = cycles.DEFAULT_TIMEOUT if cycle_search_timeout is None else cycle_search_timeout
     txns = gr.txns
     n = len(txns)

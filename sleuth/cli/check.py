@@ -21,12 +21,12 @@ def fail_usage(message: str) -> None:
 
 def _model_for(workload: str, model: str | None) -> str | None:
     if workload in TRANSACTIONAL:
-        from sleuth.checker.models import MODELS
+        from sleuth.checker.models import canonical
 
-        model = model or default_model(workload)
-        if model not in MODELS:
-            fail_usage(f"--model {model!r} is not one of {', '.join(MODELS)}")
-        return model
+        try:
+            return canonical(model or default_model(workload))
+        except ValueError as e:
+            fail_usage(f"--model: {e}")
     if workload in ("register", "cas-register"):
         if model not in (None, "linearizable", "strict-serializable"):
             fail_usage(f"--model {model!r}: {workload} histories are checked for linearizability")
