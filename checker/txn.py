@@ -211,6 +211,8 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     else:
         valid = True
     stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": 0 if oc is None else len(oc.ids),
+             "components": 0 if oc is None else len(oc.sizes),
+             "largest-component": max(oc.sizes) if oc is not None else 0,
              "anomaly-counts": counts,
              # one cycle per (type, component) is searched: a count says "at least"
              "cycle-counts-are": "lower-bounds",
