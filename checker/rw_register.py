@@ -36,6 +36,7 @@ version the earlier one left, or a later one. Weaker than linearizable keys
 (real time across processes says nothing), and implied by them.
 
 Non-cycle anomalies: G1a, G1b, internal, fuzzy-read, lost-update, garbage-read,
+future-read (a read of the transaction's own later write, Elle's),
 cyclic-versions (only with linearizable_keys or sequential_keys).
 """
 
@@ -153,6 +154,14 @@ class Analysis:
                                 "explanation": f"{txn.txn_name(op)} read key {k!r} twice and saw "
                                                f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
                     elif k not in touched:
+                        if v is not None and self.writer.get((k, v)) == i:  # its own later write
+                            self._add("future-read", {
+                                "key": k, "op": self._op(i), "read": v,
+                                "explanation": f"{txn.txn_name(op)} read key {k!r} = {v!r}, which it "
+                                               "wrote itself only after that read (a read from its own future)"})
+                            touched.add(k)
+                            state[k] = v
+                            continue
                         first_read[k] = v
                         self.ext_reads.setdefault((k, v), []).append(i)
                     state[k] = v
