@@ -159,10 +159,6 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
     "lost-update": ("G2-item",),  # Adya's H_lu, as Elle
 }
 
-# The cycle types the search names (checker/cycles.py), simplest first.
-CYCLE_ORDER: tuple[str, ...] = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")
-
-
 @cache
 def implied(anomaly: str) -> frozenset[str]:
     """`anomaly` and every anomaly it implies."""

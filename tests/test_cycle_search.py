@@ -108,3 +108,8 @@ def test_cli_reports_incomplete_in_json(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["valid"] is False and doc["incomplete"] == []
     assert doc["stats"]["anomaly-counts"]["G0"] >= 1
+
+
+def test_every_searched_type_is_known_to_the_lattice():
+    for t in cycles.TYPES:
+        assert models.forbidding(t), t
