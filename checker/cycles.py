@@ -162,24 +162,33 @@ class CycleSearch:
         are charged across specs, and once spent its remaining specs are skipped."""
         left = [self.timeout] * len(oc.sizes)
         cut: dict[int, int] = {}  # component -> index of the spec it was cut short in
+        sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
-            self._spec(oc, i, spec, left, cut)
+            self._spec(oc, i, spec, left, cut, sccs)
         for c, i in sorted(cut.items()):
             names = [s.name for s in SPECS[i:]]
             self.incomplete.update(names)
             self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
                                   "not-searched": names[1:]})
 
-    def _spec(self, oc: OnCycles, i: int, spec: Spec, left: list[float], cut: dict[int, int]) -> None:
+    def _spec(self, oc: OnCycles, i: int, spec: Spec, left: list[float], cut: dict[int, int],
+              sccs: dict) -> None:
         m, src, dst, kind = len(oc.ids), oc.src, oc.dst, oc.kind
-        sel = np.flatnonzero(np.isin(kind, list(spec.kinds)))
-        labels, sizes = g.scc_labels(m, src[sel], dst[sel])
         starts = np.flatnonzero(kind == spec.start)
+        if not len(starts):
+            return
+        if spec.kinds not in sccs:
+            sel = np.flatnonzero(np.isin(kind, list(spec.kinds)))
+            labels, sizes = g.scc_labels(m, src[sel], dst[sel])
+            sccs[spec.kinds] = labels, sizes, labels.tolist()
+        labels, sizes, label = sccs[spec.kinds]
         ls, ld = labels[src[starts]], labels[dst[starts]]
         inside = (ls == ld) & (sizes[ls] > 1)
         if spec.base in SI_BASES:
-            inside &= _in_si_product(m, src, dst, kind, spec.kinds, starts)
-        label = labels.tolist()
+            key = ("si", spec.kinds)
+            if key not in sccs:
+                sccs[key] = _si_product(m, src, dst, kind, spec.kinds)
+            inside &= _in_si_product(sccs[key], src, dst, kind, starts)
         tried: set[int] = set()
         for e in starts[inside].tolist():
             a = int(src[e])
@@ -216,16 +225,22 @@ class CycleSearch:
         return name
 
 
-def _in_si_product(m: int, src, dst, kind, kinds: frozenset[int], starts: np.ndarray) -> np.ndarray:
-    """Which start edges lie on a cycle of Cerone & Gotsman's product graph
-    over `kinds`: node 2v is "v, not entered by rw", 2v+1 "v, entered by rw";
-    non-rw edges leave either, rw edges only the first and enter the second.
-    A closed walk with no two rw edges in a row is a cycle there."""
+def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Components of Cerone & Gotsman's product graph over `kinds`: node 2v
+    is "v, not entered by rw", 2v+1 "v, entered by rw"; non-rw edges leave
+    either, rw edges only the first and enter the second. A closed walk with
+    no two rw edges in a row (their condition: `(WW ∪ WR) ; RW?` acyclic) is
+    a cycle there."""
     non = np.flatnonzero(np.isin(kind, list(kinds - {g.RW})))
     rw = np.flatnonzero(kind == g.RW) if g.RW in kinds else np.zeros(0, np.int64)
     ps = np.concatenate([2 * src[non], 2 * src[non] + 1, 2 * src[rw]])
     pd = np.concatenate([2 * dst[non], 2 * dst[non], 2 * dst[rw] + 1])
-    labels, sizes = g.scc_labels(2 * m, ps, pd)
+    return g.scc_labels(2 * m, ps, pd)
+
+
+def _in_si_product(product: tuple[np.ndarray, np.ndarray], src, dst, kind, starts: np.ndarray) -> np.ndarray:
+    """Which start edges lie on a cycle of the product graph (`_si_product`)."""
+    labels, sizes = product
     s, d, k = src[starts], dst[starts], kind[starts]
     is_rw = k == g.RW
     via_rw = (labels[2 * s] == labels[2 * d + 1]) & is_rw
