@@ -113,3 +113,29 @@ def test_cli_reports_incomplete_in_json(tmp_path):
 def test_every_searched_type_is_known_to_the_lattice():
     for t in cycles.TYPES:
         assert models.forbidding(t), t
+
+
+def ring(n):
+    """n concurrent txns, each reading the next one's key empty and appending
+    to its own, then a final read of everything: one component of n, a
+    G2-item cycle through all of them (write skew around a ring)."""
+    from sleuth.history import Event, History
+    ev = [("invoke", i, [["r", (i + 1) % n, None], ["append", i, 1]]) for i in range(n)]
+    ev += [("ok", i, [["r", (i + 1) % n, []], ["append", i, 1]]) for i in range(n)]
+    ev += [("invoke", n, [["r", i, None] for i in range(n)]), ("ok", n, [["r", i, [1]] for i in range(n)])]
+    return History([Event(j, j, t, p, "txn", v) for j, (t, p, v) in enumerate(ev)], "ring")
+
+
+def test_a_search_cut_inside_a_large_component_is_unknown():
+    """A deadline that passes mid-search (not only a budget of 0) stops it:
+    the G2-item search around a 10,000-transaction ring is cut, so the type
+    is incomplete and serializability, which forbids it, is unknown."""
+    h = ring(10_000)
+    r = list_append.check(h, "serializable", cycle_search_timeout=1e-6)
+    assert r.valid == UNKNOWN and "G2-item" in r.incomplete and r.anomalies == {}
+    assert r.stats["largest-component"] == 10_000
+    assert r.stats["cycle-search-timeouts"][0]["searching"] == "G2-item"
+    # snapshot isolation allows G2-item: the cut leaves its verdict decided
+    assert list_append.check(h, "snapshot-isolation", cycle_search_timeout=1e-6).valid is True
+    small = ring(50)
+    assert list_append.check(small, "serializable").anomaly_types == ["G2-item"]
