@@ -7,7 +7,16 @@ and report seconds, transactions per second, peak memory and the ratio
 check / json-parse. Also times one `sleuth check` call on 1,000 small
 histories.
 
-    .venv/bin/python bench/bench_check.py [--sizes 10000,100000,1000000]
+If `adya` (the Rust checker: `cargo install adya --no-default-features`) is
+on PATH or in ~/.cargo/bin, the same history is checked by `adya check
+--json` too, side by side: its seconds, peak memory and verdict. Both search
+cycles per strongly connected component with a time limit per component
+(adya 1 s by default, sleuth 10 s), so a cut-short search shows as unknown.
+
+`--db read-committed` gives histories full of cycles: the cycle search's
+own cost (sleuth's `cycle-seconds` is printed beside the total).
+
+    .venv/bin/python bench/bench_check.py [--sizes 10000,100000,1000000] [--db read-committed]
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -46,10 +56,29 @@ r = list_append.check(h, model=sys.argv[2])
 dt = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": dt, "load_seconds": t_load, "import_seconds": t_import,
+                  "cycle_seconds": r.stats["cycle-seconds"],
                   "user": ru.ru_utime, "sys": ru.ru_stime, "valid": r.valid,
                   "anomalies": r.anomaly_types, "txns": r.stats["txns"],
                   "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
+
+ADYA = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.run([sys.argv[1], "check", sys.argv[2], "--json"], capture_output=True, text=True)
+dt = time.perf_counter() - t
+try:
+    valid = json.loads(p.stdout)["valid"]
+except ValueError:
+    valid = f"exit {p.returncode}"
+print(json.dumps({"seconds": dt, "valid": valid,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+"""
+
+
+def adya_binary() -> str | None:
+    found = shutil.which("adya") or os.path.expanduser("~/.cargo/bin/adya")
+    return found if os.path.exists(found) else None
 
 
 def run(code: str, *args: str) -> dict:
@@ -73,17 +102,24 @@ def bench_sizes(sizes: list[int], db: str) -> None:
     print(f"\nlist-append, strict-serializable, sim --db {db}")
     print("(json s: a bare json.loads pass over the lines; check s: load + analysis, after the\n"
           " one-time imports (numpy, scipy), which are shown apart, as json's own import is)")
-    print(f"{'txns':>9} {'MB':>7} {'json s':>8} {'check s':>8} {'load s':>7} {'import s':>8} "
-          f"{'txn/s':>9} {'peak MiB':>9} {'user s':>7} {'sys s':>6} {'check/json':>10}  verdict")
+    adya = adya_binary()
+    print(f"{'txns':>9} {'MB':>7} {'json s':>8} {'check s':>8} {'load s':>7} {'cycle s':>7} {'import s':>8} "
+          f"{'txn/s':>9} {'peak MiB':>9} {'user s':>7} {'sys s':>6} {'check/json':>10}"
+          + (f" {'adya s':>7} {'adya MiB':>8} {'adya':>7}" if adya else "") + "  verdict")
     for n in sizes:
         path = history(db, n)
         mb = os.path.getsize(path) / 1e6
         p = run(PARSE, path)
         c = run(CHECK, path, "strict-serializable")
         verdict = "valid" if c["valid"] is True else f"{c['valid']} {','.join(c['anomalies'])}"
+        side = ""
+        if adya:
+            a = run(ADYA, adya, path)
+            side = f" {a['seconds']:>7.2f} {a['rss_mb']:>8.0f} {str(a['valid']):>7}"
         print(f"{n:>9} {mb:>7.1f} {p['seconds']:>8.2f} {c['seconds']:>8.2f} "
-              f"{c['load_seconds']:>7.2f} {c['import_seconds']:>8.2f} {n / c['seconds']:>9.0f} {c['rss_mb']:>9.0f} "
-              f"{c['user']:>7.2f} {c['sys']:>6.2f} {c['seconds'] / p['seconds']:>10.2f}  "
+              f"{c['load_seconds']:>7.2f} {c['cycle_seconds']:>7.2f} {c['import_seconds']:>8.2f} "
+              f"{n / c['seconds']:>9.0f} {c['rss_mb']:>9.0f} "
+              f"{c['user']:>7.2f} {c['sys']:>6.2f} {c['seconds'] / p['seconds']:>10.2f}{side}  "
               f"{verdict}", flush=True)
 
 

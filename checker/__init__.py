@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sleuth.checker.models import MODELS
+from sleuth.checker.models import ALIASES, MODELS
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,16 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("failed_cas_observes", "register, cas-register: a failed cas means its comparison did "
                                   "not match (etcd, as Porcupine's etcd model reads it), so the "
                                   "register held another value at some instant of it."),
+    Option("sequential_keys", "rw-register: assume each key is sequentially consistent (each process "
+                              "sees its versions in order) and infer version orders from process "
+                              "order, as Elle's option does."),
+    Option("wfr_keys", "rw-register: a transaction that read v from a key and then wrote w to it "
+                       "orders v before w (writes follow reads; Elle's option).", switch=True,
+           default=True),
+    Option("cycle_search_timeout", "list-append, rw-register: seconds of cycle search per strongly "
+                                   "connected component (Elle's option; default 10). Types a cut-short "
+                                   "search may miss are listed as incomplete.", float, "SECONDS",
+           minimum=0),
 )}
 
 LINEARIZABLE = ("linearizable",)
@@ -106,15 +116,17 @@ class Workload:
 
 
 REGISTER_ALIASES = (("strict-serializable", "linearizable"),)
+TXN_ALIASES = tuple(ALIASES.items())  # Adya's PL-levels and Elle's other names
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("register", "sleuth.checker.linearizable", "check_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
-    Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS),
+    Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS,
+             ("cycle_search_timeout",), TXN_ALIASES),
     Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
-             ("linearizable_keys",)),
+             ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES),
     Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative")),
     Workload("counter", "sleuth.checker.counter", "check_counter"),
 )}

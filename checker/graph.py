@@ -1,5 +1,5 @@
 """Graph core for cycle analysis: typed edges, strongly connected components,
-real-time order, and shortest-cycle search.
+real-time order, and shortest-cycle search confined to one component.
 
 Nodes are transactions 0..n-1. Edges are kept as numpy arrays per kind, so a
 history of a million transactions costs a few arrays, and SCCs come from
@@ -17,6 +17,7 @@ Elle's frontier algorithm (the transitive reduction of real-time order).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable
 
@@ -121,75 +122,121 @@ class Adjacency:
             self.out[s].append((d, k))
 
 
-def bfs_path(adj: Adjacency, start: int, goal: int, allowed: frozenset[int],
-             budget: list[int]) -> list[tuple[int, int, int]] | None:
-    """Shortest path start -> goal over edges of allowed kinds, as (u, v, kind).
+class SearchTimeout(Exception):
+    """A cycle search ran past its deadline (Elle's `:cycle-search-timeout`)."""
 
-    `budget` is a one-element list of node visits left, shared across calls so
-    a whole search stays bounded; returns None when exhausted or unreachable.
+
+CHECK_EVERY = 4096  # states popped between two looks at the clock
+
+
+class Automaton:
+    """A small deterministic automaton over edge kinds, compiled to a table.
+
+    Elle states each cycle anomaly as a spec (which edge kinds a cycle may use,
+    which must appear once, several times, never adjacent...) and checks a
+    path's edges against it. Here a spec is a step function over a small
+    state tuple, enumerated once into `table[state][kind]` (-1: the edge may
+    not be taken from this state) and `accepting[state]`, so a breadth-first
+    search over (node, state) pairs finds the shortest closed walk that
+    satisfies the spec, in time linear in (nodes x states). State 0 is the
+    start, before any edge.
     """
-    if start == goal:
-        return []
+
+    __slots__ = ("table", "accepting", "states")
+
+    def __init__(self, start: tuple, step, accept):
+        index = {start: 0}
+        states = [start]
+        table: list[list[int]] = []
+        i = 0
+        while i < len(states):
+            row = []
+            for k in range(len(KIND_NAMES)):
+                t = step(states[i], k)
+                if t is None:
+                    row.append(-1)
+                    continue
+                if t not in index:
+                    index[t] = len(states)
+                    states.append(t)
+                row.append(index[t])
+            table.append(row)
+            i += 1
+        self.table = table
+        self.accepting = [bool(accept(s)) for s in states]
+        self.states = len(states)
+
+
+def any_cycle(kinds: frozenset[int]) -> Automaton:
+    """The automaton that accepts every walk over `kinds`."""
+    return Automaton((), lambda s, k: () if k in kinds else None, lambda s: True)
+
+
+def bfs_cycle(adj: Adjacency, edge: tuple[int, int, int], auto: Automaton, label: list[int],
+              deadline: float) -> list[tuple[int, int, int]] | None:
+    """The shortest closed walk that begins with `edge` = (a, b, kind), stays
+    among nodes whose `label` equals a's (one strongly connected component:
+    a cycle cannot leave the component it started in, so nothing outside is
+    worth a visit), and that `auto` accepts; as (u, v, kind) steps, or None.
+
+    Raises SearchTimeout once time.perf_counter() passes `deadline`.
+    """
+    a, b, k0 = edge
+    table, acc, n_states = auto.table, auto.accepting, auto.states
+    s0 = table[0][k0]
+    lab = label[a]
+    if s0 < 0 or label[b] != lab:
+        return None
+    start = b * n_states + s0
     prev: dict[int, tuple[int, int]] = {start: (-1, -1)}
     q = deque([start])
     out = adj.out
+    pops = 0
     while q:
-        u = q.popleft()
-        budget[0] -= 1
-        if budget[0] < 0:
-            return None
+        x = q.popleft()
+        pops += 1
+        if pops % CHECK_EVERY == 0 and time.perf_counter() > deadline:
+            raise SearchTimeout
+        u, s = divmod(x, n_states)
+        row = table[s]
         for v, k in out[u]:
-            if k in allowed and v not in prev:
-                prev[v] = (u, k)
-                if v == goal:
-                    path = []
-                    while v != start:
-                        p, pk = prev[v]
-                        path.append((p, v, pk))
-                        v = p
-                    path.reverse()
-                    return path
-                q.append(v)
-    return None
-
-
-def bfs_nonadjacent(adj: Adjacency, start_edge: tuple[int, int], allowed: frozenset[int],
-                    budget: list[int]) -> list[tuple[int, int, int]] | None:
-    """A closed walk through the rw edge start_edge = (a, b) with no two rw
-    edges in a row and at least one more rw edge (Cerone & Gotsman's SI
-    condition): BFS over states (node, last edge was rw, saw another rw)."""
-    a, b = start_edge
-    start = (b, True, False)
-    goal = (a, False, True)
-    prev: dict[tuple, tuple] = {start: None}
-    q = deque([start])
-    out = adj.out
-    while q:
-        st = q.popleft()
-        budget[0] -= 1
-        if budget[0] < 0:
-            return None
-        u, last_rw, seen = st
-        for v, k in out[u]:
-            if k not in allowed:
+            t = row[k]
+            if t < 0 or label[v] != lab:
                 continue
-            if k == RW:
-                if last_rw:
-                    continue
-                nxt = (v, True, True)
-            else:
-                nxt = (v, False, seen)
-            if nxt in prev:
+            y = v * n_states + t
+            if y in prev:
                 continue
-            prev[nxt] = (st, k)
-            if nxt == goal:
+            prev[y] = (x, k)
+            if v == a and acc[t]:
                 path = []
-                s = nxt
-                while s != start:
-                    p, pk = prev[s]
-                    path.append((p[0], s[0], pk))
-                    s = p
+                while y != start:
+                    p, pk = prev[y]
+                    path.append((p // n_states, y // n_states, pk))
+                    y = p
                 path.reverse()
-                return [(a, b, RW)] + path
-            q.append(nxt)
+                return [(a, b, k0), *path]
+            q.append(y)
     return None
+
+
+def simple_cycle(walk: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """The simple cycle through walk[0] left when the closed walk's loops are
+    erased (chronological loop erasure; it ends the first time the walk comes
+    back to its first node). A breadth-first search over (node, state) pairs
+    may return a walk that passes a node twice (e.g. around a G-single cycle
+    twice, which has two non-adjacent rw edges); Adya's anomalies are simple
+    cycles, so the walk is cut down to one and named by the edges it keeps."""
+    start = walk[0][0]
+    path: list[tuple[int, int, int]] = []
+    at: dict[int, int] = {start: 0}  # node -> its position in the path
+    for u, v, k in walk:
+        path.append((u, v, k))
+        if v == start:
+            return path
+        if v in at:
+            del path[at[v]:]
+            for x in list(at):
+                if at[x] > len(path):
+                    del at[x]
+        at[v] = len(path)
+    return path

@@ -21,7 +21,8 @@ read observed one of their appends (then all of them happened: transactions
 are atomic), and they complete at an unknown time. Non-cycle anomalies found
 here: G1a (read of a failed append), G1b (read ending at a value its writer
 later appended past), dirty-update, duplicate-elements, incompatible-order,
-garbage-read, internal, lost-update.
+garbage-read, internal, lost-update, future-read (a read showing the txn's own
+later append).
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ class Analysis:
                     else:
                         rk.append((i, v or []))
             return
+        self._future_reads(i, value)
         first_read: dict = {}
         for k, r, problem in external_reads(value):
             if problem == "internal":
@@ -190,6 +192,21 @@ class Analysis:
             mops = [f for f, kk, _ in value if kk == k]
             if mops[0] == "r" and "append" in mops:
                 lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+
+    def _future_reads(self, i: int, value: list) -> None:
+        """A read that shows an element its own transaction appends only
+        later (Elle's future-read: a trivial cycle T -wr-> T, so a G1c)."""
+        for p, (f, k, r) in enumerate(value):
+            if f != "r" or not r:
+                continue
+            later = [v for f2, k2, v in value[p + 1:] if f2 == "append" and k2 == k]
+            seen = [v for v in later if v in r]
+            if seen:
+                self._add("future-read", {
+                    "key": k, "op": self._op(i), "read": r, "values": seen,
+                    "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, which "
+                                   f"holds {_show(seen)}, appended by the same transaction only after "
+                                   "that read (a read from its own future)"})
 
     def _fuzzy(self, i: int, k, before: list | None, after: list) -> None:
         self._add("fuzzy-read", {
@@ -465,7 +482,12 @@ class Analysis:
 
 
 @gc_paused
-def check(history: History, model: str = "strict-serializable", **_: Any) -> Result:
+def check(history: History, model: str = "strict-serializable",
+          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+    """Judge a list-append history against `model`. `cycle_search_timeout`:
+    seconds of cycle search per strongly connected component (see
+    `checker.cycles`; None: its default)."""
     a = Analysis(history)
     stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                       cycle_search_timeout=cycle_search_timeout)

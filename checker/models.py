@@ -1,98 +1,181 @@
 """The consistency models sleuth judges, and the anomalies each one forbids.
 
-Data, not code (as Elle's `elle.consistency-model`): a table of models with
-the models directly below them, and a table of anomalies with the weakest
-models that forbid them. A model forbids an anomaly iff it is at or above one
-of the anomaly's forbidding models in the lattice.
+Data, not code, as Elle's `elle.consistency-model`: three tables.
 
-Sources: Adya, "Weak Consistency" (MIT 1999/2000) for G0, G1a-c, G-single,
-G2-item and the PL-levels; Cerone & Gotsman, "Analysing Snapshot Isolation"
-(PODC 2016) for G-nonadjacent as SI's cycle condition; Daudjee & Salem (2004)
-and Elle (Kingsbury & Alvaro, VLDB 2020) for the session and real-time
-variants.
+- `IMPLIES`: each model and the models directly weaker than it (a history
+  that satisfies a model satisfies every model it implies).
+- `PROSCRIBES`: the anomalies each model directly forbids, beyond those of
+  the models it implies.
+- `IMPLIED_ANOMALIES`: each anomaly and the anomalies it is a special case of
+  (a G0 is also a G1c; a G-single is also a G-nonadjacent; an item
+  anti-dependency cycle is a G2-item, which is a G2).
 
-Lattice (stronger above weaker):
+A model forbids an anomaly iff the anomaly, or one it implies, is proscribed
+by the model or by a model it implies. Only models that some anomaly sleuth
+can report rules out are listed (Elle's single-object models — linearizable,
+sequential, causal, PRAM, ... — forbid no transactional anomaly and would
+always come back "possible").
+
+Sources, as Elle cites them: Adya, "Weak Consistency" (MIT 1999) for G0,
+G1a-c, G-single, G2-item, G2, G-cursor, G-monotonic, G-MSR, G-SI, G-update
+and the PL-levels (PL-1, PL-2, PL-CS, PL-2L, PL-MSR, PL-2+, PL-FCV, PL-2.99,
+PL-SI, PL-3U, PL-3, PL-SS); Bailis et al., "Highly Available Transactions"
+(VLDB 2014) for monotonic atomic view and read atomic; Cerone, Bernardi &
+Gotsman (CONCUR 2015) for read atomic, causal, prefix and parallel snapshot
+isolation; Cerone & Gotsman, "Analysing Snapshot Isolation" (PODC 2016) for
+G-nonadjacent as SI's cycle condition; Daudjee & Salem (ICDE 2004, VLDB 2006)
+for the strong-session and strong variants; Liu et al. (ROLA); Elle
+(Kingsbury & Alvaro, VLDB 2020) for the `-process`/`-realtime` variants,
+future reads, dirty updates and the strong (session) read uncommitted and
+read committed generalizations. Elle keys G-single and G-nonadjacent apart
+from G2-item because it also sees predicates; sleuth's cycles are over items
+only, so its G-single and G-nonadjacent are G2-item cycles (Adya: a cycle
+with one or more item anti-dependency edges) and imply it. Where sleuth was
+stricter before Elle's table was adopted (internal, garbage reads,
+incompatible orders: no model allows them), it stays stricter.
+
+Lattice spine (stronger above weaker; the full graph is `IMPLIES`):
 
     strict-serializable
-            |
-    strong-session-serializable
-            |
-      serializable
-        /        \\
-    repeatable-read   snapshot-isolation
-        \\        /
-      read-committed
-            |
-      read-uncommitted
+      |                 \\
+    strong-session-serializable   strong-snapshot-isolation
+      |          \\            /            |
+    serializable   strong-session-SI   strong-read-committed
+      |      \\          |                   |
+    repeatable-read  snapshot-isolation  strong-session-read-committed
+      |                 |                   |
+    cursor-stability  parallel-SI ... read-atomic ... monotonic-atomic-view
+       \\                |                  /
+                     read-committed
+                          |
+                    read-uncommitted
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-# model -> the models directly weaker than it (implied by it)
+# model -> the models directly weaker than it (implied by it); strongest first
 IMPLIES: dict[str, tuple[str, ...]] = {
-    "strict-serializable": ("strong-session-serializable",),
-    "strong-session-serializable": ("serializable",),
-    "serializable": ("repeatable-read", "snapshot-isolation"),
-    "repeatable-read": ("read-committed",),
-    "snapshot-isolation": ("read-committed",),
+    "strict-serializable": ("strong-session-serializable", "strong-snapshot-isolation", "serializable"),
+    "strong-session-serializable": ("serializable", "strong-session-snapshot-isolation"),
+    "strong-snapshot-isolation": ("strong-session-snapshot-isolation", "strong-read-committed"),
+    "serializable": ("repeatable-read", "snapshot-isolation", "update-serializable"),
+    "strong-session-snapshot-isolation": ("snapshot-isolation", "strong-session-read-committed"),
+    "repeatable-read": ("cursor-stability", "monotonic-atomic-view"),
+    "update-serializable": ("forward-consistent-view",),
+    "snapshot-isolation": ("forward-consistent-view", "monotonic-atomic-view", "monotonic-snapshot-read",
+                           "parallel-snapshot-isolation", "prefix"),
+    "forward-consistent-view": ("consistent-view",),
+    "consistent-view": ("cursor-stability", "monotonic-view"),
+    "parallel-snapshot-isolation": ("causal-cerone", "ROLA"),
+    "prefix": ("causal-cerone",),
+    "causal-cerone": ("read-atomic",),
+    "ROLA": ("read-atomic",),
+    "read-atomic": ("monotonic-atomic-view",),
+    "strong-read-committed": ("strong-session-read-committed", "strong-read-uncommitted"),
+    "strong-session-read-committed": ("read-committed", "strong-session-read-uncommitted"),
+    "cursor-stability": ("read-committed",),
+    "monotonic-view": ("read-committed",),
+    "monotonic-snapshot-read": ("read-committed",),
+    "monotonic-atomic-view": ("read-committed",),
     "read-committed": ("read-uncommitted",),
+    "strong-read-uncommitted": ("strong-session-read-uncommitted",),
+    "strong-session-read-uncommitted": ("read-uncommitted",),
     "read-uncommitted": (),
 }
-MODELS: tuple[str, ...] = tuple(IMPLIES)  # strongest first
+MODELS: tuple[str, ...] = tuple(IMPLIES)  # strongest first (each before every model it implies)
 
 # A target's isolation level (`sleuth run --isolation`) -> the model its
 # histories are judged against: PostgreSQL's REPEATABLE READ is snapshot
-# isolation (Ports & Grittner, VLDB 2012), the rest are named alike.
+# isolation (Ports & Grittner, VLDB 2012), the rest are named alike. A target
+# may judge a level of its own differently (MySQL's REPEATABLE READ: its `models`).
 ISOLATION_MODELS: dict[str, str] = {
     "strict-serializable": "strict-serializable", "serializable": "serializable",
     "strong-session-serializable": "strong-session-serializable",
     "read-committed": "read-committed", "repeatable-read": "snapshot-isolation",
 }
 
-ALL = "read-uncommitted"  # the weakest: forbidding here means every model forbids
-
-# Cycle anomalies: base name -> weakest models that forbid the plain cycle.
-CYCLES: dict[str, tuple[str, ...]] = {
-    "G0": ("read-uncommitted",),  # write cycle (Adya 4.4.1)
-    "G1c": ("read-committed",),  # circular information flow (Adya 4.4.2)
-    "G-single": ("repeatable-read", "snapshot-isolation"),  # one anti-dependency (Adya 4.4.3)
-    "G-nonadjacent": ("repeatable-read", "snapshot-isolation"),  # Cerone & Gotsman 2016
-    "G2-item": ("repeatable-read",),  # item anti-dependency cycle (Adya 4.4.3)
-}
-CYCLE_ORDER: tuple[str, ...] = tuple(CYCLES)  # searched in this order, simplest first
-
-# Non-cycle anomalies -> weakest models that forbid them.
-NON_CYCLES: dict[str, tuple[str, ...]] = {
-    "G1a": ("read-committed",),  # aborted read (Adya 4.4.2)
-    "G1b": ("read-committed",),  # intermediate read (Adya 4.4.2)
-    "dirty-update": ("read-committed",),  # a committed write built on an aborted one (Elle)
-    "lost-update": ("repeatable-read", "snapshot-isolation"),  # Berenson et al. 1995, P4
-    "fuzzy-read": ("repeatable-read", "snapshot-isolation"),  # Berenson et al. 1995, P2
-    "internal": (ALL,),  # a txn disagrees with itself: no model allows it
-    "duplicate-elements": (ALL,),  # a list read containing an element twice (Elle)
-    "incompatible-order": (ALL,),  # two reads of a list, neither a prefix of the other
-    "garbage-read": (ALL,),  # a read of a value nobody wrote
-    "cyclic-versions": (ALL,),  # a key's versions ordered both ways (Elle; rw-register, linearizable keys)
-    "cycle-search-timeout": (),  # not an anomaly: a note that the search hit its bound
+# Other names for the same models (Adya's PL-levels, Elle's aliases) -> sleuth's name.
+ALIASES: dict[str, str] = {
+    "PL-1": "read-uncommitted", "PL-2": "read-committed", "PL-CS": "cursor-stability",
+    "PL-2L": "monotonic-view", "PL-MSR": "monotonic-snapshot-read", "PL-2+": "consistent-view",
+    "PL-FCV": "forward-consistent-view", "PL-2.99": "repeatable-read", "PL-SI": "snapshot-isolation",
+    "PL-3U": "update-serializable", "PL-3": "serializable", "PL-SS": "strict-serializable",
+    "conflict-serializable": "serializable", "strong-serializable": "strict-serializable",
+    "strong-session-PL-1": "strong-session-read-uncommitted", "strong-session-PL-2": "strong-session-read-committed",
+    "strong-PL-1": "strong-read-uncommitted", "strong-PL-2": "strong-read-committed",
 }
 
+ALL = "read-uncommitted"  # the weakest: proscribed here, forbidden everywhere
 
-def forbidding(anomaly: str) -> tuple[str, ...]:
-    """The weakest models that forbid `anomaly` (a cycle name may carry a suffix).
+# model -> anomalies it forbids directly (beyond the models it implies)
+PROSCRIBES: dict[str, tuple[str, ...]] = {
+    "read-uncommitted": ("G0", "internal", "duplicate-elements", "incompatible-order", "garbage-read",
+                         "cyclic-versions"),
+    "read-committed": ("G1",),  # Adya PL-2
+    "cursor-stability": ("G1", "G-cursor", "lost-update"),  # Adya PL-CS; Bailis
+    "monotonic-view": ("G1", "G-monotonic"),  # Adya PL-2L
+    "monotonic-snapshot-read": ("G1", "G-MSR"),  # Adya PL-MSR
+    "consistent-view": ("G1", "G-single"),  # Adya PL-2+
+    "forward-consistent-view": ("G1", "G-SIb"),  # Adya PL-FCV
+    "update-serializable": ("G1", "G-update"),  # Adya PL-3U
+    "repeatable-read": ("G1", "G2-item", "lost-update"),  # Adya PL-2.99; Bailis
+    "snapshot-isolation": ("G1", "G-SI", "G-nonadjacent", "internal"),  # Adya PL-SI; Cerone & Gotsman
+    "serializable": ("G1", "G2", "internal"),  # Adya PL-3
+    "monotonic-atomic-view": (),  # Bailis: only through read committed, as far as histories show
+    "read-atomic": ("internal", "G1a", "future-read"),  # Cerone et al.
+    "causal-cerone": ("internal", "G1a"),  # Cerone et al. (incomplete, as in Elle)
+    "prefix": ("internal", "G1a"),  # Cerone et al. (incomplete)
+    "parallel-snapshot-isolation": ("internal", "G1a"),  # Cerone et al. (incomplete)
+    "ROLA": ("lost-update",),  # Liu et al.
+    "strong-session-read-uncommitted": ("G0-process",),  # Elle
+    "strong-session-read-committed": ("G1c-process",),  # Elle
+    "strong-read-uncommitted": ("G0-realtime",),  # Elle
+    "strong-read-committed": ("G1c-realtime",),  # Elle
+    "strong-session-snapshot-isolation": ("internal", "G1-process", "G-nonadjacent-process"),  # Daudjee & Salem
+    "strong-snapshot-isolation": ("internal", "G1-realtime", "G-nonadjacent-realtime"),  # Daudjee & Salem
+    "strong-session-serializable": ("G1-process", "G2-process"),  # Daudjee & Salem
+    "strict-serializable": ("G1", "G1c-realtime", "G2-realtime"),  # Adya PL-SS
+}
 
-    A `-process` cycle needs a same-process order edge to close, so only the
-    session and strict models forbid it; a `-realtime` cycle needs a real-time
-    edge, so only strict serializability does.
-    """
-    if anomaly.endswith("-realtime"):
-        return ("strict-serializable",) if anomaly[: -len("-realtime")] in CYCLES else ()
-    if anomaly.endswith("-process"):
-        return ("strong-session-serializable",) if anomaly[: -len("-process")] in CYCLES else ()
-    if anomaly in CYCLES:
-        return CYCLES[anomaly]
-    return NON_CYCLES.get(anomaly, ())
+
+def _variants(base: str, implies: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """A cycle anomaly's `-process` and `-realtime` variants imply what it
+    does, in their own variant; the plain cycle is a trivial `-process` one,
+    and a `-process` cycle a `-realtime` one (a process runs one transaction
+    at a time, so process order is real-time order). As in Elle."""
+    return {
+        base: (*implies, base + "-process"),
+        base + "-process": (*(a + "-process" for a in implies), base + "-realtime"),
+        base + "-realtime": tuple(a + "-realtime" for a in implies),
+    }
+
+
+# anomaly -> the anomalies it is a special case of
+IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
+    **_variants("G0", ("G1c",)),  # Adya
+    **_variants("G1c", ("G1",)),  # Adya: G1 is G1a, G1b or G1c
+    **_variants("G1", ()),
+    **_variants("G-single", ("G-nonadjacent", "G2-item")),  # item cycles; Cerone & Gotsman
+    **_variants("G-nonadjacent", ("G2", "G2-item")),
+    **_variants("G2-item", ("G2",)),  # Adya
+    **_variants("G2", ()),
+    "G1a": ("G1",), "G1b": ("G1",),
+    "G-SIa": ("G-SI",), "G-SIb": ("G-SI",),  # Adya
+    "dirty-update": ("G1a",),  # Elle: a write built on an aborted one
+    "future-read": ("G1c",),  # Elle: a trivial cycle T -wr-> T
+    "fuzzy-read": ("G-single",),  # T -rw-> T' -wr-> T: Berenson et al.'s P2, one anti-dependency
+    "lost-update": ("G2-item",),  # Adya's H_lu, as Elle
+}
+
+@cache
+def implied(anomaly: str) -> frozenset[str]:
+    """`anomaly` and every anomaly it implies."""
+    out = {anomaly}
+    for a in IMPLIED_ANOMALIES.get(anomaly, ()):
+        out |= implied(a)
+    return frozenset(out)
 
 
 @cache
@@ -104,15 +187,32 @@ def weaker_or_equal(model: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@cache
+def forbidden_by(model: str) -> frozenset[str]:
+    """Every anomaly `model` proscribes, directly or through a weaker model."""
+    return frozenset(a for m in weaker_or_equal(model) for a in PROSCRIBES.get(m, ()))
+
+
 def forbids(model: str, anomaly: str) -> bool:
-    below = weaker_or_equal(model)
-    return any(m in below for m in forbidding(anomaly))
+    return not implied(anomaly).isdisjoint(forbidden_by(canonical(model)))
 
 
-def check_model(model: str) -> str:
+def forbidding(anomaly: str) -> tuple[str, ...]:
+    """The weakest models that forbid `anomaly`."""
+    out = [m for m in MODELS if forbids(m, anomaly)]
+    return tuple(m for m in out if not any(w in out for w in weaker_or_equal(m) - {m}))
+
+
+def canonical(model: str) -> str:
+    """sleuth's name for `model` (an Adya PL-level or Elle alias is accepted)."""
+    model = ALIASES.get(model, model)
     if model not in IMPLIES:
-        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)}")
+        raise ValueError(f"unknown model {model!r}; known: {', '.join(MODELS)} "
+                         f"(and {', '.join(ALIASES)})")
     return model
+
+
+check_model = canonical  # the name callers have used
 
 
 def judge(anomalies: list[str]) -> tuple[list[str], list[str], list[str]]:

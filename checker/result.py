@@ -46,6 +46,8 @@ class Result:
     also_found:    anomalies found that the judged model allows.
     stats:         counts worth printing (ops, keys, edges, seconds, ...).
     notes:         caveats, e.g. a search that hit its bound.
+    incomplete:    anomaly types whose search was cut short (by a time limit):
+                   they may be missing or undercounted ("incomplete" in JSON).
     """
 
     valid: bool | str
@@ -58,6 +60,7 @@ class Result:
     also_found: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,4 +74,5 @@ class Result:
             "anomalies": self.anomalies,
             "stats": self.stats,
             "notes": self.notes,
+            "incomplete": self.incomplete,
         }

@@ -6,7 +6,8 @@ orders are inferred only where they are certain:
 
 - the initial state (nil) precedes every written value;
 - a committed transaction that read v from key k and then wrote w to k puts
-  v before w (its write followed its read).
+  v before w (its write followed its read: Elle's `:wfr-keys?`, on by
+  default here, as sleuth always inferred it; `wfr_keys=False` turns it off).
 
 From these known pairs v < w of each key: ww writer(v) -> writer(w), rw
 reader(v) -> writer(w), and wr writer(v) -> reader(v) for every read.
@@ -26,8 +27,17 @@ values give a known pair v < w. Only the latest finishers per key are linked
 transaction that read nil after a committed one had left a value contradicts
 the assumption: that is `cyclic-versions`.
 
+With `sequential_keys=True` (Elle's `:sequential-keys?`, for databases
+where each key on its own is sequentially consistent: every process sees
+each key's versions in one order, never going back) the same inference runs
+over each process's own sequence of committed transactions instead of real
+time: a transaction that came after another on the same process found the
+version the earlier one left, or a later one. Weaker than linearizable keys
+(real time across processes says nothing), and implied by them.
+
 Non-cycle anomalies: G1a, G1b, internal, fuzzy-read, lost-update, garbage-read,
-cyclic-versions (only with linearizable_keys).
+future-read (a read of the transaction's own later write, Elle's),
+cyclic-versions (only with linearizable_keys or sequential_keys).
 """
 
 from __future__ import annotations
@@ -53,7 +63,18 @@ def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
 
 
 class Analysis:
-    def __init__(self, history: History, linearizable_keys: bool = False):
+    """The version orders, graph and anomalies of one rw-register history.
+
+    The constructor runs the steps in order; each says what it adds:
+    `_index_writes` (who wrote each value), `_scan_reads` (external reads,
+    in-transaction anomalies, writes-follow-reads pairs, lost updates),
+    `_ordered_versions` (pairs from process or real-time order, when the
+    caller vouches for it), `_read_anomalies` (garbage, G1a, G1b), then the
+    nodes and the edges.
+    """
+
+    def __init__(self, history: History, linearizable_keys: bool = False, sequential_keys: bool = False,
+                 wfr_keys: bool = True):
         self.history = history
         ops = history.ops()
         for op in ops:
@@ -61,12 +82,34 @@ class Analysis:
                 raise history.error(op.invoke_pos, f"rw-register histories hold txn operations, not {op.f!r}")
         self.ops = ops
         self.anomalies: dict[str, list[dict]] = {}
-        mops = [parse_txn(history, op) for op in ops]
-        self.mops = mops
+        self.mops = [parse_txn(history, op) for op in ops]
+        self.ext_reads: dict[tuple, list[int]] = {}  # (k, v) -> ok readers
+        self.succ: dict[tuple, set] = {}  # (k, v) -> values known to follow v
+        # (k, v, w) -> (txn that left v, txn that found w, "process" | "real time")
+        self.order_pairs: dict[tuple, tuple[int, int, str]] = {}
+        self._index_writes()
+        self._scan_reads(wfr_keys)
+        if sequential_keys:
+            self._ordered_versions(self._by_process(), "process")
+        if linearizable_keys:
+            self._ordered_versions([[i for i, op in enumerate(ops) if op.type == "ok"]], "real time")
+        observed = self._read_anomalies()
+        self.node_of = [-1] * len(ops)
+        txns: list[Op] = []
+        for i, op in enumerate(ops):
+            if op.type == "ok" or (op.type == "info" and i in observed):
+                self.node_of[i] = len(txns)
+                txns.append(op)
+        self.graph = txn.Graph(txns)
+        self._edges()
 
+    def _index_writes(self) -> None:
+        """writer: (k, v) -> the txn that wrote it (values are unique per key);
+        final: the (k, v) that are their writer's last write to k."""
+        history, ops = self.history, self.ops
         writer: dict[tuple, int] = {}
-        final: set[tuple] = set()  # (k, v) that is its writer's last write to k
-        for i, value in enumerate(mops):
+        final: set[tuple] = set()
+        for i, value in enumerate(self.mops):
             last: dict[Key, Any] = {}
             for f, k, v in value:
                 if f == "w":
@@ -81,11 +124,16 @@ class Analysis:
             final.update(last.items())
         self.writer, self.final = writer, final
 
-        # External reads (the first op on a key is a read) and known orders.
-        self.ext_reads: dict[tuple, list[int]] = {}  # (k, v) -> ok readers
-        self.succ: dict[tuple, set] = {}  # (k, v) -> values known to follow v
+    def _scan_reads(self, wfr_keys: bool) -> None:
+        """External reads (a txn's first access to a key is a read), internal
+        and fuzzy reads, and, with `wfr_keys` (writes follow reads: Elle's
+        `:wfr-keys?`), the pair v < w for a committed txn that read v from k
+        and then wrote w to k. Sound whenever reads see committed data: v's
+        writer committed before the read, w's at the txn's own commit, after.
+        Lost updates: two committed txns that read the same v and wrote k."""
+        ops = self.ops
         lost: dict[tuple, list[int]] = {}
-        for i, (op, value) in enumerate(zip(ops, mops, strict=True)):
+        for i, (op, value) in enumerate(zip(ops, self.mops, strict=True)):
             if op.type != "ok":
                 continue
             first_read: dict[Key, Any] = {}
@@ -106,6 +154,14 @@ class Analysis:
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} twice and saw "
                                                f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
                     elif k not in touched:
+                        if v is not None and self.writer.get((k, v)) == i:  # its own later write
+                            self._add("future-read", {
+                                "key": k, "op": self._op(i), "read": v,
+                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, which it "
+                                               "wrote itself only after that read (a read from its own future)"})
+                            touched.add(k)
+                            state[k] = v
+                            continue
                         first_read[k] = v
                         self.ext_reads.setdefault((k, v), []).append(i)
                     state[k] = v
@@ -116,7 +172,8 @@ class Analysis:
             for k, v in first_read.items():
                 w = next((w for f, kk, w in reversed(value) if f == "w" and kk == k), _NONE)
                 if w is not _NONE:
-                    self.succ.setdefault((k, v), set()).add(w)
+                    if wfr_keys:
+                        self.succ.setdefault((k, v), set()).add(w)
                     lost.setdefault((k, v), []).append(i)
         for (k, v), members in lost.items():
             if len(members) > 1:
@@ -126,10 +183,17 @@ class Analysis:
                     "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
                                    "whichever committed later should have seen the other's write"})
 
-        self.rt_pairs: dict[tuple, tuple[int, int]] = {}  # (k, v, w) -> (op left v, op found w)
-        if linearizable_keys:
-            self._realtime_versions()
+    def _by_process(self) -> list[list[int]]:
+        """The committed txns of each process, in order (a process runs one at a time)."""
+        groups: dict[Any, list[int]] = {}
+        for i, op in enumerate(self.ops):
+            if op.type == "ok":
+                groups.setdefault(op.process, []).append(i)
+        return list(groups.values())
 
+    def _read_anomalies(self) -> set[int]:
+        """Garbage reads, G1a, G1b; returns the txns some read observed."""
+        ops, writer = self.ops, self.writer
         observed = set()
         for (k, v), readers in self.ext_reads.items():
             if v is None:
@@ -154,61 +218,63 @@ class Analysis:
                         "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, an "
                                        f"intermediate write of {txn.txn_label(self.history, ops[w])}, which wrote "
                                        f"{k!r} again later (intermediate read)"})
-        self.node_of = [-1] * len(ops)
-        txns: list[Op] = []
-        for i, op in enumerate(ops):
-            if op.type == "ok" or (op.type == "info" and i in observed):
-                self.node_of[i] = len(txns)
-                txns.append(op)
-        self.graph = txn.Graph(txns)
-        self._edges()
+        return observed
 
-    def _realtime_versions(self) -> None:
-        """Known pairs v < w from real-time order on each key (see the module docstring)."""
+    def _ordered_versions(self, groups: list[list[int]], source: str) -> None:
+        """Known pairs v < w from an order of committed txns that each key's
+        versions respect (module docstring): real time within each group (a
+        process runs one txn at a time, so its real time is its own order).
+        Per key, only the latest finishers (the frontier) are linked to a
+        txn that begins; earlier ones follow by transitivity."""
         ops, mops = self.ops, self.mops
-        first: dict[int, dict] = {}  # op -> key -> the version it found (read first, else its write)
-        last: dict[int, dict] = {}  # op -> key -> the version it left (its last write, else its read)
-        events = []
-        for i, op in enumerate(ops):
-            if op.type != "ok":
-                continue
-            fi: dict = {}
-            la: dict = {}
-            for f, k, v in mops[i]:
-                if k not in fi:
-                    fi[k] = (f, v)
-                if f == "w" or k not in la:
-                    la[k] = v
-            first[i] = {k: (la[k] if f == "w" else v) for k, (f, v) in fi.items()}
-            last[i] = la
-            events.append((op.invoke_pos, 0, i))
-            events.append((op.complete_pos, 1, i))
-        events.sort()
-        frontier: dict[Key, set[int]] = {}  # key -> committed txns not yet followed by another on it
-        before: dict[int, dict] = {}  # op -> key -> the frontier when it began
-        for _, kind, i in events:
-            if kind == 0:
-                seen = before[i] = {}
-                for k, w in first[i].items():
-                    preds = seen[k] = tuple(frontier.get(k, ()))
-                    for j in preds:
-                        v = last[j][k]
-                        if v == w:
-                            continue
-                        if w is None:
-                            self._add("cyclic-versions", {
-                                "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
-                                "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = nil, but "
-                                               f"{txn.txn_label(self.history, ops[j])} had left {v!r} in it before "
-                                               f"{txn.txn_label(self.history, ops[i])} began (key {k!r} is not linearizable)"})
-                        else:
-                            self.succ.setdefault((k, v), set()).add(w)
-                            self.rt_pairs.setdefault((k, v, w), (j, i))
-            else:
-                for k, preds in before.pop(i).items():
-                    f = frontier.setdefault(k, set())
-                    f.difference_update(preds)
-                    f.add(i)
+        for group in groups:
+            first: dict[int, dict] = {}  # op -> key -> the version it found (read first, else its write)
+            last: dict[int, dict] = {}  # op -> key -> the version it left (its last write, else its read)
+            events = []
+            for i in group:
+                fi: dict = {}
+                la: dict = {}
+                for f, k, v in mops[i]:
+                    if k not in fi:
+                        fi[k] = (f, v)
+                    if f == "w" or k not in la:
+                        la[k] = v
+                first[i] = {k: (la[k] if f == "w" else v) for k, (f, v) in fi.items()}
+                last[i] = la
+                events.append((ops[i].invoke_pos, 0, i))
+                events.append((ops[i].complete_pos, 1, i))
+            events.sort()
+            frontier: dict[Key, set[int]] = {}  # key -> committed txns not yet followed by another on it
+            before: dict[int, dict] = {}  # op -> key -> the frontier when it began
+            for _, kind, i in events:
+                if kind == 0:
+                    seen = before[i] = {}
+                    for k, w in first[i].items():
+                        preds = seen[k] = tuple(frontier.get(k, ()))
+                        for j in preds:
+                            self._ordered_pair(j, i, k, last[j][k], w, source)
+                else:
+                    for k, preds in before.pop(i).items():
+                        f = frontier.setdefault(k, set())
+                        f.difference_update(preds)
+                        f.add(i)
+
+    def _ordered_pair(self, j: int, i: int, k: Key, v: Any, w: Any, source: str) -> None:
+        """Txn j left v in k, and txn i, after it in `source` order, found w."""
+        if v == w:
+            return
+        ops = self.ops
+        if w is None:
+            self._add("cyclic-versions", {
+                "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
+                "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = nil, but "
+                               f"{txn.txn_label(self.history, ops[j])} had left {v!r} in it before "
+                               f"{txn.txn_label(self.history, ops[i])} began"
+                               + (f" on the same process {ops[i].process}" if source == "process" else "")
+                               + f" (key {k!r} is not {_ASSUMED[source]})"})
+        else:
+            self.succ.setdefault((k, v), set()).add(w)
+            self.order_pairs.setdefault((k, v, w), (j, i, source))
 
     def _add(self, name: str, example: dict) -> None:
         self.anomalies.setdefault(name, []).append(example)
@@ -278,20 +344,29 @@ class Analysis:
 
     def _why(self, k: Key, v: Any, w: Any) -> str:
         """How the checker knows v came before w in key k."""
-        pair = self.rt_pairs.get((k, v, w))
+        pair = self.order_pairs.get((k, v, w))
         if pair is None:
             return f" (a transaction read {v!r} from {k!r} and then wrote {w!r})"
-        j, i = (txn.txn_name(self.ops[x]) for x in pair)
-        return (f" ({j} left {v!r} in {k!r} and finished before {i} began and found {w!r} there; "
-                f"each key is linearizable)")
+        j, i = (txn.txn_name(self.ops[x]) for x in pair[:2])
+        on = f" on the same process {self.ops[pair[0]].process}" if pair[2] == "process" else ""
+        return (f" ({j} left {v!r} in {k!r} and finished before {i} began{on} and found {w!r} there; "
+                f"each key is {_ASSUMED[pair[2]]})")
 
 
 _NONE = object()
+_ASSUMED = {"real time": "linearizable", "process": "sequentially consistent"}
 
 
 @gc_paused
 def check(history: History, model: str = "strict-serializable", linearizable_keys: bool = False,
-          **_: Any) -> Result:
-    a = Analysis(history, linearizable_keys)
+          sequential_keys: bool = False, wfr_keys: bool = True,
+          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+    """Judge an rw-register history against `model`. `linearizable_keys`,
+    `sequential_keys`, `wfr_keys` are what the caller vouches for about the
+    database, each widening version-order inference as Elle's options of the
+    same names do (module docstring). `cycle_search_timeout`: seconds of
+    cycle search per strongly connected component."""
+    a = Analysis(history, linearizable_keys, sequential_keys, wfr_keys)
     stats = {"ops": len(a.ops)}
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats)
+    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                       cycle_search_timeout=cycle_search_timeout)

@@ -6,24 +6,11 @@ read- and anti-dependencies) — plus its non-cycle anomalies, and hands them to
 `analyze`, which adds process and real-time order, finds the cycles, names
 them, explains them step by step, and judges the model lattice.
 
-Cycles are searched in three passes, each allowing more edge kinds:
-data edges only (plain names), then with same-process order (`-process`),
-then with real-time order (`-realtime`). In each pass, for each class:
-
-- G0: a strongly connected component of ww edges; any cycle in it.
-- G1c: an SCC of ww+wr edges holding a wr edge; the cycle through it.
-- G-single / G-nonadjacent: Cerone & Gotsman's snapshot-isolation condition.
-  A product graph with states (node, arrived by rw?) whose rw edges may only
-  leave state 0 has a cycle iff the history has a closed walk with no two rw
-  edges in a row. For each rw edge inside such a component, the cycle through
-  it with one rw edge (G-single) or several non-adjacent ones.
-- G2-item: an SCC of all data edges holding an rw edge; the cycle through it.
-
-Every search starts from an edge known to lie inside a component that
-contains the cycle class sought, so a breadth-first search always finds one:
-no class present in the history is missed (the search is bounded only by a
-visit budget, and running out of it makes the verdict "unknown", never
-"valid"). Each cycle is then classified from the edges it actually uses.
+The cycle search itself (every anomaly type in every strongly connected
+component, each component under a time limit, and why the verdict is exact
+when no limit was hit) lives in `checker.cycles`. Each cycle is named here,
+by `classify`, from the edges it actually uses, as Elle's cycle explainer
+does.
 """
 
 from __future__ import annotations
@@ -36,19 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from sleuth.checker import cycles, models
 from sleuth.checker import graph as g
-from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History, Op
-
-MAX_EXAMPLES = 8  # cycles shown per anomaly type
-SEARCH_BUDGET = 20_000_000  # node visits across all cycle searches
-
-PASSES: tuple[tuple[str, frozenset[int]], ...] = (
-    ("", frozenset()),
-    ("-process", frozenset({g.PROCESS})),
-    ("-realtime", frozenset({g.PROCESS, g.REALTIME})),
-)
 
 
 @dataclass
@@ -197,118 +175,6 @@ class Explainer:
         }
 
 
-def _components_with(labels: np.ndarray, sizes: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                     idx: np.ndarray) -> dict[int, int]:
-    """For edges idx (indices into src/dst) whose ends share a nontrivial
-    component: component label -> the first such edge index."""
-    ls, ld = labels[src[idx]], labels[dst[idx]]
-    ok = (ls == ld) & (sizes[ls] > 1)
-    out: dict[int, int] = {}
-    for e, lab in zip(idx[ok].tolist(), ls[ok].tolist(), strict=True):
-        out.setdefault(lab, e)
-    return out
-
-
-class CycleSearch:
-    """The three passes over the part of the graph that lies on cycles."""
-
-    def __init__(self, gr: Graph, explainer: Explainer):
-        self.gr = gr
-        self.explainer = explainer
-        self.found: dict[str, list[dict]] = {}
-        self.counts: dict[str, int] = {}
-        self.seen: set[tuple[str, frozenset[int]]] = set()
-        self.budget = [SEARCH_BUDGET]
-        self.exhausted = False
-
-    def record(self, cycle: list[tuple[int, int, int]] | None, local_ids: np.ndarray) -> None:
-        if cycle is None:
-            self.exhausted = self.exhausted or self.budget[0] < 0
-            return
-        glob = [(int(local_ids[a]), int(local_ids[b]), k) for a, b, k in cycle]
-        name = classify(glob)
-        key = (name, frozenset(a for a, _, _ in glob))
-        if key in self.seen:
-            return
-        self.seen.add(key)
-        self.counts[name] = self.counts.get(name, 0) + 1
-        examples = self.found.setdefault(name, [])
-        if len(examples) < MAX_EXAMPLES:
-            examples.append(self.explainer.cycle(name, glob))
-
-    def run(self, nodes: np.ndarray, invoke: np.ndarray, complete: np.ndarray,
-            process_src: np.ndarray, process_dst: np.ndarray) -> None:
-        gr = self.gr
-        n = len(gr.txns)
-        m = len(nodes)
-        local = np.full(n, -1, dtype=np.int64)
-        local[nodes] = np.arange(m)
-        src, dst, kind = gr.arrays()
-        keep = (local[src] >= 0) & (local[dst] >= 0)
-        src, dst, kind = local[src[keep]], local[dst[keep]], kind[keep]
-        pk = (local[process_src] >= 0) & (local[process_dst] >= 0)
-        ps, pd = local[process_src[pk]], local[process_dst[pk]]
-        rs, rd = g.realtime_pairs(nodes.tolist(), invoke[nodes].tolist(), complete[nodes].tolist())
-        rs, rd = local[np.asarray(rs, dtype=np.int64)], local[np.asarray(rd, dtype=np.int64)]
-        src = np.concatenate([src, ps, rs])
-        dst = np.concatenate([dst, pd, rd])
-        kind = np.concatenate([kind, np.full(len(ps), g.PROCESS), np.full(len(rs), g.REALTIME)])
-        adj = g.Adjacency(m, src.tolist(), dst.tolist(), kind.tolist())
-        for _suffix, extra in PASSES:
-            self.run_pass(m, adj, src, dst, kind, extra, nodes)
-
-    def run_pass(self, m, adj, src, dst, kind, extra, ids) -> None:
-        def sub(kinds: frozenset[int]):
-            sel = np.flatnonzero(np.isin(kind, list(kinds)))
-            labels, sizes = g.scc_labels(m, src[sel], dst[sel])
-            return labels, sizes
-
-        # G0: any cycle of ww (+ extra) edges; extra edges alone are acyclic.
-        allowed = frozenset({g.WW}) | extra
-        labels, sizes = sub(allowed)
-        for e in self._first(labels, sizes, src, dst, kind, g.WW).values():
-            self._through(adj, e, src, dst, g.WW, allowed, ids)
-        # G1c: a cycle through a wr edge, without rw edges.
-        allowed = frozenset({g.WW, g.WR}) | extra
-        labels, sizes = sub(allowed)
-        for e in self._first(labels, sizes, src, dst, kind, g.WR).values():
-            self._through(adj, e, src, dst, g.WR, allowed, ids)
-        # G-single / G-nonadjacent: the product graph of Cerone & Gotsman.
-        non_rw = frozenset({g.WW, g.WR}) | extra
-        sel = np.flatnonzero(np.isin(kind, list(non_rw)))
-        rw = np.flatnonzero(kind == g.RW)
-        ps = np.concatenate([2 * src[sel], 2 * src[sel] + 1, 2 * src[rw]])
-        pd = np.concatenate([2 * dst[sel], 2 * dst[sel], 2 * dst[rw] + 1])
-        plabels, psizes = g.scc_labels(2 * m, ps, pd)
-        ls, ld = plabels[2 * src[rw]], plabels[2 * dst[rw] + 1]
-        hit = rw[(ls == ld) & (psizes[ls] > 1)]
-        done: set[int] = set()
-        for e, lab in zip(hit.tolist(), plabels[2 * src[hit]].tolist(), strict=True):
-            if lab in done:
-                continue
-            done.add(lab)
-            a, b = int(src[e]), int(dst[e])
-            path = g.bfs_path(adj, b, a, non_rw, self.budget)
-            if path is not None:
-                self.record([(a, b, g.RW)] + path, ids)
-            else:
-                self.record(g.bfs_nonadjacent(adj, (a, b), non_rw | {g.RW}, self.budget), ids)
-        # G2-item: a cycle through an rw edge, anything goes.
-        allowed = frozenset(g.DATA) | extra
-        labels, sizes = sub(allowed)
-        for e in self._first(labels, sizes, src, dst, kind, g.RW).values():
-            self._through(adj, e, src, dst, g.RW, allowed, ids)
-
-    @staticmethod
-    def _first(labels, sizes, src, dst, kind, k) -> dict[int, int]:
-        return _components_with(labels, sizes, src, dst, np.flatnonzero(kind == k))
-
-    def _through(self, adj, e, src, dst, k, allowed, ids) -> None:
-        a, b = int(src[e]), int(dst[e])
-        path = g.bfs_path(adj, b, a, allowed, self.budget)
-        self.record(None if path is None else [(a, b, k)] + path, ids)
-
-
 def order_arrays(txns: list[Op]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Invoke positions, completion positions (INF_TIME if never) and
     processes, in one pass. Real-time order is the file's order (docs/history-format.md):
@@ -334,23 +200,28 @@ def process_edges(process: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int], str],
-            non_cycle: dict[str, list[dict]], model: str, stats: dict[str, Any]) -> Result:
-    """Find and name the cycles of `gr`, merge in `non_cycle`, judge `model`."""
+            non_cycle: dict[str, list[dict]], model: str, stats: dict[str, Any],
+            cycle_search_timeout: float | None = None) -> Result:
+    """Find and name the cycles of `gr`, merge in `non_cycle`, judge `model`.
+
+    `cycle_search_timeout`: seconds of search per strongly connected
+    component (None: `cycles.DEFAULT_TIMEOUT`); see `checker.cycles`.
+    """
     t0 = time.perf_counter()
-    models.check_model(model)
+    model = models.canonical(model)
+    timeout = cycles.DEFAULT_TIMEOUT if cycle_search_timeout is None else cycle_search_timeout
     txns = gr.txns
     n = len(txns)
     invoke, complete, process = order_arrays(txns)
     ps, pd = process_edges(process)
     bs, bd, nb = g.barrier_realtime(invoke, complete)
-    gsrc, gdst, _ = gr.arrays()
-    src = np.concatenate([gsrc, ps, bs])
-    dst = np.concatenate([gdst, pd, bd])
-    on_cycle = g.in_cycles(n + nb, src, dst, real=n)
-    nodes = np.flatnonzero(on_cycle)
-    search = CycleSearch(gr, Explainer(history, gr, explain_data))
-    if len(nodes):
-        search.run(nodes, invoke, complete, ps, pd)
+    gsrc, gdst, gkind = gr.arrays()
+    labels, _ = g.scc_labels(n + nb, np.concatenate([gsrc, ps, bs]), np.concatenate([gdst, pd, bd]))
+    explainer = Explainer(history, gr, explain_data)
+    search = cycles.CycleSearch(classify, explainer.cycle, timeout)
+    oc = cycles.on_cycles(n, labels, gsrc, gdst, gkind, invoke, complete, ps, pd)
+    if oc is not None:
+        search.run(oc)
 
     found = {**{k: v for k, v in non_cycle.items() if v}, **search.found}
     counts = {k: len(v) for k, v in non_cycle.items() if v} | search.counts
@@ -358,21 +229,32 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     forbidden = [a for a in names if models.forbids(model, a)]
     allowed = [a for a in names if a not in forbidden]
     not_, also_not, possible = models.judge(names)
+    incomplete = [t for t in cycles.TYPES if t in search.incomplete]
     notes = []
+    if incomplete:
+        notes.append(f"cycle search cut short after {timeout:g} s in {len(search.timeouts)} "
+                     f"component(s) (largest: {max(t['transactions'] for t in search.timeouts)} "
+                     f"transactions); these types may be missing or undercounted: "
+                     f"{', '.join(incomplete)} (raise --cycle-search-timeout)")
     if forbidden:
         valid: bool | str = False
     elif not any(op.type == "ok" for op in history.ops()):
         valid = UNKNOWN
         notes.append(nothing_to_judge("no transaction completed ok" if history.ops()
                                       else "the history has no transactions"))
-    elif search.exhausted:
+    elif any(models.forbids(model, t) for t in incomplete):
         valid = UNKNOWN
-        notes.append(f"cycle search stopped after {SEARCH_BUDGET} node visits; "
-                     "some cycles may be unclassified")
     else:
         valid = True
-    stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": int(len(nodes)),
-             "anomaly-counts": counts, "cycle-seconds": round(time.perf_counter() - t0, 3)}
+    stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": 0 if oc is None else len(oc.ids),
+             "components": 0 if oc is None else len(oc.sizes),
+             "largest-component": max(oc.sizes) if oc is not None else 0,
+             "anomaly-counts": counts,
+             # one cycle per (type, component) is searched: a count says "at least"
+             "cycle-counts-are": "lower-bounds",
+             "cycle-search-timeout": timeout, "cycle-search-timeouts": search.timeouts,
+             "cycle-seconds": round(time.perf_counter() - t0, 3)}
     return Result(valid=valid, model=model, anomaly_types=forbidden,
                   anomalies={k: found[k] for k in names}, not_=not_, also_not=also_not,
-                  possible=possible, also_found=allowed, stats=stats, notes=notes)
+                  possible=possible, also_found=allowed, stats=stats, notes=notes,
+                  incomplete=incomplete)

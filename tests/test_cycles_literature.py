@@ -82,6 +82,17 @@ CASES = {
         (0, 20, 30, "ok", [r("x", [])]),
         (1, 40, 50, "ok", [r("x", [1])]),
     ], "G-single-process", {SER: True, "strong-session-serializable": False}),
+    # Elle's future read: T0 reads x and sees the element it appends only afterwards
+    # (a trivial wr cycle T0 -> T0, so G1c: read uncommitted allows it, read committed
+    # and read atomic forbid it)
+    "future-read": (list_append, [
+        (0, 0, 10, "ok", [r("x", [1]), a("x", 1)]),
+        (1, 20, 30, "ok", [r("x", [1])]),
+    ], "future-read", {RU: True, RC: False, "read-atomic": False, SER: False}),
+    "rw-future-read": (rw_register, [
+        (0, 0, 10, "ok", [r("x", 1), w("x", 1)]),
+        (1, 20, 30, "ok", [r("x", 1)]),
+    ], "future-read", {RU: True, RC: False, "read-atomic": False, SER: False}),
 }
 
 
@@ -121,3 +132,12 @@ def test_rw_register_non_repeatable_read_is_fuzzy_not_internal():
     ev2 = [Event(0, 0, "invoke", 0, "txn", [["w", "x", 2], ["r", "x", None]]),
            Event(1, 1, "ok", 0, "txn", [["w", "x", 2], ["r", "x", 3]])]
     assert "internal" in rw_register.check(History(ev2, "h"), model="read-committed").anomaly_types
+
+
+def test_future_read_is_not_mistaken_for_a_cycle():
+    """Before: list-append saw nothing; rw-register took the read as an
+    external one and its write-follows-read pair as x: 1 < 1, a G-single."""
+    for name in ("future-read", "rw-future-read"):
+        checker, txns, _, _ = CASES[name]
+        res = checker.check(to_history(txns), SSER)
+        assert res.anomaly_types == ["future-read"], (name, res.anomaly_types)

@@ -76,11 +76,53 @@ def test_scc_labels():
     assert list(g.in_cycles(6, src, dst)) == [True, True, True, False, False, False]
 
 
-def test_bfs_nonadjacent_refuses_adjacent_rw():
+def _search(n, src, dst, kind, spec_name, label=None):
+    from sleuth.checker import cycles
+    spec = next(s for s in cycles.SPECS if s.name == spec_name)
+    adj = g.Adjacency(n, src, dst, kind)
+    edge = (src[0], dst[0], kind[0])
+    return g.bfs_cycle(adj, edge, spec.automaton, label or [0] * n, float("inf"))
+
+
+def test_nonadjacent_automaton_refuses_adjacent_rw():
     # a -rw-> b -rw-> a: two adjacent rw edges, not a G-nonadjacent cycle
-    adj = g.Adjacency(2, [0, 1], [1, 0], [g.RW, g.RW])
-    assert g.bfs_nonadjacent(adj, (0, 1), frozenset(g.DATA), [1000]) is None
+    assert _search(2, [0, 1], [1, 0], [g.RW, g.RW], "G-nonadjacent") is None
+    assert [k for _, _, k in _search(2, [0, 1], [1, 0], [g.RW, g.RW], "G2-item")] == [g.RW, g.RW]
     # a -rw-> b -wr-> c -rw-> d -ww-> a: rw edges separated: found
-    adj = g.Adjacency(4, [0, 1, 2, 3], [1, 2, 3, 0], [g.RW, g.WR, g.RW, g.WW])
-    cycle = g.bfs_nonadjacent(adj, (0, 1), frozenset(g.DATA), [1000])
+    cycle = _search(4, [0, 1, 2, 3], [1, 2, 3, 0], [g.RW, g.WR, g.RW, g.WW], "G-nonadjacent")
     assert [k for _, _, k in cycle] == [g.RW, g.WR, g.RW, g.WW]
+    # ...and it is not a G2-item (no two rw adjacent, also around the end)
+    assert _search(4, [0, 1, 2, 3], [1, 2, 3, 0], [g.RW, g.WR, g.RW, g.WW], "G2-item") is None
+    # a -ww-> b -rw-> c -rw-> a: adjacent around the end? no: rw, rw in the middle
+    assert _search(3, [0, 1, 2], [1, 2, 0], [g.WW, g.RW, g.RW], "G-nonadjacent") is None
+
+
+def test_realtime_variant_needs_a_realtime_edge():
+    # 0 -ww-> 1 -realtime-> 0 is G0-realtime; 0 -ww-> 1 -ww-> 0 is not
+    assert _search(2, [0, 1], [1, 0], [g.WW, g.REALTIME], "G0-realtime") is not None
+    assert _search(2, [0, 1], [1, 0], [g.WW, g.WW], "G0-realtime") is None
+    assert _search(2, [0, 1], [1, 0], [g.WW, g.REALTIME], "G0") is None
+
+
+def test_search_stays_in_its_component():
+    # the cycle 0 -> 1 -> 0 exists, but 1 is labelled apart from 0
+    assert _search(2, [0, 1], [1, 0], [g.WW, g.WW], "G0", label=[0, 1]) is None
+
+
+def test_simple_cycle_erases_loops():
+    # around 0 -> 1 -> 0 twice, as a walk: one loop is left
+    walk = [(0, 1, g.WW), (1, 0, g.RW), (0, 1, g.WW), (1, 0, g.RW)]
+    assert g.simple_cycle(walk) == walk[:2]
+    # 0 -> 1 -> 2 -> 1 -> 3 -> 0: the 1 -> 2 -> 1 detour goes
+    walk = [(0, 1, g.WW), (1, 2, g.WR), (2, 1, g.RW), (1, 3, g.WW), (3, 0, g.RW)]
+    assert g.simple_cycle(walk) == [(0, 1, g.WW), (1, 3, g.WW), (3, 0, g.RW)]
+
+
+def test_search_times_out():
+    # a long ww ring: a deadline in the past stops the search at its first look at the clock
+    n = 3 * g.CHECK_EVERY
+    src = list(range(n))
+    dst = [(i + 1) % n for i in range(n)]
+    adj = g.Adjacency(n, src, dst, [g.WW] * n)
+    with pytest.raises(g.SearchTimeout):
+        g.bfs_cycle(adj, (0, 1, g.WW), g.any_cycle(frozenset({g.WW})), [0] * n, 0.0)

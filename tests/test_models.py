@@ -34,13 +34,18 @@ def test_judge_write_skew():
     not_, also, possible = models.judge(["G2-item"])
     assert not_ == ["repeatable-read"]
     assert set(also) == {"serializable", "strong-session-serializable", "strict-serializable"}
-    assert set(possible) == {"snapshot-isolation", "read-committed", "read-uncommitted"}
+    # everything below serializable but repeatable read stays possible (Elle's lattice)
+    assert set(possible) == set(models.MODELS) - {"repeatable-read", *also}
+    assert {"snapshot-isolation", "strong-snapshot-isolation", "cursor-stability",
+            "update-serializable", "read-committed"} <= set(possible)
 
 
 def test_judge_stale_read():
+    # a stale read (G-single-realtime) rules out strong snapshot isolation too
+    # (Daudjee & Salem), the weakest model with real time; strict serializability with it
     not_, also, possible = models.judge(["G-single-realtime"])
-    assert not_ == ["strict-serializable"] and also == []
-    assert "serializable" in possible
+    assert not_ == ["strong-snapshot-isolation"] and also == ["strict-serializable"]
+    assert {"serializable", "strong-session-serializable", "snapshot-isolation"} <= set(possible)
 
 
 def test_judge_nothing():
@@ -50,3 +55,84 @@ def test_judge_nothing():
 def test_unknown_model_is_rejected():
     with pytest.raises(ValueError, match="unknown model"):
         models.check_model("snapshot")
+
+
+# -- the lattice as data (Elle's elle.consistency-model) ----------------------
+
+# (anomaly, the weakest models that forbid it), written out from Elle's tables
+# and Adya's definitions by hand
+WEAKEST = [
+    ("G0", ("read-uncommitted",)),
+    ("G1c", ("read-committed",)),
+    ("G-single", ("consistent-view", "repeatable-read")),  # snapshot isolation implies PL-2+
+    ("G-nonadjacent", ("repeatable-read", "snapshot-isolation")),
+    ("G2-item", ("repeatable-read",)),
+    ("lost-update", ("cursor-stability", "ROLA")),
+    ("G1a", ("read-committed",)),  # read atomic implies read committed (via MAV)
+    ("G0-process", ("strong-session-read-uncommitted",)),
+    ("G1c-process", ("strong-session-read-committed",)),
+    ("G-single-process", ("strong-session-snapshot-isolation",)),  # implied by strong-session-serializable
+    ("G2-item-process", ("strong-session-serializable",)),
+    ("G1c-realtime", ("strong-read-committed",)),
+    ("G-nonadjacent-realtime", ("strong-snapshot-isolation",)),
+    ("G2-item-realtime", ("strict-serializable",)),
+    ("future-read", ("read-committed",)),
+    ("fuzzy-read", ("consistent-view", "repeatable-read")),
+]
+
+
+@pytest.mark.parametrize("anomaly,weakest", WEAKEST)
+def test_weakest_forbidding_models(anomaly, weakest):
+    assert set(models.forbidding(anomaly)) == set(weakest), models.forbidding(anomaly)
+
+
+def test_models_are_listed_strongest_first_and_every_one_is_below_strict():
+    pos = {m: i for i, m in enumerate(models.MODELS)}
+    for m, weaker in models.IMPLIES.items():
+        assert all(pos[w] > pos[m] for w in weaker), m
+    assert models.weaker_or_equal("strict-serializable") == frozenset(models.MODELS)
+
+
+def test_every_model_is_ruled_out_by_some_anomaly():
+    """A model nothing can rule out would always be "possible": not listed."""
+    for m in models.MODELS:
+        assert models.forbidden_by(m), m
+
+
+def test_strictly_stronger_models_forbid_strictly_more():
+    for m in models.MODELS:
+        for w in models.weaker_or_equal(m) - {m}:
+            assert models.forbidden_by(w) <= models.forbidden_by(m), (m, w)
+
+
+@pytest.mark.parametrize("alias,name", [("PL-2", "read-committed"), ("PL-2.99", "repeatable-read"),
+                                        ("PL-SI", "snapshot-isolation"), ("PL-SS", "strict-serializable"),
+                                        ("PL-2+", "consistent-view"), ("strong-PL-2", "strong-read-committed")])
+def test_adya_names_are_accepted(alias, name):
+    assert models.canonical(alias) == name
+    assert models.forbids(alias, "G1c") == models.forbids(name, "G1c")
+
+
+def test_each_new_model_judged_on_a_literature_case():
+    """Cursor stability forbids Hermitage's lost update that read committed
+    allows; consistent view (PL-2+) forbids read skew; strong snapshot
+    isolation forbids the stale read that snapshot isolation allows."""
+    from test_cycles_bruteforce import to_history
+    from test_cycles_literature import CASES
+
+    from sleuth.checker import list_append, rw_register
+    lost = to_history(CASES["lost-update"][1])
+    assert rw_register.check(lost, "read-committed").valid is True
+    assert rw_register.check(lost, "cursor-stability").valid is False
+    assert rw_register.check(lost, "PL-CS").valid is False
+    skew = to_history(CASES["G-single"][1])
+    assert list_append.check(skew, "cursor-stability").valid is True
+    assert list_append.check(skew, "consistent-view").valid is False
+    stale = to_history(CASES["stale"][1])
+    assert list_append.check(stale, "snapshot-isolation").valid is True
+    assert list_append.check(stale, "strong-session-snapshot-isolation").valid is True
+    res = list_append.check(stale, "strong-snapshot-isolation")
+    assert res.valid is False and res.anomaly_types == ["G-single-realtime"]
+    session = to_history(CASES["session"][1])
+    assert list_append.check(session, "strong-session-snapshot-isolation").valid is False
+    assert list_append.check(session, "snapshot-isolation").valid is True

@@ -50,7 +50,12 @@ def test_read_committed_db_shows_read_skew_never_dirty(tmp_path, seed):
     assert list_append.check(h, "read-committed").valid is True
     r = list_append.check(h, "snapshot-isolation")
     assert r.valid is False and "G-single" in r.anomaly_types
-    assert set(r.not_) == {"repeatable-read", "snapshot-isolation"}
+    # read skew (G-single) rules out consistent view (Adya PL-2+) and repeatable read; lost
+    # updates, when the seed has them, cursor stability (PL-CS) and ROLA below those
+    ruled_out = set(r.not_) | set(r.also_not)
+    assert {"consistent-view", "repeatable-read", "snapshot-isolation"} <= ruled_out
+    assert set(r.not_) <= {"consistent-view", "repeatable-read", "cursor-stability", "ROLA"}
+    assert "read-committed" not in ruled_out
     assert not {"G0", "G1a", "G1b", "G1c", "internal", "incompatible-order"} & found(r)
 
 

@@ -1,0 +1,286 @@
+"""Cycle search: every cycle anomaly type, in every strongly connected
+component, each component under its own time budget (Elle's `elle.txn`
+cycle-anomaly specs and `cycle-search-timeout`; Adya 2000, section 4.4, for
+the anomaly classes; Cerone & Gotsman, PODC 2016, for G-nonadjacent).
+
+A cycle anomaly type is a spec, as in Elle: the edge kinds its cycles may
+use, the kind of edge its search starts from, and an automaton over edge
+kinds that says which closed walks are of the type (G-single: exactly one rw;
+G-nonadjacent: two or more rw, never two in a row, also around the end;
+G2-item: two or more rw, two of them adjacent; `-process`: at least one
+process edge; `-realtime`: at least one real-time edge). The base specs are
+crossed with the three variants (plain, `-process`, `-realtime`) exactly as
+Elle crosses `base-cycle-anomaly-specs` with its variants.
+
+The search gives each top-level component C of the whole graph (data,
+process and real-time edges) `timeout` seconds in all, and, spec by spec:
+
+  the components of C restricted to the spec's edge kinds
+  (for G-single and G-nonadjacent, the components of Cerone & Gotsman's
+  product graph, whose rw edges may only leave a node not entered by rw);
+  in each one that holds a start edge, a breadth-first search from that edge
+  back to its tail, confined to that component, for a walk the spec accepts,
+  cut down to a simple cycle (`graph.simple_cycle`); until one is of the
+  type sought, the fallbacks (for G-single and G-nonadjacent, any walk with
+  no two rw in a row; last, any walk at all, which exists because both ends
+  of the start edge lie in one component, and is a shortest, hence simple,
+  cycle). Every cycle found is recorded under the name its edges give it.
+
+Why the verdict is exact when no search ran out of time: a model is violated
+iff a cycle of a type it forbids exists, and each model's forbidden cycles
+are exactly the cycles of one edge set (read-uncommitted: ww; read-committed:
+ww+wr; snapshot isolation: a product-graph cycle through an rw edge;
+serializable: any data cycle; strong-session: data+process; strict: data+
+process+real-time). Every component of every such edge set that holds a
+cycle holds a start edge of some spec, and the search from it returns a
+cycle using only that set's edges: so some forbidden cycle is reported.
+Counts are lower bounds: one cycle per (spec, component).
+
+When a component's deadline passes, its remaining specs are not searched:
+their types are reported as `incomplete`, and the verdict becomes unknown if
+the judged model forbids one of them (unless a forbidden anomaly was found).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sleuth.checker import graph as g
+
+DEFAULT_TIMEOUT = 10.0  # seconds per top-level component; see docs/cycle-search.md
+MAX_EXAMPLES = 8  # cycles explained per anomaly type
+
+BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")  # simplest first
+BASE_KINDS = {
+    "G0": frozenset({g.WW}),
+    "G1c": frozenset({g.WW, g.WR}),
+    "G-single": frozenset(g.DATA),
+    "G-nonadjacent": frozenset(g.DATA),
+    "G2-item": frozenset(g.DATA),
+}
+BASE_START = {"G0": g.WW, "G1c": g.WR, "G-single": g.RW, "G-nonadjacent": g.RW, "G2-item": g.RW}
+VARIANTS = (("", frozenset(), None), ("-process", frozenset({g.PROCESS}), g.PROCESS),
+            ("-realtime", frozenset({g.PROCESS, g.REALTIME}), g.REALTIME))
+SI_BASES = ("G-single", "G-nonadjacent")  # the product graph finds their start edges
+
+
+def _automaton(base: str | None, kinds: frozenset[int], required: int | None) -> g.Automaton:
+    """State: (started, rw count capped at 2, last edge rw, first edge rw,
+    two rw adjacent, a wr seen, the required kind seen). `base` None: the
+    snapshot-isolation condition (at least one rw, none adjacent)."""
+    single = base == "G-single"
+    nonadjacent = base in ("G-nonadjacent", None)
+
+    def step(s: tuple, k: int) -> tuple | None:
+        if k not in kinds:
+            return None
+        started, rw, last, first, adj, wr, req = s or (False, 0, False, False, False, False, False)
+        if k == g.RW:
+            if (single and rw >= 1) or (nonadjacent and last):
+                return None
+            adj, rw, last = adj or last, min(rw + 1, 2), True
+            first = first if started else True
+        else:
+            last = False
+        return (True, rw, last, first, adj, wr or k == g.WR, req or k == required)
+
+    def accept(s: tuple) -> bool:
+        if not s or (required is not None and not s[6]):
+            return False
+        _, rw, last, first, adj, wr, _ = s
+        wraps = first and last  # the walk's last and first edges are both rw: adjacent
+        return {"G0": True, "G1c": wr, "G-single": rw == 1,
+                "G-nonadjacent": rw == 2 and not wraps, None: rw >= 1 and not wraps,
+                "G2-item": rw == 2 and (adj or wraps)}[base]
+
+    return g.Automaton((), step, accept)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One cycle anomaly type: what its cycles may use and must satisfy."""
+
+    name: str
+    base: str
+    kinds: frozenset[int]  # edge kinds its cycles may use
+    start: int  # the kind of edge each search begins with
+    automaton: g.Automaton  # which walks are of this type
+    fallbacks: tuple[g.Automaton, ...]  # tried in turn when none is; the last accepts any walk
+
+
+def _specs() -> tuple[Spec, ...]:
+    out = []
+    for suffix, extra, required in VARIANTS:
+        for base in BASES:
+            kinds = BASE_KINDS[base] | extra
+            falls = [g.any_cycle(kinds)]
+            if base in SI_BASES:
+                falls.insert(0, _automaton(None, kinds, required))
+            out.append(Spec(base + suffix, base, kinds, BASE_START[base] if required is None else required,
+                            _automaton(base, kinds, required), tuple(falls)))
+    return tuple(out)
+
+
+SPECS: tuple[Spec, ...] = _specs()
+TYPES: tuple[str, ...] = tuple(s.name for s in SPECS)
+
+
+@dataclass
+class OnCycles:
+    """The transactions that lie on cycles, renumbered 0..m-1, with every
+    edge between two of them in the same top-level component (components
+    are disjoint, so one graph holds them all and one SCC computation per
+    spec serves every component)."""
+
+    ids: np.ndarray  # local node -> graph node
+    comp: list[int]  # local node -> its top-level component
+    sizes: list[int]  # component -> transactions
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+    adj: g.Adjacency
+
+
+class CycleSearch:
+    """Runs every spec in every component; collects examples, counts and
+    the types whose search a component's time budget cut short."""
+
+    def __init__(self, classify: Callable, explain: Callable, timeout: float = DEFAULT_TIMEOUT):
+        self.classify, self.explain, self.timeout = classify, explain, timeout
+        self.found: dict[str, list[dict]] = {}
+        self.counts: dict[str, int] = {}
+        self.seen: set[tuple[str, frozenset[int]]] = set()
+        self.incomplete: set[str] = set()
+        self.timeouts: list[dict] = []  # one per component cut short
+
+    def run(self, oc: OnCycles) -> None:
+        """Specs in order, each over every component; a component's seconds
+        are charged across specs, and once spent its remaining specs are skipped."""
+        left = [self.timeout] * len(oc.sizes)
+        cut: dict[int, int] = {}  # component -> index of the spec it was cut short in
+        sccs: dict = {}  # specs sharing edge kinds share their components
+        for i, spec in enumerate(SPECS):
+            self._spec(oc, i, spec, left, cut, sccs)
+        for c, i in sorted(cut.items()):
+            names = [s.name for s in SPECS[i:]]
+            self.incomplete.update(names)
+            self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
+                                  "not-searched": names[1:]})
+
+    def _spec(self, oc: OnCycles, i: int, spec: Spec, left: list[float], cut: dict[int, int],
+              sccs: dict) -> None:
+        m, src, dst, kind = len(oc.ids), oc.src, oc.dst, oc.kind
+        starts = np.flatnonzero(kind == spec.start)
+        if not len(starts):
+            return
+        if spec.kinds not in sccs:
+            sel = np.flatnonzero(np.isin(kind, list(spec.kinds)))
+            labels, sizes = g.scc_labels(m, src[sel], dst[sel])
+            sccs[spec.kinds] = labels, sizes, labels.tolist()
+        labels, sizes, label = sccs[spec.kinds]
+        ls, ld = labels[src[starts]], labels[dst[starts]]
+        inside = (ls == ld) & (sizes[ls] > 1)
+        if spec.base in SI_BASES:
+            key = ("si", spec.kinds)
+            if key not in sccs:
+                sccs[key] = _si_product(m, src, dst, kind, spec.kinds)
+            inside &= _in_si_product(sccs[key], src, dst, kind, starts)
+        tried: set[int] = set()
+        for e in starts[inside].tolist():
+            a = int(src[e])
+            lab, c = label[a], oc.comp[a]
+            if lab in tried or c in cut:
+                continue
+            if left[c] <= 0:  # spent (or a budget of 0): nothing more is searched here
+                cut[c] = i
+                continue
+            tried.add(lab)
+            edge = (a, int(dst[e]), spec.start)
+            t = time.perf_counter()
+            try:
+                for auto in (spec.automaton, *spec.fallbacks):
+                    walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
+                    if walk is not None and self._record(g.simple_cycle(walk), oc.ids) == spec.name:
+                        break
+            except g.SearchTimeout:
+                cut[c] = i
+            left[c] -= time.perf_counter() - t
+
+    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray) -> str:
+        """Name, count and (the first few) explain a cycle; returns its name."""
+        glob = [(int(ids[a]), int(ids[b]), k) for a, b, k in cycle]
+        name = self.classify(glob)
+        key = (name, frozenset(a for a, _, _ in glob))
+        if key in self.seen:
+            return name
+        self.seen.add(key)
+        self.counts[name] = self.counts.get(name, 0) + 1
+        examples = self.found.setdefault(name, [])
+        if len(examples) < MAX_EXAMPLES:
+            examples.append(self.explain(name, glob))
+        return name
+
+
+def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Components of Cerone & Gotsman's product graph over `kinds`: node 2v
+    is "v, not entered by rw", 2v+1 "v, entered by rw"; non-rw edges leave
+    either, rw edges only the first and enter the second. A closed walk with
+    no two rw edges in a row (their condition: `(WW ∪ WR) ; RW?` acyclic) is
+    a cycle there."""
+    non = np.flatnonzero(np.isin(kind, list(kinds - {g.RW})))
+    rw = np.flatnonzero(kind == g.RW) if g.RW in kinds else np.zeros(0, np.int64)
+    ps = np.concatenate([2 * src[non], 2 * src[non] + 1, 2 * src[rw]])
+    pd = np.concatenate([2 * dst[non], 2 * dst[non], 2 * dst[rw] + 1])
+    return g.scc_labels(2 * m, ps, pd)
+
+
+def _in_si_product(product: tuple[np.ndarray, np.ndarray], src, dst, kind, starts: np.ndarray) -> np.ndarray:
+    """Which start edges lie on a cycle of the product graph (`_si_product`)."""
+    labels, sizes = product
+    s, d, k = src[starts], dst[starts], kind[starts]
+    is_rw = k == g.RW
+    via_rw = (labels[2 * s] == labels[2 * d + 1]) & is_rw
+    via_0 = (labels[2 * s] == labels[2 * d]) & ~is_rw
+    via_1 = (labels[2 * s + 1] == labels[2 * d]) & ~is_rw
+    return (via_rw | via_0 | via_1) & (sizes[labels[2 * s]] > 1)
+
+
+def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind: np.ndarray,
+              invoke: np.ndarray, complete: np.ndarray, process_src: np.ndarray,
+              process_dst: np.ndarray) -> OnCycles | None:
+    """The part of the graph on cycles, from the top-level component `labels`
+    of its n transactions (computed with real-time order as barriers): data
+    and process edges inside a component, and each component's explicit
+    real-time edges (Elle's frontier reduction among its own transactions)."""
+    lab = labels[:n]
+    tsize = np.bincount(lab, minlength=1)
+    nodes = np.flatnonzero(tsize[lab] > 1)
+    if not len(nodes):
+        return None
+    m = len(nodes)
+    local = np.full(n, -1, dtype=np.int64)
+    local[nodes] = np.arange(m)
+    uniq, comp = np.unique(lab[nodes], return_inverse=True)
+    s = np.concatenate([src, process_src])
+    d = np.concatenate([dst, process_dst])
+    k = np.concatenate([kind, np.full(len(process_src), g.PROCESS, dtype=np.int64)])
+    same = (lab[s] == lab[d]) & (local[s] >= 0)
+    parts_s, parts_d = [local[s[same]]], [local[d[same]]]
+    order = np.argsort(comp, kind="stable")
+    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1))
+    inv, cpl = invoke[nodes].tolist(), complete[nodes].tolist()
+    rt = 0
+    for c in range(len(uniq)):
+        members = order[bounds[c]:bounds[c + 1]].tolist()
+        rs, rd = g.realtime_pairs(members, [inv[x] for x in members], [cpl[x] for x in members])
+        parts_s.append(np.asarray(rs, dtype=np.int64))
+        parts_d.append(np.asarray(rd, dtype=np.int64))
+        rt += len(rs)
+    src2, dst2 = np.concatenate(parts_s), np.concatenate(parts_d)
+    kind2 = np.concatenate([k[same], np.full(rt, g.REALTIME, dtype=np.int64)])
+    return OnCycles(nodes, comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
+                    g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()))
