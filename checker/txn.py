@@ -163,10 +163,7 @@ class Explainer:
                 + f"; {len(cycle)} transactions.")
         first = txn_name(txns[cycle[0][0]])
         tail = f"So {first} would have to come before itself: no serial order exists."
-        seen = []
-        for a, _, _ in cycle:
-            if a not in seen:
-                seen.append(a)
+        seen = dict.fromkeys(a for a, _, _ in cycle)  # in cycle order, once each (linear, not quadratic)
         return {
             "cycle": [txn_name(txns[a]) for a, _, _ in cycle],
             "steps": steps,
