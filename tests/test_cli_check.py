@@ -351,15 +351,19 @@ def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatc
     spec = Workload("w", "m", "f", options=("wfr_keys", "search_timeout"))
     seen = []
 
-    @click.command(cls=cc._Command)
+    from sleuth.cli import _Sleuth
+
+    @click.command()
     @cc._option_flags
     def cmd(**values):
         seen.append(cc._checker_options(spec, values))
 
+    group = _Sleuth("sleuth")  # usage errors are 254 for every command of sleuth's group
+    group.add_command(cmd, "cmd")
     runner = CliRunner()
-    assert runner.invoke(cmd, []).exit_code == 0
-    assert runner.invoke(cmd, ["--no-wfr-keys", "--search-timeout", "2.5"]).exit_code == 0
-    assert runner.invoke(cmd, ["--wfr-keys"]).exit_code == 0
+    assert runner.invoke(group, ["cmd"]).exit_code == 0
+    assert runner.invoke(group, ["cmd", "--no-wfr-keys", "--search-timeout", "2.5"]).exit_code == 0
+    assert runner.invoke(group, ["cmd", "--wfr-keys"]).exit_code == 0
     assert seen == [{}, {"wfr_keys": False, "search_timeout": 2.5}, {"wfr_keys": True}]
-    assert runner.invoke(cmd, ["--search-timeout", "-1"]).exit_code == 254
-    assert runner.invoke(cmd, ["--total", "3"]).exit_code == 254  # not this workload's
+    assert runner.invoke(group, ["cmd", "--search-timeout", "-1"]).exit_code == 254
+    assert runner.invoke(group, ["cmd", "--total", "3"]).exit_code == 254  # not this workload's

@@ -6,14 +6,34 @@ check` on a register history starts in a fraction of a second.
 
 from __future__ import annotations
 
+import sys
+
 import click
 
+from sleuth import exits
 from sleuth.cli.check import check, sim
 from sleuth.cli.cluster import cluster
 from sleuth.cli.run import report, run, serve
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Sleuth(click.Group):
+    """Every command's usage errors follow the exit table (docs/exit-status.md): one line on
+    stderr and 254 (click's own are three lines and 2, which CI would read as "unknown"); a
+    Ctrl-C that reaches click (a command with no handler of its own) is an interrupt: 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            status = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            exits.die(" ".join(e.format_message().split()))
+        except click.exceptions.Abort:
+            exits.die("interrupted", exits.UNKNOWN)
+        except click.ClickException as e:  # click's other errors (an unreadable file argument)
+            exits.die(" ".join(e.format_message().split()))
+        sys.exit(status if isinstance(status, int) else 0)
+
+
+@click.group(cls=_Sleuth, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sleuth")
 def main() -> None:
     """sleuth: a Jepsen-style consistency checker for SQL systems."""

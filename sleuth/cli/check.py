@@ -122,19 +122,7 @@ def _option_flags(fn):
     return fn
 
 
-class _Command(click.Command):
-    """A command whose usage errors (a missing or unknown option, a value out
-    of range) are bad arguments by the exit table: one line, exit 254 —
-    click's own are three lines and exit 2, which CI would read as unknown."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as e:
-            exits.die(" ".join(e.format_message().split()))
-
-
-@click.command(cls=_Command)
+@click.command()
 @click.argument("files", nargs=-1, required=True)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
               help="What the history's operations are (not needed for a run directory: the run's own "

@@ -12,21 +12,10 @@ import json
 import click
 
 from sleuth.cluster.faults import FAULTS
-from sleuth.exits import BAD_INPUT, CRASHED, die
+from sleuth.exits import CRASHED, die
 
 
-class _Group(click.Group):
-    """click answers a bad option with status 2; sleuth's table says 254."""
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as e:
-            e.exit_code = BAD_INPUT
-            raise
-
-
-@click.group(cls=_Group)
+@click.group()
 def cluster() -> None:
     """Start, inspect and stop the reference cluster (oracle, storage nodes, coordinators)."""
 
