@@ -4,7 +4,8 @@ The campaign: real `sleuth run --runtime local` runs of 5 s (a register run
 with the stale-read bug switch, a valid list-append run, a PostgreSQL
 list-append run), two copies of the valid run doctored for the durability
 audit (one acknowledged row deleted from a storage node's sealed Parquet;
-one acknowledged append relabelled `fail` in the history), and `sleuth sim`
+one acknowledged append relabelled `fail` in the history; one with a torn
+last line), and `sleuth sim`
 histories placed in run-directory shape, whose results.json is what
 `sleuth check --json` says. One `judge_runs` call (one SparkSession) judges
 them all; the standalone test sends the same job to a master and worker
@@ -119,6 +120,9 @@ def campaign(tmp_path_factory):
     doctored = os.path.join(root, "doctored")
     runs["lost"] = shutil.copytree(runs["valid"], os.path.join(doctored, "lost"))
     runs["phantom"] = shutil.copytree(runs["valid"], os.path.join(doctored, "phantom"))
+    runs["torn"] = shutil.copytree(runs["valid"], os.path.join(doctored, "torn"))
+    with open(os.path.join(runs["torn"], "history.jsonl"), "rb+") as f:  # a torn last line
+        f.truncate(os.path.getsize(f.name) - 20)
     expected_lost = delete_final_row(runs["lost"])
     expected_phantom = fail_one_append(runs["phantom"])
     sims = os.path.join(root, "sims")
@@ -142,7 +146,7 @@ def campaign(tmp_path_factory):
 def test_verdicts_equal_results_json_and_sleuth_check(campaign):
     by = campaign["by"]
     for name, row in by.items():
-        if name in ("lost", "phantom"):
+        if name in ("lost", "phantom", "torn"):
             continue
         with open(os.path.join(campaign["runs"][name], "results.json")) as f:
             results = json.load(f)
@@ -160,6 +164,8 @@ def test_one_row_per_operation(campaign):
 
     ops = ds.dataset(os.path.join(campaign["out"], "operations"), partitioning="hive").to_table().to_pandas()
     for name, d in campaign["runs"].items():
+        if name == "torn":
+            continue
         row = campaign["by"][name]
         mine = ops[ops["run"] == row["run"]]
         evs = [e for e in lines(d) if e["process"] != "nemesis"]
@@ -198,6 +204,14 @@ def test_durability_finds_a_phantom_write(campaign):
     found = pq.read_table(os.path.join(campaign["out"], "durability.parquet")).to_pandas()
     ph = found[found["run"] == by["phantom"]["run"]]
     assert list(zip(ph["anomaly"], ph["key"], ph["value"], ph["line"])) == [("phantom-write", key, value, line)]
+
+
+def test_a_torn_history_is_unknown_and_stops_nothing(campaign):
+    """As `sleuth run` judges a history it cannot read: unknown, and the other runs go on."""
+    torn = campaign["by"]["torn"]
+    assert torn["valid"] == "unknown" and torn["anomaly_types"] == "" and not torn["spark_agrees"]
+    valid = campaign["by"]["valid"]  # its last line, the final read's completion, is torn: info
+    assert (torn["ops"], torn["ok"], torn["info"]) == (valid["ops"], valid["ok"] - 1, valid["info"] + 1)
 
 
 def test_campaign_table_columns_and_files(campaign):

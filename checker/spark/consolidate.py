@@ -9,7 +9,9 @@ no completion is `info`, as HISTORY.md says.
 The JSON is read with an explicit schema (inference reads every file twice
 and was 3-6x slower); `value` and `error` are declared as strings, and
 Spark's JSON reader then keeps any JSON value there as its raw text, so the
-values survive unchanged for the checkers.
+values survive unchanged for the checkers. A line that is not a JSON event
+does not stop the job: its run is judged "unknown" (`torn_runs`), as
+`sleuth run` judges a history it cannot read.
 
 A fault is active at an event when more nemesis faults have started than
 stopped before it (a running sum over the run's events in index order). The
@@ -20,7 +22,7 @@ nemesis event starts a fault, unless it only records that the start failed.
 from __future__ import annotations
 
 EVENT_SCHEMA = ("`index` BIGINT, `time` BIGINT, `type` STRING, `process` STRING, `f` STRING, "
-                "`value` STRING, `node` STRING, `error` STRING, `ts` BIGINT")
+                "`value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `_corrupt_record` STRING")
 OPS_COLUMNS = ("campaign", "run", "run_dir", "workload", "process", "f", "key", "invoke_index", "complete_index", "invoke_time",
                "complete_time", "outcome", "invoke_value", "complete_value", "node", "error", "ts",
                "fault_active")
@@ -48,7 +50,8 @@ def read_events(spark, runs):
     from pyspark.sql import functions as F
 
     paths = [r.run_dir + "/history.jsonl" for r in runs.select("run_dir").collect()]
-    ev = (spark.read.schema(EVENT_SCHEMA).option("mode", "FAILFAST").json(paths)
+    ev = (spark.read.schema(EVENT_SCHEMA).option("mode", "PERMISSIVE")
+          .option("columnNameOfCorruptRecord", "_corrupt_record").json(paths)
           .withColumn("run_dir", file_dir("_metadata.file_path", "/history.jsonl")))
     return ev.join(F.broadcast(runs), "run_dir")
 
@@ -63,7 +66,7 @@ def operations(events):
     starts_failed = F.coalesce(F.col("value").startswith('{"error"'), F.lit(False))
     step = (F.when(nemesis & F.col("f").isin(stop_names()), -1)
             .when(nemesis & ~starts_failed, 1).otherwise(0))
-    ev = events.withColumn("faults", F.sum(step).over(by_run))
+    ev = events.where(F.col("_corrupt_record").isNull()).withColumn("faults", F.sum(step).over(by_run))
     client = ev.where(~nemesis)
     by_process = Window.partitionBy("run", "process").orderBy("index")
     nxt = {c: F.lead(c).over(by_process) for c in ("type", "index", "time", "value", "node", "error", "ts")}
@@ -84,6 +87,16 @@ def operations(events):
         F.when(completed, F.col("next_error")).alias("error"),
         F.when(completed, F.col("next_ts")).alias("ts"),
         (F.col("faults") > 0).alias("fault_active"))
+
+
+def torn_runs(events) -> set[str]:
+    """Runs with a line that is not a JSON event (a torn last line, say): judged "unknown",
+    as `sleuth run` judges a history it cannot read."""
+    from pyspark.sql import functions as F
+
+    bad = events.where(F.col("_corrupt_record").isNotNull() | F.col("index").isNull()
+                       | F.col("type").isNull() | F.col("process").isNull())
+    return {r.run for r in bad.select("run").distinct().collect()}
 
 
 def keyed_workloads() -> list[str]:

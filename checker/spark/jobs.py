@@ -148,6 +148,8 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
 
     meta = run_meta(run_dirs, campaign)
     os.makedirs(out_dir, exist_ok=True)
+    if not meta:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in aggregate.COLUMNS.items()})
     t0 = time.monotonic()
     spark, owned = session(master)
     try:
@@ -164,6 +166,9 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         say(f"spark: consolidated into {ops_path} ({time.monotonic() - t:.1f} s)")
         t = time.monotonic()
         verdicts = judge(ops, meta)
+        torn = consolidate.torn_runs(events)
+        for i in verdicts.index[verdicts["run"].isin(torn)]:
+            verdicts.at[i, "valid"], verdicts.at[i, "anomaly_types"] = "unknown", []
         say(f"spark: judged {len(verdicts)} runs ({time.monotonic() - t:.1f} s)")
         t = time.monotonic()
         audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
