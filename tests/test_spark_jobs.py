@@ -114,6 +114,8 @@ def campaign(tmp_path_factory):
         "stale": sleuth_run(store, env, "--runtime", "local", "-w", "register", "--fault", "stale-read",
                             "--seed", "1"),
         "valid": sleuth_run(store, env, "--runtime", "local", "-w", "list-append", "--seed", "0"),
+        "nemesis": sleuth_run(store, env, "--runtime", "local", "-w", "rw-register", "--nemesis", "pause",
+                              "--nemesis-interval", "1", "--seed", "2"),
     }
     if shutil.which("postgres") or shutil.which("pg_ctl") or glob.glob("/usr/lib/postgresql/*/bin/postgres"):
         runs["postgres"] = sleuth_run(store, env, "--target", "postgres", "-w", "list-append")
@@ -204,6 +206,33 @@ def test_durability_finds_a_phantom_write(campaign):
     found = pq.read_table(os.path.join(campaign["out"], "durability.parquet")).to_pandas()
     ph = found[found["run"] == by["phantom"]["run"]]
     assert list(zip(ph["anomaly"], ph["key"], ph["value"], ph["line"])) == [("phantom-write", key, value, line)]
+
+
+def test_fault_windows_follow_the_nemesis(campaign):
+    """fault_active, fault_events and the fault columns, against a plain sweep over the history."""
+    import pyarrow.dataset as ds
+
+    from sleuth.nemesis.faults import FAULTS
+
+    stops = {cls.stop_f for cls in FAULTS.values()}
+    row = campaign["by"]["nemesis"]
+    active, starts, want = 0, 0, {}
+    for e in lines(campaign["runs"]["nemesis"]):
+        if e["process"] == "nemesis":
+            if e["f"] in stops:
+                active -= 1
+            elif not (isinstance(e["value"], dict) and "error" in e["value"]):
+                active, starts = active + 1, starts + 1
+        elif e["type"] == "invoke":
+            want[e["index"]] = active > 0
+    assert starts >= 2 and any(want.values()) and not all(want.values())
+    ops = ds.dataset(os.path.join(campaign["out"], "operations"), partitioning="hive").to_table(
+        filter=ds.field("run") == row["run"]).to_pandas()
+    assert dict(zip(ops["invoke_index"], ops["fault_active"])) == want
+    assert row["fault_events"] == starts and row["nemesis"] == "pause"
+    during = ops[ops["fault_active"]]
+    assert row["availability_fault"] == pytest.approx((during["outcome"] == "ok").mean())
+    assert row["latency_p50_fault_ms"] > 0 or not (during["outcome"] == "ok").any()
 
 
 def test_a_torn_history_is_unknown_and_stops_nothing(campaign):
