@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench lint clean
+.PHONY: install demo test test-fast bench bench-spark spark-up spark-down lint clean
 
 install: $(STAMP)
 
@@ -27,6 +27,19 @@ bench: install
 	$(BIN)/python bench/bench_check.py
 	$(BIN)/python bench/bench_linearizable.py
 	$(BIN)/python bench/bench_cluster.py
+	$(BIN)/python bench/bench_spark.py
+
+bench-spark: install
+	$(BIN)/python bench/bench_spark.py
+
+# A standalone Spark master and worker on 127.0.0.1 (docs/spark.md); pids in $(SPARK_STATE).
+SPARK_STATE ?= $(or $(SLEUTH_HOME),$(HOME)/.sleuth)/spark
+SPARK_PORT  ?= 7077
+spark-up: install
+	$(BIN)/python -m sleuth.checker.spark.standalone up --state $(SPARK_STATE) --port $(SPARK_PORT)
+
+spark-down: install
+	$(BIN)/python -m sleuth.checker.spark.standalone down --state $(SPARK_STATE)
 
 lint: install
 	$(BIN)/ruff check .

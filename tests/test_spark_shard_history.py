@@ -17,7 +17,7 @@ from collections import Counter
 import psycopg
 import pytest
 
-from sleuth.checker import shard_history
+from sleuth.checker.spark import shard_history
 from sleuth.cluster.control import Cluster
 from sleuth.cluster.rpc import call_sync
 

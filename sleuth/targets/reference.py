@@ -93,11 +93,47 @@ class ReferenceTarget(Target):
         self.cluster.runtime.heal_cuts()
 
     def collect_logs(self, into: str) -> None:
+        """Each node's log, and each storage node's data (`<node>/data/`: sealed Parquet,
+        `state.json`, `wal.jsonl`) for the post-run durability audit (sleuth.checker.spark).
+
+        Storage nodes are asked to seal first, so what they keep is in Parquet; a node
+        that cannot seal (dead, partitioned) still leaves its wal, which the audit reads
+        too. Data is copied from local and docker nodes; ssh nodes keep theirs remote."""
         for n in self.cluster.nodes:
             d = os.path.join(into, n.name)
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "node.log"), "w") as f:
                 f.write(self.cluster.runtime.logs(n.name))
+        for n in self.cluster.nodes:
+            if n.role == "storage" and n.name not in self.retired:
+                try:
+                    self._copy_data(n, os.path.join(into, n.name, "data"))
+                except Exception as e:  # the logs matter more than one node's data
+                    with open(os.path.join(into, n.name, "data-error.txt"), "w") as f:
+                        f.write(f"{type(e).__name__}: {e}\n")
+
+    def _copy_data(self, n, dest: str) -> None:
+        import io
+        import shutil
+        import tarfile
+
+        from sleuth.cluster.rpc import call_sync
+
+        try:
+            call_sync(n.host, n.port, "seal", timeout=30)
+        except Exception:
+            pass  # the wal holds what was not sealed
+        rt = self.cluster.runtime
+        if self.runtime_name == "local":
+            shutil.copytree(rt.data_path(n.name), dest, dirs_exist_ok=True)
+        elif self.runtime_name == "docker":
+            stream, _ = rt._container(n.name).get_archive(rt.data_path(n.name))
+            os.makedirs(dest, exist_ok=True)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                for m in tar.getmembers():  # the archive's root is the `data` folder itself
+                    m.name = m.name.split("/", 1)[1] if "/" in m.name else ""
+                    if m.name and (m.isfile() or m.isdir()):
+                        tar.extract(m, dest, filter="data")
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
         for n in self.cluster.nodes:

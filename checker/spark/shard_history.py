@@ -30,8 +30,9 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
         raise SparkUnavailable("pyspark is not installed: pip install 'sleuth[spark]'") from e
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "4"))
-    if master.startswith("local"):
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.ui.showConsoleProgress", "false"))
+    if master.startswith(("local", "spark://127.")):  # a cluster on this machine reaches us here
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,194 @@
+"""The Spark jobs of a campaign: consolidate, judge, audit durability, aggregate (issue 12).
+
+The API `sleuth campaign` calls after its runs:
+
+    from sleuth.checker.spark.jobs import judge_runs
+    table = judge_runs(run_dirs, out_dir, campaign="adhoc", master=None, say=print)
+
+`run_dirs`: directories as `sleuth run` writes them (test.json, history.jsonl,
+results.json, nodes/<node>/data/ for reference runs). One SparkSession per
+call (embedded `local[*]` when `master` is None, else `spark://HOST:PORT`;
+an active session with the same master is reused and left running). The four
+jobs write into `out_dir`:
+
+- `operations/`: Parquet partitioned by campaign and run, one row per client
+  operation (consolidate.OPS_COLUMNS + workload), paired by Spark;
+- `campaign.parquet` and `campaign.csv`: the campaign table (aggregate.COLUMNS),
+  one row per run; also returned as a pandas DataFrame;
+- `durability.parquet`: every lost or phantom write (run, anomaly, key,
+  value, process, f, history line, the operation's value).
+
+Judging (judge.py) runs in `groupBy(...).applyInPandas` tasks: per run and
+key for register workloads, per run otherwise, plus one whole-run task for
+the rules that span keys (grey-box timestamps). `say` gets one line per job.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from typing import Any
+
+import orjson
+
+JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
+
+
+def run_meta(run_dirs: list[str], campaign: str) -> list[dict[str, Any]]:
+    """One record per run from its test.json and results.json (small: read on the driver)."""
+    dirs = [os.path.realpath(d) for d in run_dirs]
+    if len(set(dirs)) != len(dirs):
+        raise ValueError("the same run directory is given twice")
+    common = os.path.commonpath([os.path.dirname(d) for d in dirs]) if dirs else ""
+    out = []
+    for d in dirs:
+        with open(os.path.join(d, "test.json"), "rb") as f:
+            test = orjson.loads(f.read())
+        try:
+            with open(os.path.join(d, "results.json"), "rb") as f:
+                results = orjson.loads(f.read())
+        except FileNotFoundError:
+            results = {}
+        from sleuth.checker.spark.judge import verdict_text
+
+        out.append({"campaign": campaign, "run": os.path.relpath(d, common), "run_dir": d,
+                    "workload": test["workload"], "target": str(test.get("target", "")),
+                    "nemesis": ",".join(test.get("nemesis") or []),
+                    "fault": ",".join(test.get("fault") or []),
+                    "isolation": test.get("isolation") or "", "model": test.get("model") or "",
+                    "seed": int(test.get("seed", 0)),
+                    "run_valid": verdict_text(results["valid"]) if "valid" in results else "unknown",
+                    "run_anomaly_types": sorted(results.get("anomaly-types", [])), "test": test})
+    return out
+
+
+def session(master: str | None):
+    """The SparkSession: the active one if it has this master, else a new one (and whether we own it)."""
+    from pyspark.sql import SparkSession
+
+    from sleuth.checker.spark.shard_history import spark_session
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    want = master or "local[*]"
+    active = SparkSession.getActiveSession()
+    if active is not None and active.sparkContext.master == want:
+        configure(active)
+        return active, False
+    spark = spark_session(want, app="sleuth-campaign")
+    configure(spark)
+    return spark, True
+
+
+def configure(spark) -> None:
+    """Settings the jobs rely on: run names stay strings when read back from partition paths, and
+    writing one campaign's operations replaces only that campaign's partitions."""
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+
+
+def _judge_group(tests: dict[str, dict], part: str, key, pdf):
+    """applyInPandas: one group's rows -> one verdict row (runs on an executor)."""
+    import pandas as pd
+
+    from sleuth.checker.spark.judge import history_of, judge_history, verdict_text
+
+    run = key[0]
+    try:
+        h = history_of(pdf.sort_values("invoke_index").itertuples(index=False), f"{run}/history.jsonl")
+        r = judge_history(h, tests[run], part)
+        valid, types, error = verdict_text(r["valid"]), r["anomaly-types"], None
+    except Exception as e:  # a malformed history is "unknown", as sleuth run says
+        valid, types, error = "unknown", [], f"{type(e).__name__}: {e}"
+    return pd.DataFrame({"run": [run], "part": [part], "valid": [valid], "anomaly_types": [types],
+                         "error": [error]})
+
+
+def judge(ops, meta: list[dict]):
+    """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list)."""
+    from pyspark.sql import functions as F
+
+    from sleuth.checker.result import merge_valid
+    from sleuth.checker.spark.consolidate import keyed_workloads
+
+    tests = {m["run"]: m["test"] for m in meta}
+    keyed = keyed_workloads()
+    cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
+            "outcome", "invoke_value", "complete_value", "node", "error", "ts"]
+    per_key = (ops.where(F.col("workload").isin(*keyed)).select(*cols, "key").groupBy("run", "key")
+               .applyInPandas(functools.partial(_judge_group, tests, "checker"), JUDGED_SCHEMA))
+    whole = (ops.select(*cols, F.col("workload").isin(*keyed).alias("keyed")).groupBy("run", "keyed")
+             .applyInPandas(functools.partial(_judge_whole, tests), JUDGED_SCHEMA))
+    parts = per_key.unionByName(whole).toPandas()
+    rows = []
+    for run, g in parts.groupby("run"):
+        valid = merge_valid(*[True if v == "true" else False if v == "false" else "unknown" for v in g["valid"]])
+        types = sorted({t for ts in g["anomaly_types"] for t in ts})
+        rows.append({"run": run, "valid": "true" if valid is True else "false" if valid is False else "unknown",
+                     "anomaly_types": types, "errors": [e for e in g["error"] if e]})
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["run", "valid", "anomaly_types", "errors"])
+
+
+def _judge_whole(tests: dict[str, dict], key, pdf):
+    """A whole run: everything for unkeyed workloads, only the cross-key rules for keyed ones."""
+    return _judge_group(tests, "extras" if key[1] else "all", key, pdf)
+
+
+def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
+               master: str | None = None, say=print):
+    """Consolidate, judge, audit and aggregate `run_dirs`; write into `out_dir`; return the table."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from sleuth.checker.spark import aggregate, consolidate, durability
+
+    meta = run_meta(run_dirs, campaign)
+    os.makedirs(out_dir, exist_ok=True)
+    if not meta:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in aggregate.COLUMNS.items()})
+    t0 = time.monotonic()
+    spark, owned = session(master)
+    try:
+        say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start)")
+        runs = spark.createDataFrame([(m["campaign"], m["run"], m["run_dir"], m["workload"]) for m in meta],
+                                     "campaign STRING, run STRING, run_dir STRING, workload STRING")
+        events = consolidate.read_events(spark, runs)
+        ops_path = os.path.join(out_dir, "operations")
+        t = time.monotonic()
+        (consolidate.operations(events).drop("run_dir")
+         .write.mode("overwrite").partitionBy("campaign", "run").parquet(ops_path))
+        ops = (spark.read.parquet(ops_path).where(F.col("campaign") == campaign)
+               .join(F.broadcast(runs.select("run", "run_dir")), "run"))
+        say(f"spark: consolidated into {ops_path} ({time.monotonic() - t:.1f} s)")
+        t = time.monotonic()
+        verdicts = judge(ops, meta)
+        torn = consolidate.torn_runs(events)
+        for i in verdicts.index[verdicts["run"].isin(torn)]:
+            verdicts.at[i, "valid"], verdicts.at[i, "anomaly_types"] = "unknown", []
+        say(f"spark: judged {len(verdicts)} runs ({time.monotonic() - t:.1f} s)")
+        t = time.monotonic()
+        audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
+                   and durability.data_dirs(m["run_dir"])}
+        anomalies = pd.DataFrame(columns=["run", "anomaly", "key", "value", "process", "f", "line", "op"])
+        if audited:
+            to_audit = runs.where(F.col("run").isin(*audited)).select("run_dir", "workload")
+            found = durability.audit(spark, ops, to_audit)
+            if found is not None:
+                anomalies = found.toPandas()
+        anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
+        say(f"spark: audited durability of {len(audited)} runs: {len(anomalies)} lost or phantom writes "
+            f"({time.monotonic() - t:.1f} s)")
+        stats = aggregate.op_stats(ops, events).toPandas()
+        meta_df = pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta])
+        table = aggregate.campaign_table(meta_df, stats, verdicts, anomalies, audited)
+        table.to_parquet(os.path.join(out_dir, "campaign.parquet"), index=False)
+        table.to_csv(os.path.join(out_dir, "campaign.csv"), index=False)
+        say(f"spark: campaign table of {len(table)} runs in {out_dir} ({time.monotonic() - t0:.1f} s in all)")
+        return table
+    finally:
+        if owned:
+            spark.stop()
