@@ -7,18 +7,9 @@ false > unknown > true, Jepsen's `independent` checker). Inside each task the
 rows become a `sleuth.history.History` again and go to exactly the checkers
 `sleuth check` uses, so the verdicts agree by construction.
 
-Two calls to the rest of sleuth are isolated here, each in one small function,
-because their owners are reshaping them:
-
-- `_checker(name)`: today `sleuth.checker.checker_for`.
-- `judge_history(history, test, part)`: the runner's judging rules
-  (`sleuth.runner.judge`), restated as a pure function of the history and
-  the run's `test.json`. It needs, from test.json: `workload`, `target`
-  (grey-box timestamps only on the reference cluster), `isolation`
-  (timestamp rules only at strict-serializable), `model` (transactional
-  workloads), `linearizable_keys` (rw-register), `keys` (bank: the total is
-  the workload's initial total), `crashed` (a crashed run is never valid).
-  When the runner exposes its own pure function, this one should call it.
+The run's checks come from its test.json (`sleuth.judge.Checks.of_test`),
+and the judging is `sleuth.judge`'s: the function `sleuth run` and `sleuth
+check RUN_DIR` use, so a Spark verdict cannot drift from theirs.
 """
 
 from __future__ import annotations
@@ -39,53 +30,26 @@ def checker_name(workload: str) -> str:
     return WORKLOADS[workload].checker if workload in WORKLOADS else workload
 
 
-def _checker(name: str):
-    from sleuth.checker import checker_for
-
-    return checker_for(name)
-
-
-def _grey_box(target: str | None) -> bool:
-    from sleuth.targets.reference import ReferenceTarget
-
-    return target == ReferenceTarget.name and ReferenceTarget.grey_box
-
-
 def judge_history(history: History, test: dict, part: str = "all") -> dict[str, Any]:
-    """The verdict `sleuth run` gives a history: the workload's checker plus the extra rules.
+    """The verdict `sleuth run` gives a history, from the run's own test.json: the same pure
+    judging function (`sleuth.judge`) with the checks the run recorded (`Checks.of_test`).
 
-    `part`: "checker" (the workload's checker only; a key's slice of a register
-    history), "extras" (the whole-run rules only: grey-box timestamps), or
-    "all". Returns {"valid", "anomaly-types"} as results.json spells them.
+    `part`: "checker" (the workload's checker only, on one key's slice of a
+    register history; a key where nothing was observed counts as valid, as
+    `sleuth check` only notes it), "extras" (the whole-run rules only: grey-box
+    timestamps, nothing completed, a run that ended early), or "all". Returns
+    {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.checker.result import merge_valid
+    from sleuth.judge import Checks, check_workload, judge
 
-    name = checker_name(test["workload"])
-    valid: bool | str = True
-    types: set[str] = set()
-    if part in ("checker", "all"):
-        kwargs: dict[str, Any] = {}
-        if name in ("list-append", "rw-register") and test.get("model"):
-            kwargs["model"] = test["model"]
-        if name == "register":
-            kwargs["model"] = "linearizable"
-        if name == "bank":
-            from sleuth.workloads.clients import WORKLOADS
-
-            kwargs["total"] = WORKLOADS["bank"](int(test.get("keys", 8)), "general").total()
-        if name == "rw-register" and test.get("linearizable_keys"):
-            kwargs["linearizable_keys"] = True
-        r = _checker(name)(history, **kwargs)
-        valid, types = r.valid, set(r.anomaly_types)
-    if part in ("extras", "all") and _grey_box(test.get("target")) \
-            and test.get("isolation") == "strict-serializable":
-        from sleuth.checker import timestamps
-
-        ts = timestamps.check(history, name)
-        valid, types = merge_valid(valid, ts.valid), types | set(ts.anomaly_types)
-    if test.get("crashed") and valid is True:
-        valid = "unknown"
-    return {"valid": valid, "anomaly-types": sorted(types)}
+    checks = Checks.of_test(test)
+    if part == "checker":
+        r = check_workload(history, checks)
+        if r.stats.get("keys-judged") == 0:
+            return {"valid": True, "anomaly-types": []}
+        return {"valid": r.valid, "anomaly-types": sorted(r.anomaly_types)}
+    results = judge(history, checks, test.get("ended"), workload=part == "all")
+    return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 
 def history_of(rows, source: str) -> History:
