@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from sleuth.cli.campaign import campaign
 from sleuth.cli.check import check, sim
 from sleuth.cli.cluster import cluster
 from sleuth.cli.run import report, run, serve
@@ -19,5 +20,5 @@ def main() -> None:
     """sleuth: a Jepsen-style consistency checker for SQL systems."""
 
 
-for command in (check, sim, run, report, serve, cluster):
+for command in (check, sim, run, report, serve, cluster, campaign):
     main.add_command(command)
