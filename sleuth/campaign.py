@@ -24,6 +24,7 @@ rest.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import tomllib
 from dataclasses import asdict, dataclass, fields
@@ -107,7 +108,11 @@ def expand(doc: dict, path: str) -> Campaign:
     excludes = doc.get("exclude", [])
     if not isinstance(excludes, list):
         raise bad("exclude", "must be an array of tables ([[exclude]])")
-    checked_excludes = [_dims(e, f"exclude[{i + 1}]", bad, head={}) for i, e in enumerate(excludes)]
+    checked_excludes = []
+    for i, e in enumerate(excludes):
+        if not isinstance(e, dict):
+            raise bad(f"exclude[{i + 1}]", "must be a table")
+        checked_excludes.append(_dims(e, f"exclude[{i + 1}]", bad, head=None))
     runs: dict[str, tuple[Run, str]] = {}
     for i, block in enumerate(blocks):
         where = f"matrix[{i + 1}]"
@@ -122,13 +127,12 @@ def expand(doc: dict, path: str) -> Campaign:
             for t in dims["target"]:
                 for n in dims["nemesis"]:
                     for fl in dims["fault"]:
-                        for iso in dims["isolation"] or [None]:
+                        for asked in dims["isolation"] or [None]:
                             for seed in dims["seed"]:
                                 cell = {"workload": w, "target": t, "nemesis": n, "fault": fl,
-                                        "isolation": iso, "seed": seed}
+                                        "isolation": asked, "seed": seed}
                                 runtime = settings["runtime"] if t == "reference" else None
-                                iso = _check_cell(cell, runtime, where, bad)
-                                cell["isolation"] = iso
+                                iso = cell["isolation"] = _check_cell(cell, runtime, where, bad)
                                 if any(_matches(ex, cell) for ex in checked_excludes):
                                     continue
                                 run = Run(id=run_id(cell), workload=w, target=t, nemesis=n, fault=fl,
@@ -176,25 +180,27 @@ def _as_list(v: Any) -> list:
     return v if isinstance(v, list) else [v]
 
 
-def _dims(table: dict, where: str, bad, head: dict) -> dict[str, list]:
-    """A block's (or an exclusion's) dimensions as lists, every name checked against its owner."""
+def _dims(table: dict, where: str, bad, head: dict | None) -> dict[str, list]:
+    """A block's dimensions as lists (defaults from `head`, the [campaign] table), every name checked.
+
+    With `head=None` the table is an exclusion: only the keys it lists, the rest empty (match anything).
+    """
     from sleuth.cli.cluster import FAULT_CHOICES
     from sleuth.nemesis.faults import KINDS
     from sleuth.workloads.clients import WORKLOADS
 
-    def get(key: str, default: list) -> list:
-        v = table.get(key, head.get("seeds" if key == "seed" else key, default))
-        return _as_list(v)
-
-    if head is not None and where.startswith("exclude"):
-        unknown = set(table) - set(DIMENSIONS)
-        if unknown:
-            raise bad(f"{where}.{sorted(unknown)[0]}", f"unknown key; one of {', '.join(DIMENSIONS)}")
-    default = (lambda d: d) if not where.startswith("exclude") else (lambda d: [])
-    out = {"workload": get("workload", default([])), "target": get("target", default(["reference"])),
-           "nemesis": get("nemesis", default(["none"])), "fault": get("fault", default(["none"])),
-           "isolation": get("isolation", default([])), "seed": get("seed", default([0]))}
-    if not where.startswith("exclude") and not out["workload"]:
+    exclusion = head is None
+    if exclusion and set(table) - set(DIMENSIONS):
+        raise bad(f"{where}.{sorted(set(table) - set(DIMENSIONS))[0]}", f"unknown key; one of {', '.join(DIMENSIONS)}")
+    fallback = {"workload": [], "target": ["reference"], "nemesis": ["none"], "fault": ["none"],
+                "isolation": [], "seed": [0]}
+    out = {}
+    for key, default in fallback.items():
+        if exclusion:
+            out[key] = _as_list(table.get(key, []))
+        else:
+            out[key] = _as_list(table.get(key, head.get("seeds" if key == "seed" else key, default)))
+    if not exclusion and not out["workload"]:
         raise bad(f"{where}.workload", "missing: which workloads to run")
     for w in out["workload"]:
         if w not in WORKLOADS:
@@ -204,9 +210,9 @@ def _dims(table: dict, where: str, bad, head: dict) -> dict[str, list]:
             raise bad(f"{where}.target", f"{t!r}: reference, postgres or a postgres:// URL")
     out["nemesis"] = [_names(v, KINDS, f"{where}.nemesis", "nemesis", bad) for v in out["nemesis"]]
     out["fault"] = [_names(v, FAULT_CHOICES, f"{where}.fault", "fault switch", bad) for v in out["fault"]]
-    for s in out["seed"]:
-        if not isinstance(s, int) or isinstance(s, bool):
-            raise bad(f"{where}.seed", f"{s!r} is not an integer")
+    for seed in out["seed"]:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise bad(f"{where}.seed", f"{seed!r} is not an integer")
     for iso in out["isolation"]:
         if not isinstance(iso, str):
             raise bad(f"{where}.isolation", f"{iso!r} is not a name")
@@ -290,7 +296,7 @@ def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]
 def execute_run(run: Run, store: str, say) -> dict:
     """The one call into the runner: run `run` with its run directory under `store`.
 
-    Returns what the campaign records: valid, anomaly-types, run_dir, report,
+    Returns what the campaign records: valid, anomaly-types, also-found (allowed by the model), run_dir, report,
     ops/ok/fail/info, crashed (None, or why sleuth itself failed).
     """
     from sleuth.runner import RunConfig, execute
@@ -303,9 +309,10 @@ def execute_run(run: Run, store: str, say) -> dict:
     try:
         s = execute(cfg, say=say)
     except Exception as e:  # sleuth failed before the run could even be judged
-        return {"valid": "unknown", "anomaly-types": [], "run_dir": None, "report": None,
+        return {"valid": "unknown", "anomaly-types": [], "also-found": [], "run_dir": None, "report": None,
                 "ops": 0, "ok": 0, "fail": 0, "info": 0, "crashed": f"{type(e).__name__}: {e}"}
-    return {"valid": s["valid"], "anomaly-types": s["anomaly-types"], "run_dir": os.path.abspath(s["run_dir"]),
+    return {"valid": s["valid"], "anomaly-types": s["anomaly-types"],
+            "also-found": s["results"].get("also-found", []), "run_dir": os.path.abspath(s["run_dir"]),
             "report": s["report"], "ops": s["ops"], "ok": s["ok"], "fail": s["fail"], "info": s["info"],
             "crashed": s["test"].get("crashed")}
 
@@ -349,7 +356,7 @@ def run_all(record: dict, say, log, progress: bool) -> None:
 
     pending = [r for r in record["runs"] if r["status"] != "done"]
     bar = tqdm(total=len(record["runs"]), initial=len(record["runs"]) - len(pending), unit="run",
-               disable=not progress, file=__import__("sys").stderr, dynamic_ncols=True)
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
     store = os.path.join(record["dir"], "runs")
     try:
         for r in pending:
@@ -370,7 +377,10 @@ def run_all(record: dict, say, log, progress: bool) -> None:
             line = (f"{label:>7}  {run.id}  {_valid_word(r['valid'])}"
                     + (f"  {', '.join(r['anomaly-types'])}" if r["anomaly-types"] else "")
                     + (f"  crashed: {r['crashed']}" if r.get("crashed") else ""))
-            (bar.write(line, file=__import__("sys").stderr) if progress else say(line))
+            if progress:
+                bar.write(line, file=sys.stderr)
+            else:
+                say(line)
             bar.update(1)
     finally:
         bar.close()

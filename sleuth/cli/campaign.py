@@ -148,7 +148,8 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         click.echo(json.dumps({"campaign": record["name"], "dir": os.path.abspath(cdir), "page": page,
                                "junit": os.path.abspath(xml), "exit": code, "counts": counts,
                                "runs": [{"id": r["run"]["id"], "outcome": lab, "run_dir": r.get("run_dir"),
-                                         "valid": r.get("valid"), "anomaly-types": r.get("anomaly-types", [])}
+                                         "valid": r.get("valid"), "anomaly-types": r.get("anomaly-types", []),
+                                         "also-found": r.get("also-found", [])}
                                         for r, lab in zip(record["runs"], labels)]}))
     sys.exit(code)
 
