@@ -137,6 +137,10 @@ def _summary(table) -> dict:
             out[col] = _show(float(s.median())) if len(s) else "—"
         else:
             out[col] = "—"
+    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over every run
+        out[col] = str(int(table[col].fillna(0).astype(int).sum())) if col in table.columns else "—"
+    out["durability_bad"] = ([r for r, d in zip(table["run"], table["durability"]) if d in ("lost", "phantom")]
+                             if "durability" in table.columns else [])
     return out
 
 

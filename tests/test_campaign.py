@@ -245,6 +245,7 @@ def test_page_renders_matrix_links_outcomes_and_trends(tmp_path):
     cells = re.findall(r'class="(pass|caught|missed|invalid|pending)"[^>]*>s0 \1<', page)
     assert sorted(cells) == ["caught", "invalid", "missed", "pass", "pending"]
     assert "lost-write" in page and "nonlinearizable" in page and ">lost<" in page
+    assert "(lost): <b>3</b>" in page and "Runs: register.reference.kill.none" in page
     assert "5 runs: 1 pass, 1 caught, 1 invalid, 1 missed, 1 pending" in page
     imgs = re.findall(r'<img src="([^"]+)"', page)
     assert len(imgs) == 3 and all((cdir / i).stat().st_size > 1000 for i in imgs)
@@ -279,6 +280,26 @@ def test_judge_without_spark_rewrites_page_and_junit_from_a_directory(tmp_path):
     assert out["counts"] == {"pass": 2, "caught": 1, "invalid": 0, "missed": 1, "unknown": 0, "crashed": 0,
                              "pending": 1}
     assert (cdir / "index.html").exists() and (cdir / "junit.xml").exists()
+
+
+def test_judge_any_directory_of_runs(tmp_path):
+    from test_run_report import make_run
+
+    from sleuth.reports.run_report import render
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    render(str(make_run(runs, "serializable")))
+    render(str(make_run(runs, "read-committed")))  # invalid as strict serializable
+    p = sleuth("campaign", "judge", str(runs), "--no-spark", "--json")
+    assert p.returncode == 1, p.stderr
+    assert {r["id"]: r["outcome"] for r in json.loads(p.stdout)["runs"]} == {"read-committed": "invalid",
+                                                                               "serializable": "pass"}
+    cases = [c.get("name") for c in ET.parse(runs / "junit.xml").getroot().iter("testcase")]
+    assert cases == ["read-committed", "serializable"]
+    assert 'href="read-committed/index.html"' in (runs / "index.html").read_text()
+    p = sleuth("campaign", "judge", str(tmp_path / "none"), "--no-spark")
+    assert p.returncode == 254 and "none: not a directory" in p.stderr
 
 
 def test_serve_lists_campaigns_beside_runs(tmp_path):

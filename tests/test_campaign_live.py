@@ -1,4 +1,4 @@
-"""A live campaign of three short runs on the reference cluster: SIGINT in the middle, then --resume."""
+"""A live campaign of three short runs on the reference cluster: SIGINT (or SIGTERM) in the middle, then --resume."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def _record(cdir):
         return None
 
 
-def test_interrupted_campaign_keeps_finished_runs_and_resume_runs_only_the_rest(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupted_campaign_keeps_finished_runs_and_resume_runs_only_the_rest(tmp_path, sig):
     path = tmp_path / "short.toml"
     path.write_text(CAMPAIGN)
     store = tmp_path / "store"
@@ -54,7 +55,7 @@ def test_interrupted_campaign_keeps_finished_runs_and_resume_runs_only_the_rest(
             time.sleep(0.2)
         assert record and record["runs"][1]["status"] == "running", (record, p.poll())
         time.sleep(2)  # into the second run's load
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
