@@ -22,7 +22,7 @@ from typing import Any
 
 import jinja2
 
-from sleuth.campaign import RECORD, verdict
+from sleuth.campaign import RECORD, run_key, verdict
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", "median throughput, ops/s"),
@@ -71,10 +71,10 @@ def table_from_runs(record: dict):
 
 
 def verdicts(table) -> dict[str, dict]:
-    """run_dir -> {"valid": True/False/"unknown", "anomaly_types": [...]}, from a campaign table."""
+    """run_key(run_dir) -> {"valid": True/False/"unknown", "anomaly_types": [...], "row"}, from a campaign table."""
     out = {}
     for row in table.to_dict("records"):
-        out[os.path.abspath(row["run_dir"])] = {
+        out[run_key(row["run_dir"])] = {
             "valid": {"true": True, "false": False}.get(str(row.get("valid")).lower(), "unknown"),
             "anomaly_types": [a for a in str(row.get("anomaly_types") or "").split(",") if a],
             "row": row}
@@ -88,7 +88,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
     runs = []
     for r in record["runs"]:
         label, status = verdict(r, by_dir)
-        v = by_dir.get(os.path.abspath(r["run_dir"])) if r.get("run_dir") else None
+        v = by_dir.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         row = v["row"] if v else {}
         report = os.path.join(r["run_dir"], "index.html") if r.get("run_dir") else None
         runs.append({"id": r["run"]["id"], "run": r["run"], "label": label, "status": status,
@@ -186,9 +186,9 @@ def _trends(campaign_dir: str, name: str) -> None:
     labels = [s[4:8] + " " + s[9:13] if len(s) >= 13 else s for s, _, _ in nights]
     unexpected, expected, tput, p99 = [], [], [], []
     for _, table, rec in nights:
-        expect = {os.path.abspath(r["run_dir"]): r["run"]["expect"] for r in rec["runs"] if r.get("run_dir")}
+        expect = {run_key(r["run_dir"]): r["run"]["expect"] for r in rec["runs"] if r.get("run_dir")}
         bad = [str(v).lower() == "false" for v in table.get("valid", [])]
-        kinds = [expect.get(os.path.abspath(d), "valid") for d in table.get("run_dir", [])]
+        kinds = [expect.get(run_key(d), "valid") for d in table.get("run_dir", [])]
         unexpected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "valid"))
         expected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "invalid"))
         tput.append(_median(table, "throughput"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 
-from sleuth.campaign import verdict
+from sleuth.campaign import run_key, verdict
 
 KIND = {"invalid": "failure", "missed": "failure", "crashed": "error", "unknown": "error", "pending": "skipped"}
 
@@ -27,7 +27,7 @@ def write(campaign_dir: str, record: dict, verdicts: dict[str, dict]) -> str:
     for r in record["runs"]:
         run = r["run"]
         label, _ = verdict(r, verdicts)
-        v = verdicts.get(r.get("run_dir") or "")
+        v = verdicts.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         anomalies = v["anomaly_types"] if v else r.get("anomaly-types", [])
         seconds = max(0.0, (r.get("finished") or 0) - (r.get("started") or 0))
         elapsed += seconds

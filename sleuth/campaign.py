@@ -277,7 +277,10 @@ def outcome(expect: str, valid: Any, crashed: bool = False) -> tuple[str, int]:
 
 
 def status(record: dict, verdicts: dict[str, dict] | None = None) -> int:
-    """The campaign's exit status: Jepsen's test-all over every run's outcome."""
+    """The campaign's exit status: Jepsen's test-all over every run's outcome.
+
+    `verdicts` maps run_key(run_dir) to Spark's verdict where Spark gave one.
+    """
     return exits.combine(verdict(r, verdicts)[1] for r in record["runs"])
 
 
@@ -286,8 +289,9 @@ def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]
     if r.get("status") != "done":
         return outcome(r["run"]["expect"], "pending")
     valid = r.get("valid")
-    if verdicts and r.get("run_dir") in verdicts:
-        valid = verdicts[r["run_dir"]]["valid"]
+    key = run_key(r["run_dir"]) if r.get("run_dir") else None
+    if verdicts and key in verdicts:
+        valid = verdicts[key]["valid"]
     return outcome(r["run"]["expect"], valid, crashed=bool(r.get("crashed")))
 
 
@@ -390,6 +394,11 @@ def run_all(record: dict, say, log, progress: bool) -> None:
 
 def _valid_word(v: Any) -> str:
     return {True: "valid", False: "INVALID"}.get(v, "unknown")
+
+
+def run_key(run_dir: str) -> str:
+    """How a run directory is matched between the record and a campaign table (symlinks resolved)."""
+    return os.path.realpath(run_dir)
 
 
 def run_dirs(record: dict) -> list[str]:

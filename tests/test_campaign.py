@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from sleuth import exits
-from sleuth.campaign import expand, load, new_record, outcome, save, status
+from sleuth.campaign import expand, load, new_record, outcome, run_key, save, status
 from sleuth.cli.cluster import FAULT_CHOICES
 from sleuth.nemesis.faults import KINDS
 from sleuth.workloads.clients import WORKLOADS
@@ -158,8 +158,8 @@ def test_outcomes_and_exit_status_as_test_all():
     r["runs"][1]["status"] = "interrupted"
     assert status(r) == 2
     # Spark's verdict (durability included) overrides the run's own
-    assert status(rec(("valid", True, 0)), {"/r0": {"valid": False}}) == 1
-    assert status(rec(("invalid", True, 0)), {"/r0": {"valid": False}}) == 0
+    assert status(rec(("valid", True, 0)), {run_key("/r0"): {"valid": False}}) == 1
+    assert status(rec(("invalid", True, 0)), {run_key("/r0"): {"valid": False}}) == 0
 
 
 CAMPAIGN = """

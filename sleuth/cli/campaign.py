@@ -62,6 +62,7 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
     if resumed:
         from sleuth.reports.campaign_report import load_record
         record = load_record(cdir)
+        record["dir"] = os.path.abspath(cdir)  # where it is now, should the store have moved
         if [Run.from_json(r["run"]) for r in record["runs"]] != list(plan.runs):
             _err(f"sleuth campaign: {file} changed since {cdir} started; resuming the matrix recorded there")
     else:
