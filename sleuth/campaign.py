@@ -380,7 +380,7 @@ def run_all(record: dict, say, log, progress: bool) -> None:
             label, _ = verdict(r)
             line = (f"{label:>7}  {run.id}  {_valid_word(r['valid'])}"
                     + (f"  {', '.join(r['anomaly-types'])}" if r["anomaly-types"] else "")
-                    + (f"  crashed: {r['crashed']}" if r.get("crashed") else ""))
+                    + (f"  crashed: {str(r['crashed']).splitlines()[0]}" if r.get("crashed") else ""))
             if progress:
                 bar.write(line, file=sys.stderr)
             else:

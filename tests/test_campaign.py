@@ -162,6 +162,19 @@ def test_outcomes_and_exit_status_as_test_all():
     assert status(rec(("invalid", True, 0)), {run_key("/r0"): {"valid": False}}) == 0
 
 
+def test_a_run_sleuth_cannot_start_is_crashed_exit_255_and_a_junit_error(tmp_path):
+    # a PostgreSQL URL on a closed loopback port: the run fails before any operation
+    path = write(tmp_path, '[campaign]\nname = "dead"\ntime-limit = 1\n[[matrix]]\nworkload = "register"\n'
+                           'target = "postgresql://sleuth@127.0.0.1:1/none"\n')
+    p = sleuth("campaign", path, "--store", str(tmp_path / "store"), "--no-spark", "--json")
+    assert p.returncode == exits.CRASHED, p.stderr
+    out = json.loads(p.stdout)
+    assert [r["outcome"] for r in out["runs"]] == ["crashed"]
+    (case,) = ET.parse(out["junit"]).getroot().iter("testcase")
+    assert case.find("error").get("type") == "crashed" and "127.0.0.1" in case.find("error").get("message")
+    assert [line for line in p.stderr.splitlines() if line.startswith("crashed ")][0].endswith("Connection refused")
+
+
 CAMPAIGN = """
 [campaign]
 name = "fixture"
