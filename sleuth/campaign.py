@@ -23,6 +23,7 @@ rest.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
@@ -114,6 +115,7 @@ def expand(doc: dict, path: str) -> Campaign:
             raise bad(f"exclude[{i + 1}]", "must be a table")
         checked_excludes.append(_dims(e, f"exclude[{i + 1}]", bad, head=None))
     runs: dict[str, tuple[Run, str]] = {}
+    targets: dict[tuple, Any] = {}  # building a target starts nothing; one per kind is enough
     for i, block in enumerate(blocks):
         where = f"matrix[{i + 1}]"
         if not isinstance(block, dict):
@@ -123,27 +125,22 @@ def expand(doc: dict, path: str) -> Campaign:
         expect = block.get("expect", head.get("expect"))
         if expect not in (None, "valid", "invalid"):
             raise bad(f"{where}.expect", f"{expect!r}: valid or invalid")
-        for w in dims["workload"]:
-            for t in dims["target"]:
-                for n in dims["nemesis"]:
-                    for fl in dims["fault"]:
-                        for asked in dims["isolation"] or [None]:
-                            for seed in dims["seed"]:
-                                cell = {"workload": w, "target": t, "nemesis": n, "fault": fl,
-                                        "isolation": asked, "seed": seed}
-                                runtime = settings["runtime"] if t == "reference" else None
-                                iso = cell["isolation"] = _check_cell(cell, runtime, where, bad)
-                                if any(_matches(ex, cell) for ex in checked_excludes):
-                                    continue
-                                run = Run(id=run_id(cell), workload=w, target=t, nemesis=n, fault=fl,
-                                          isolation=iso, seed=seed, time_limit=settings["time-limit"],
-                                          concurrency=settings["concurrency"], rate=settings["rate"],
-                                          keys=settings["keys"], nemesis_interval=settings["nemesis-interval"],
-                                          runtime=runtime,
-                                          expect=expect or ("invalid" if fl else "valid"))
-                                if run.id in runs:
-                                    raise bad(where, f"run {run.id} is already in {runs[run.id][1]}")
-                                runs[run.id] = (run, where)
+        for w, t, n, fl, asked, seed in itertools.product(
+                dims["workload"], dims["target"], dims["nemesis"], dims["fault"], dims["isolation"] or [None],
+                dims["seed"]):
+            cell = {"workload": w, "target": t, "nemesis": n, "fault": fl, "isolation": asked, "seed": seed}
+            runtime = settings["runtime"] if t == "reference" else None
+            iso = cell["isolation"] = _check_cell(cell, runtime, where, bad, targets)
+            if any(_matches(ex, cell) for ex in checked_excludes):
+                continue
+            run = Run(id=run_id(cell), workload=w, target=t, nemesis=n, fault=fl, isolation=iso, seed=seed,
+                      time_limit=settings["time-limit"], concurrency=settings["concurrency"],
+                      rate=settings["rate"], keys=settings["keys"],
+                      nemesis_interval=settings["nemesis-interval"], runtime=runtime,
+                      expect=expect or ("invalid" if fl else "valid"))
+            if run.id in runs:
+                raise bad(where, f"run {run.id} is already in {runs[run.id][1]}")
+            runs[run.id] = (run, where)
     if not runs:
         raise bad("exclude", "every run of the matrix is excluded")
     return Campaign(name=name, file=path, runs=tuple(r for r, _ in runs.values()))
@@ -230,10 +227,7 @@ def _names(value: Any, vocabulary: tuple[str, ...], where: str, what: str, bad) 
     return ",".join(parts)
 
 
-_TARGETS: dict[tuple, Any] = {}
-
-
-def _check_cell(cell: dict, runtime: str | None, where: str, bad) -> str | None:
+def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict) -> str | None:
     """Ask the target's own rules whether it can run this cell; return its isolation level."""
     from sleuth.nemesis.faults import parse_mix
     from sleuth.targets import Unsupported, make_target
@@ -241,9 +235,9 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad) -> str | None:
     faults = tuple(cell["fault"].split(",")) if cell["fault"] else ()
     key = (cell["target"], runtime, faults)
     try:
-        if key not in _TARGETS:  # building a target starts nothing; one per kind is enough
-            _TARGETS[key] = make_target(cell["target"], runtime, faults)
-        target = _TARGETS[key]
+        if key not in targets:
+            targets[key] = make_target(cell["target"], runtime, faults)
+        target = targets[key]
         parse_mix(cell["nemesis"], target)
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
