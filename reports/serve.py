@@ -1,4 +1,4 @@
-"""`sleuth serve`: the store over HTTP on 127.0.0.1, with a root page listing runs, newest first."""
+"""`sleuth serve`: the store over HTTP on 127.0.0.1, with a root page listing campaigns and runs, newest first."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def runs(store: str) -> list[tuple[str, str]]:
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
         d = os.path.join(store, name)
-        if name == "latest" or not os.path.isdir(d):
+        if name in ("latest", "campaigns") or not os.path.isdir(d):
             continue
         for stamp in os.listdir(d):
             try:
@@ -26,12 +26,33 @@ def runs(store: str) -> list[tuple[str, str]]:
     return [(rel, verdict) for _, rel, verdict in sorted(out, reverse=True)]
 
 
+def campaigns(store: str) -> list[tuple[str, str]]:
+    """(relative campaign dir, its outcome counts) for every campaign in the store, newest first."""
+    from sleuth.campaign import RECORD, verdict
+
+    out = []
+    top = os.path.join(store, "campaigns")
+    for name in os.listdir(top) if os.path.isdir(top) else []:
+        for stamp in os.listdir(os.path.join(top, name)) if os.path.isdir(os.path.join(top, name)) else []:
+            try:
+                with open(os.path.join(top, name, stamp, RECORD)) as f:
+                    labels = [verdict(r)[0] for r in json.load(f)["runs"]]
+            except (OSError, ValueError, KeyError):
+                continue
+            counts = ", ".join(f"{labels.count(k)} {k}" for k in dict.fromkeys(labels))
+            out.append((stamp, f"campaigns/{name}/{stamp}", f"{len(labels)} runs: {counts}"))
+    return [(rel, what) for _, rel, what in sorted(out, reverse=True)]
+
+
 class Handler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path in ("/", "/index.html"):
-            rows = "".join(f'<li><a href="{html.escape(r)}/index.html">{html.escape(r)}</a> — {v}</li>'
-                           for r, v in runs(self.directory))
-            body = f"<!doctype html><meta charset='utf-8'><title>sleuth runs</title><h1>runs</h1><ul>{rows}</ul>"
+            def items(pairs):
+                return "".join(f'<li><a href="{html.escape(r)}/index.html">{html.escape(r)}</a> — {html.escape(v)}</li>'
+                               for r, v in pairs)
+            body = (f"<!doctype html><meta charset='utf-8'><title>sleuth runs</title>"
+                    f"<h1>campaigns</h1><ul>{items(campaigns(self.directory))}</ul>"
+                    f"<h1>runs</h1><ul>{items(runs(self.directory))}</ul>")
             data = body.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")

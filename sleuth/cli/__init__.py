@@ -6,11 +6,14 @@ check` on a register history starts in a fraction of a second.
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
 from sleuth import exits
+from sleuth.cli.campaign import campaign
 from sleuth.cli.check import check, sim
 from sleuth.cli.cluster import cluster
 from sleuth.cli.run import report, run, serve
@@ -19,7 +22,8 @@ from sleuth.cli.run import report, run, serve
 class _Sleuth(click.Group):
     """Every command's usage errors follow the exit table (docs/exit-status.md): one line on
     stderr and 254 (click's own are three lines and 2, which CI would read as "unknown"); a
-    Ctrl-C that reaches click (a command with no handler of its own) is an interrupt: 2."""
+    Ctrl-C that reaches click (a command with no handler of its own) is an interrupt: 2; any
+    other exception is sleuth's own failure: one line and 255 (the traceback with SLEUTH_DEBUG=1)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -30,6 +34,11 @@ class _Sleuth(click.Group):
             exits.die("interrupted", exits.UNKNOWN)
         except click.ClickException as e:  # click's other errors (an unreadable file argument)
             exits.die(" ".join(e.format_message().split()))
+        except Exception as e:  # noqa: BLE001 - a bug of sleuth's: one line, 255, never a traceback
+            if os.environ.get("SLEUTH_DEBUG") == "1":
+                traceback.print_exc()
+            what = f"{type(e).__name__}: {e}".splitlines()[0]
+            exits.die(f"sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback", exits.CRASHED)
         sys.exit(status if isinstance(status, int) else 0)
 
 
@@ -39,5 +48,5 @@ def main() -> None:
     """sleuth: a Jepsen-style consistency checker for SQL systems."""
 
 
-for command in (check, sim, run, report, serve, cluster):
+for command in (check, sim, run, report, serve, cluster, campaign):
     main.add_command(command)

@@ -1,0 +1,215 @@
+"""The campaign page: `render(campaign_dir, table, record)` writes index.html and trend PNGs beside it.
+
+Inputs are the campaign's record (`campaign.json`: the matrix, what each run
+was expected to be, where its run directory is) and the campaign table, one
+row per run, whose columns the Spark jobs own (`sleuth.checker.spark.jobs.
+judge_runs`, issue 12): verdicts with the durability audit, latencies,
+throughput. Without Spark (`--no-spark`) the table comes from the runs' own
+files and carries only what they say; the page shows "—" for the rest.
+
+Trends (as Jepsen's nightly dashboards do) read the tables of the earlier
+campaigns of the same name in the same store: anomalies, throughput and p99
+latency per night, drawn with matplotlib. Links are relative, so the store
+can be moved or served (`sleuth serve`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import jinja2
+
+from sleuth.campaign import RECORD, run_key, verdict
+
+TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
+          ("trend-throughput.png", "median throughput, ops/s"),
+          ("trend-p99.png", "median p99 latency, ms"))
+
+
+def load_record(campaign_dir: str) -> dict:
+    with open(os.path.join(campaign_dir, RECORD)) as f:
+        return json.load(f)
+
+
+def load_table(campaign_dir: str, record: dict | None = None):
+    """The campaign table: Spark's Parquet, else its CSV, else one made from the runs' own files."""
+    import pandas as pd
+
+    parquet, csv = (os.path.join(campaign_dir, f"campaign.{x}") for x in ("parquet", "csv"))
+    if os.path.exists(parquet):
+        return pd.read_parquet(parquet)
+    if os.path.exists(csv):
+        return pd.read_csv(csv, dtype={"valid": str, "run_valid": str, "anomaly_types": str,
+                                       "nemesis": str, "fault": str}, keep_default_na=False,
+                           na_values={c: [""] for c in ("latency_p50_ms", "latency_p99_ms", "throughput",
+                                                        "latency_p50_fault_ms", "latency_p99_fault_ms",
+                                                        "availability_fault", "duration_s")})
+    return table_from_runs(record or load_record(campaign_dir))
+
+
+def table_from_runs(record: dict):
+    """Without Spark: what each finished run's own files say (no durability audit, no latencies)."""
+    import pandas as pd
+
+    rows = []
+    for r in record["runs"]:
+        if r.get("status") != "done" or not r.get("run_dir"):
+            continue
+        run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
+        duration = (test.get("finished", 0) - test.get("started", 0)) if test.get("finished") else math.nan
+        word = {True: "true", False: "false"}.get(r.get("valid"), "unknown")
+        rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
+                     "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
+                     "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
+                     "seed": run["seed"], "valid": word, "anomaly_types": ",".join(sorted(r["anomaly-types"])),
+                     "run_valid": word, "ops": r["ops"], "ok": r["ok"], "fail": r["fail"], "info": r["info"],
+                     "duration_s": duration, "throughput": r["ops"] / run["time_limit"] if run["time_limit"] else math.nan})
+    return pd.DataFrame(rows)
+
+
+def verdicts(table) -> dict[str, dict]:
+    """run_key(run_dir) -> {"valid": True/False/"unknown", "anomaly_types": [...], "row"}, from a campaign table."""
+    out = {}
+    for row in table.to_dict("records"):
+        out[run_key(row["run_dir"])] = {
+            "valid": {"true": True, "false": False}.get(str(row.get("valid")).lower(), "unknown"),
+            "anomaly_types": [a for a in str(row.get("anomaly_types") or "").split(",") if a],
+            "row": row}
+    return out
+
+
+def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
+    record = record or load_record(campaign_dir)
+    table = load_table(campaign_dir, record) if table is None else table
+    by_dir = verdicts(table)
+    runs = []
+    for r in record["runs"]:
+        label, status = verdict(r, by_dir)
+        v = by_dir.get(run_key(r["run_dir"])) if r.get("run_dir") else None
+        row = v["row"] if v else {}
+        report = os.path.join(r["run_dir"], "index.html") if r.get("run_dir") else None
+        runs.append({"id": r["run"]["id"], "run": r["run"], "label": label, "status": status,
+                     "anomalies": v["anomaly_types"] if v else r.get("anomaly-types", []),
+                     "href": os.path.relpath(report, campaign_dir) if report and os.path.exists(report) else None,
+                     "row": {k: _show(row.get(k)) for k in (
+                         "durability", "lost_writes", "phantom_writes", "spark_agrees", "ops", "throughput",
+                         "latency_p50_ms", "latency_p99_ms", "latency_p99_fault_ms", "availability_fault",
+                         "duration_s")}})
+    counts = {k: sum(1 for r in runs if r["label"] == k)
+              for k in ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")}
+    anomaly_runs: dict[str, list[str]] = {}
+    for r in runs:
+        for a in r["anomalies"]:
+            anomaly_runs.setdefault(a, []).append(r["id"])
+    _trends(campaign_dir, record["name"])
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+                             autoescape=True)
+    page = env.get_template("campaign.html.j2").render(
+        record=record, runs=runs, matrix=_matrix(runs), counts=counts, anomaly_runs=sorted(anomaly_runs.items()),
+        spark="spark_agrees" in table.columns, trends=TRENDS, summary=_summary(table),
+        stamp=os.path.basename(os.path.normpath(campaign_dir)))
+    path = os.path.join(campaign_dir, "index.html")
+    with open(path, "w") as f:
+        f.write(page)
+    return os.path.abspath(path)
+
+
+def _matrix(runs: list[dict]) -> dict:
+    """Rows (workload, target, isolation, fault) × columns (nemesis); each cell the runs over seeds."""
+    cols = sorted({r["run"]["nemesis"] or "none" for r in runs})
+    rows: dict[tuple, dict[str, list]] = {}
+    for r in runs:
+        run = r["run"]
+        key = (run["workload"], run["target"], run["isolation"] or "", run["fault"] or "none")
+        rows.setdefault(key, {}).setdefault(run["nemesis"] or "none", []).append(r)
+    return {"cols": cols, "rows": sorted(rows.items())}
+
+
+def _summary(table) -> dict:
+    """Medians over the campaign (NaN-free), for the one-line latency and throughput summary."""
+    out = {}
+    for col in ("throughput", "latency_p50_ms", "latency_p99_ms", "latency_p99_fault_ms", "availability_fault"):
+        if col in table.columns:
+            s = table[col].astype(float).dropna()
+            out[col] = _show(float(s.median())) if len(s) else "—"
+        else:
+            out[col] = "—"
+    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over every run
+        out[col] = str(int(table[col].fillna(0).astype(int).sum())) if col in table.columns else "—"
+    out["durability_bad"] = ([r for r, d in zip(table["run"], table["durability"]) if d in ("lost", "phantom")]
+                             if "durability" in table.columns else [])
+    return out
+
+
+def _show(v: Any) -> str:
+    if v is None or isinstance(v, float) and math.isnan(v):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    return str(v)
+
+
+def _json(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def history(campaign_dir: str, name: str) -> list[tuple[str, Any]]:
+    """(start time, table) of every campaign of this name in the store, oldest first, this one included."""
+    parent = os.path.dirname(os.path.normpath(campaign_dir))
+    out = []
+    for stamp in sorted(os.listdir(parent)):
+        d = os.path.join(parent, stamp)
+        rec = _json(os.path.join(d, RECORD))
+        if rec.get("name") != name:
+            continue
+        try:
+            out.append((stamp, load_table(d, rec), rec))
+        except (OSError, ValueError, KeyError):
+            continue  # an unreadable earlier night is left out of the trend, not fatal
+    return out
+
+
+def _trends(campaign_dir: str, name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, never a display
+    import matplotlib.pyplot as plt
+
+    nights = history(campaign_dir, name)
+    labels = [s[4:8] + " " + s[9:13] if len(s) >= 13 else s for s, _, _ in nights]
+    unexpected, expected, tput, p99 = [], [], [], []
+    for _, table, rec in nights:
+        expect = {run_key(r["run_dir"]): r["run"]["expect"] for r in rec["runs"] if r.get("run_dir")}
+        bad = [str(v).lower() == "false" for v in table.get("valid", [])]
+        kinds = [expect.get(run_key(d), "valid") for d in table.get("run_dir", [])]
+        unexpected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "valid"))
+        expected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "invalid"))
+        tput.append(_median(table, "throughput"))
+        p99.append(_median(table, "latency_p99_ms"))
+    x = list(range(len(nights)))
+    for (fname, title), series in zip(TRENDS, ([unexpected, expected], [tput], [p99])):
+        fig, ax = plt.subplots(figsize=(8, 2.6), dpi=90)
+        for ys, style, label in zip(series, ("o-", "s--"), ("unexpected", "expected (fault switch on)")):
+            ax.plot(x, ys, style, label=label)
+        if len(series) > 1:
+            ax.legend(fontsize=7, loc="upper left")
+        ax.set_xticks(x, labels, rotation=30, fontsize=7)
+        ax.set_title(f"{name}: {title}", fontsize=9)
+        ax.set_ylim(bottom=0)
+        fig.tight_layout()
+        fig.savefig(os.path.join(campaign_dir, fname))
+        plt.close(fig)
+
+
+def _median(table, col: str) -> float:
+    if col not in table.columns:
+        return math.nan
+    s = table[col].astype(float).dropna()
+    return float(s.median()) if len(s) else math.nan

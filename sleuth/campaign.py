@@ -1,0 +1,448 @@
+"""Campaigns: a matrix of runs from a TOML file, run one after another, each judged as Jepsen's test-all.
+
+A campaign file (docs/campaigns.md) has a `[campaign]` table of defaults and
+any number of `[[matrix]]` blocks; each block is a product of its lists
+(workloads × nemeses × targets × fault switches × isolation levels × seeds),
+and `[[exclude]]` tables drop the combinations they match. Names are checked
+against their owners before anything runs (workloads:
+`sleuth.workloads.clients.WORKLOADS`; nemesis kinds and what a target can do:
+`sleuth.nemesis.faults.parse_mix`; fault switches:
+`sleuth.cluster.faults.FAULTS`; isolation levels: each target's
+`isolations`), so a typo costs one line on stderr, not a night.
+
+A run with a fault switch on is *expected invalid*: the switch reproduces a
+real bug, and the campaign shows the checkers catch it. Such a run found
+invalid is "caught" (a pass); found valid it is "missed" (a failure, exit 1).
+Everything else combines as Jepsen's `test-all` does (`sleuth.exits.combine`).
+
+The campaign's own record, `campaign.json` in its directory, holds the
+matrix and each run's outcome, rewritten atomically after every run, so an
+interrupted campaign keeps every finished run and `--resume` runs only the
+rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from sleuth import exits
+from sleuth.jsonfile import write_json
+
+RECORD = "campaign.json"
+DIMENSIONS = ("workload", "target", "nemesis", "fault", "isolation", "seed")
+SETTINGS = {"time-limit": float, "concurrency": int, "rate": float, "keys": int,
+            "nemesis-interval": float, "runtime": str}
+DEFAULTS = {"time-limit": 30.0, "concurrency": 10, "rate": 200.0, "keys": 8,
+            "nemesis-interval": 5.0, "runtime": None}
+
+
+class CampaignError(Exception):
+    """Bad campaign input: the message names the file and the key (and line, where TOML gives one)."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One cell of the matrix: everything `sleuth run` needs, plus what the campaign expects of it."""
+    id: str
+    workload: str
+    target: str
+    nemesis: str  # comma-joined kinds, "" for none
+    fault: str  # comma-joined switches, "" for none
+    isolation: str | None
+    seed: int
+    time_limit: float
+    concurrency: int
+    rate: float
+    keys: int
+    nemesis_interval: float
+    runtime: str | None
+    expect: str  # "valid" | "invalid"
+
+    @classmethod
+    def from_json(cls, d: dict) -> Run:
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class Campaign:
+    name: str
+    file: str
+    runs: tuple[Run, ...]
+
+
+def load(path: str) -> Campaign:
+    """Parse and expand a campaign file; every name checked. Raises CampaignError."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except OSError as e:
+        raise CampaignError(f"{path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:  # its message carries "(at line L, column C)"
+        raise CampaignError(f"{path}: {e}") from None
+    return expand(doc, path)
+
+
+def expand(doc: dict, path: str) -> Campaign:
+    """The runs a parsed campaign document describes, in file order, exclusions dropped."""
+    def bad(where: str, msg: str) -> CampaignError:
+        return CampaignError(f"{path}: {where}: {msg}")
+
+    unknown = set(doc) - {"campaign", "matrix", "exclude"}
+    if unknown:
+        raise bad(sorted(unknown)[0], "unknown table; a campaign has [campaign], [[matrix]] and [[exclude]]")
+    head = doc.get("campaign", {})
+    if not isinstance(head, dict):
+        raise bad("campaign", "must be a table")
+    name = head.get("name") or os.path.splitext(os.path.basename(path))[0]
+    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
+        raise bad("campaign.name", f"{name!r}: letters, digits, - and _ only (it names a directory)")
+    base = _settings(head, "campaign", bad, extra={"name", "seeds", "expect"} | set(DIMENSIONS))
+    blocks = doc.get("matrix")
+    if not isinstance(blocks, list) or not blocks:
+        raise bad("matrix", "at least one [[matrix]] block is needed")
+    excludes = doc.get("exclude", [])
+    if not isinstance(excludes, list):
+        raise bad("exclude", "must be an array of tables ([[exclude]])")
+    checked_excludes = []
+    for i, e in enumerate(excludes):
+        if not isinstance(e, dict):
+            raise bad(f"exclude[{i + 1}]", "must be a table")
+        checked_excludes.append(_dims(e, f"exclude[{i + 1}]", bad, head=None))
+    runs: dict[str, tuple[Run, str]] = {}
+    targets: dict[tuple, Any] = {}  # building a target starts nothing; one per kind is enough
+    for i, block in enumerate(blocks):
+        where = f"matrix[{i + 1}]"
+        if not isinstance(block, dict):
+            raise bad(where, "must be a table")
+        settings = {**base, **_settings(block, where, bad, extra=set(DIMENSIONS) | {"expect"})}
+        dims = _dims(block, where, bad, head=head)
+        expect = block.get("expect", head.get("expect"))
+        if expect not in (None, "valid", "invalid"):
+            raise bad(f"{where}.expect", f"{expect!r}: valid or invalid")
+        for w, t, n, fl, asked, seed in itertools.product(
+                dims["workload"], dims["target"], dims["nemesis"], dims["fault"], dims["isolation"] or [None],
+                dims["seed"]):
+            cell = {"workload": w, "target": t, "nemesis": n, "fault": fl, "isolation": asked, "seed": seed}
+            runtime = settings["runtime"] if t == "reference" else None
+            iso = cell["isolation"] = _check_cell(cell, runtime, where, bad, targets)
+            if any(_matches(ex, cell) for ex in checked_excludes):
+                continue
+            run = Run(id=run_id(cell), workload=w, target=t, nemesis=n, fault=fl, isolation=iso, seed=seed,
+                      time_limit=settings["time-limit"], concurrency=settings["concurrency"],
+                      rate=settings["rate"], keys=settings["keys"],
+                      nemesis_interval=settings["nemesis-interval"], runtime=runtime,
+                      expect=expect or ("invalid" if fl else "valid"))
+            if run.id in runs:
+                raise bad(where, f"run {run.id} is already in {runs[run.id][1]}")
+            runs[run.id] = (run, where)
+    if not runs:
+        raise bad("exclude", "every run of the matrix is excluded")
+    return Campaign(name=name, file=path, runs=tuple(r for r, _ in runs.values()))
+
+
+def run_id(cell: dict) -> str:
+    """A stable, readable name for a cell: its run directory and its JUnit test case."""
+    target = "url" if "://" in cell["target"] else cell["target"]
+    return ".".join([cell["workload"], target, (cell["nemesis"] or "none").replace(",", "+"),
+                     (cell["fault"] or "none").replace(",", "+"), cell["isolation"] or "default",
+                     f"s{cell['seed']}"])
+
+
+def _settings(table: dict, where: str, bad, extra: set[str]) -> dict:
+    out = dict(DEFAULTS) if where == "campaign" else {}
+    for k, v in table.items():
+        if k in extra:
+            continue
+        if k not in SETTINGS:
+            raise bad(f"{where}.{k}", f"unknown key; one of {', '.join([*DIMENSIONS, *SETTINGS, 'expect'])}")
+        typ = SETTINGS[k]
+        if typ is str and not isinstance(v, str) or typ is not str and (
+                not isinstance(v, int | float) or isinstance(v, bool) or typ is int and not isinstance(v, int)):
+            raise bad(f"{where}.{k}", f"{v!r} is not a {typ.__name__}")
+        if typ is not str and v < (0 if k == "rate" else 1):
+            raise bad(f"{where}.{k}", f"{v!r} is too small")
+        out[k] = typ(v)
+    if out.get("runtime") not in (None, "local", "docker", "ssh"):
+        raise bad(f"{where}.runtime", f"{out['runtime']!r}: local, docker or ssh")
+    return out
+
+
+def _as_list(v: Any) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _dims(table: dict, where: str, bad, head: dict | None) -> dict[str, list]:
+    """A block's dimensions as lists (defaults from `head`, the [campaign] table), every name checked.
+
+    With `head=None` the table is an exclusion: only the keys it lists, the rest empty (match anything).
+    """
+    from sleuth.cluster.faults import FAULTS
+    from sleuth.nemesis.faults import KINDS
+    from sleuth.workloads.clients import WORKLOADS
+
+    exclusion = head is None
+    if exclusion and set(table) - set(DIMENSIONS):
+        raise bad(f"{where}.{sorted(set(table) - set(DIMENSIONS))[0]}", f"unknown key; one of {', '.join(DIMENSIONS)}")
+    fallback = {"workload": [], "target": ["reference"], "nemesis": ["none"], "fault": ["none"],
+                "isolation": [], "seed": [0]}
+    out = {}
+    for key, default in fallback.items():
+        if exclusion:
+            out[key] = _as_list(table.get(key, []))
+        else:
+            out[key] = _as_list(table.get(key, head.get("seeds" if key == "seed" else key, default)))
+    if not exclusion and not out["workload"]:
+        raise bad(f"{where}.workload", "missing: which workloads to run")
+    for w in out["workload"]:
+        if w not in WORKLOADS:
+            raise bad(f"{where}.workload", f"unknown workload {w!r}; one of {', '.join(WORKLOADS)}")
+    for t in out["target"]:  # which targets exist is make_target's to say (_check_cell asks it)
+        if not isinstance(t, str):
+            raise bad(f"{where}.target", f"{t!r} is not a name")
+    out["nemesis"] = [_names(v, KINDS, f"{where}.nemesis", "nemesis", bad) for v in out["nemesis"]]
+    out["fault"] = [_names(v, FAULTS, f"{where}.fault", "fault switch", bad) for v in out["fault"]]
+    for seed in out["seed"]:
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise bad(f"{where}.seed", f"{seed!r} is not an integer")
+    for iso in out["isolation"]:
+        if not isinstance(iso, str):
+            raise bad(f"{where}.isolation", f"{iso!r} is not a name")
+    return out
+
+
+def _names(value: Any, vocabulary: tuple[str, ...], where: str, what: str, bad) -> str:
+    """"kill, partition" -> "kill,partition"; "none" or "" -> ""."""
+    if not isinstance(value, str):
+        raise bad(where, f"{value!r} is not a name")
+    parts = [p.strip() for p in value.split(",") if p.strip() and p.strip() != "none"]
+    for p in parts:
+        if p not in vocabulary:
+            raise bad(where, f"unknown {what} {p!r}; one of none, {', '.join(vocabulary)}")
+    return ",".join(parts)
+
+
+def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict) -> str | None:
+    """Ask the target's own rules whether it can run this cell; return its isolation level."""
+    from sleuth.nemesis.faults import parse_mix
+    from sleuth.targets import Unsupported, make_target
+
+    faults = tuple(cell["fault"].split(",")) if cell["fault"] else ()
+    key = (cell["target"], runtime, faults)
+    try:
+        if key not in targets:
+            targets[key] = make_target(cell["target"], runtime, faults)
+        target = targets[key]
+        parse_mix(cell["nemesis"], target)
+    except Unsupported as e:
+        raise bad(where, f"{run_id(cell)}: {e}") from None
+    iso = cell["isolation"] or (target.isolations[0] if target.isolations else None)
+    if target.isolations and iso not in target.isolations:
+        raise bad(f"{where}.isolation", f"{iso!r}: target {cell['target']} offers {', '.join(target.isolations)}")
+    return iso
+
+
+def _matches(exclusion: dict[str, list], cell: dict) -> bool:
+    return all(not values or cell[k] in values for k, values in exclusion.items())
+
+
+# --- outcomes -------------------------------------------------------------------------------------
+
+def outcome(expect: str, valid: Any, crashed: bool = False) -> tuple[str, int]:
+    """(label, exit status) of one run against what the matrix expected of it.
+
+    Labels: pass, invalid, caught (expected invalid, found invalid: status 0),
+    missed (expected invalid, found valid: status 1), unknown (2), crashed (255),
+    pending (never finished: 2, as an interrupted run is).
+    """
+    if crashed:
+        return "crashed", exits.CRASHED
+    status = exits.of_valid(valid)
+    if status == exits.UNKNOWN:
+        return ("pending" if valid == "pending" else "unknown"), status
+    if expect == "invalid":
+        return ("caught", exits.VALID) if status == exits.INVALID else ("missed", exits.INVALID)
+    return ("pass", exits.VALID) if status == exits.VALID else ("invalid", exits.INVALID)
+
+
+def status(record: dict, verdicts: dict[str, dict] | None = None) -> int:
+    """The campaign's exit status: Jepsen's test-all over every run's outcome.
+
+    `verdicts` maps run_key(run_dir) to Spark's verdict where Spark gave one.
+    """
+    return exits.combine(verdict(r, verdicts)[1] for r in record["runs"])
+
+
+def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]:
+    """A run record's (label, status), with Spark's verdict (durability included) where it gave one."""
+    if r.get("status") != "done":
+        return outcome(r["run"]["expect"], "pending")
+    valid = r.get("valid")
+    key = run_key(r["run_dir"]) if r.get("run_dir") else None
+    if verdicts and key in verdicts:
+        valid = verdicts[key]["valid"]
+    return outcome(r["run"]["expect"], valid, crashed=bool(r.get("crashed")))
+
+
+# --- running --------------------------------------------------------------------------------------
+
+def execute_run(run: Run, store: str, say) -> dict:
+    """The one call into the runner: run `run` with its run directory under `store`.
+
+    Returns what the campaign records: valid, anomaly-types, also-found (allowed by the model), run_dir, report,
+    ops/ok/fail/info, crashed (None, or why sleuth itself failed).
+    """
+    from sleuth import store as run_store
+    from sleuth.runner import INTERRUPTED, RunConfig, execute
+
+    cfg = RunConfig(target=run.target, runtime=run.runtime, workload=run.workload, nemesis=run.nemesis or None,
+                    faults=tuple(run.fault.split(",")) if run.fault else (), isolation=run.isolation,
+                    time_limit=run.time_limit, concurrency=run.concurrency, rate=run.rate, keys=run.keys,
+                    seed=run.seed, store=store, nemesis_interval=run.nemesis_interval, name=run.id,
+                    progress=False)
+    try:
+        rec = execute(cfg, say=say)  # a run record; sleuth's own failures come back as status 255
+    except Exception as e:  # sleuth failed before the run could even start (no run directory)
+        return {"valid": "unknown", "anomaly-types": [], "also-found": [], "run_dir": None, "report": None,
+                "ops": 0, "ok": 0, "fail": 0, "info": 0, "crashed": f"{type(e).__name__}: {e}"}
+    if rec.ended == INTERRUPTED:  # SIGINT/SIGTERM: the runner healed and judged; the campaign stops
+        raise KeyboardInterrupt
+    also_found = run_store.read_json(run_store.results_path(rec.run_dir)).get("also-found", [])
+    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types), "also-found": also_found,
+            "run_dir": os.path.abspath(rec.run_dir), "report": rec.report, **{k: rec.counts.get(k, 0)
+            for k in ("ops", "ok", "fail", "info")},
+            "crashed": rec.reason if rec.status == exits.CRASHED else None}
+
+
+def new_record(campaign: Campaign, campaign_dir: str) -> dict:
+    return {"name": campaign.name, "file": os.path.abspath(campaign.file), "dir": os.path.abspath(campaign_dir),
+            "started": time.time(), "finished": None, "interrupted": False,
+            "runs": [{"run": asdict(r), "status": "pending"} for r in campaign.runs]}
+
+
+def campaign_dir(store: str, name: str, resume: bool) -> tuple[str, bool]:
+    """`store/campaigns/<name>/<start time>/`: the newest one with --resume, else a new one."""
+    parent = os.path.join(store, "campaigns", name)
+    if resume:
+        earlier = sorted(d for d in (os.listdir(parent) if os.path.isdir(parent) else [])
+                         if os.path.exists(os.path.join(parent, d, RECORD)))
+        if earlier:
+            return os.path.join(parent, earlier[-1]), True
+        raise CampaignError(f"--resume: no campaign {name!r} in {parent}")
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    d, k = os.path.join(parent, stamp), 1
+    while os.path.exists(d):
+        k += 1
+        d = os.path.join(parent, f"{stamp}-{k}")
+    os.makedirs(d)
+    return d, False
+
+
+def save(record: dict) -> None:
+    write_json(os.path.join(record["dir"], RECORD), record)
+
+
+def run_all(record: dict, say, log, progress: bool) -> None:
+    """Run every pending run of `record` in order, saving the record after each.
+
+    KeyboardInterrupt (SIGINT, or SIGTERM turned into it by the CLI) ends the
+    current run through the runner's own teardown, marks it interrupted, saves,
+    and propagates.
+    """
+    from tqdm import tqdm
+
+    pending = [r for r in record["runs"] if r["status"] != "done"]
+    bar = tqdm(total=len(record["runs"]), initial=len(record["runs"]) - len(pending), unit="run",
+               disable=not progress, file=sys.stderr, dynamic_ncols=True)
+    store = os.path.join(record["dir"], "runs")
+    try:
+        for r in pending:
+            run = Run.from_json(r["run"])
+            bar.set_description(run.id)
+            r.update(status="running", started=time.time())
+            save(record)
+            try:
+                r.update(execute_run(run, store, log))
+            except KeyboardInterrupt:
+                r["status"] = "interrupted"
+                record["interrupted"] = True
+                save(record)
+                raise
+            r.update(status="done", finished=time.time())
+            save(record)
+            label, _ = verdict(r)
+            line = (f"{label:>7}  {run.id}  {_valid_word(r['valid'])}"
+                    + (f"  {', '.join(r['anomaly-types'])}" if r["anomaly-types"] else "")
+                    + (f"  crashed: {str(r['crashed']).splitlines()[0]}" if r.get("crashed") else ""))
+            if progress:
+                bar.write(line, file=sys.stderr)
+            else:
+                say(line)
+            bar.update(1)
+    finally:
+        bar.close()
+    record["finished"], record["interrupted"] = time.time(), False
+    save(record)
+
+
+def _valid_word(v: Any) -> str:
+    return {True: "valid", False: "INVALID"}.get(v, "unknown")
+
+
+def run_key(run_dir: str) -> str:
+    """How a run directory is matched between the record and a campaign table (symlinks resolved)."""
+    return os.path.realpath(run_dir)
+
+
+def run_dirs(record: dict) -> list[str]:
+    return [r["run_dir"] for r in record["runs"] if r.get("status") == "done" and r.get("run_dir")]
+
+
+def judge_with_spark(dirs: list[str], out_dir: str, campaign: str, master: str | None, say):
+    """The one call into the Spark jobs (sleuth.checker.spark, issue 12): the campaign table, as pandas."""
+    from sleuth.checker.spark.jobs import judge_runs
+
+    return judge_runs(dirs, out_dir, campaign=campaign, master=master, say=say)
+
+
+def record_of_runs(directory: str) -> dict:
+    """A campaign record for any directory of runs (`sleuth campaign judge DIR` without campaign.json).
+
+    Each run directory below `directory` (it has test.json and results.json)
+    becomes one finished run; one with a fault switch on is expected invalid.
+    """
+    import json
+
+    runs = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        if "test.json" in files and "results.json" in files:
+            dirs.clear()
+            try:
+                with open(os.path.join(root, "test.json")) as f:
+                    test = json.load(f)
+                with open(os.path.join(root, "results.json")) as f:
+                    results = json.load(f)
+            except (OSError, ValueError):
+                continue
+            cell = {"workload": test.get("workload", "?"), "target": test.get("target", "?"),
+                    "nemesis": ",".join(test.get("nemesis") or []), "fault": ",".join(test.get("fault") or []),
+                    "isolation": test.get("isolation"), "seed": test.get("seed", 0)}
+            run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.get("time_limit", 0),
+                      concurrency=test.get("concurrency", 0), rate=test.get("rate", 0), keys=test.get("keys", 0),
+                      nemesis_interval=test.get("nemesis_interval", 0), runtime=test.get("runtime"),
+                      expect="invalid" if cell["fault"] else "valid")
+            summary = test.get("summary", {})
+            runs.append({"run": asdict(run), "status": "done", "run_dir": os.path.abspath(root),
+                         "valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
+                         "crashed": test.get("crashed"), "started": test.get("started"),
+                         "finished": test.get("finished"), "report": os.path.join(root, "index.html"),
+                         **{k: summary.get(k, 0) for k in ("ops", "ok", "fail", "info")}})
+    name = os.path.basename(os.path.normpath(os.path.abspath(directory)))
+    return {"name": name, "file": None, "dir": os.path.abspath(directory), "started": None, "finished": None,
+            "interrupted": False, "runs": runs}

@@ -1,0 +1,343 @@
+"""`sleuth campaign`: the matrix from TOML, bad input, outcomes and exit status, JUnit XML, the page, serve.
+
+No runs and no Spark here: tests/test_campaign_live.py interrupts and resumes
+a live campaign, tests/test_campaign_spark.py goes through Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from sleuth import exits
+from sleuth.campaign import expand, load, new_record, outcome, run_key, save, status
+from sleuth.cluster.faults import FAULTS
+from sleuth.nemesis.faults import KINDS
+from sleuth.workloads.clients import WORKLOADS
+
+SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
+DATA = os.path.join(os.path.dirname(__file__), "data", "campaign")
+
+MATRIX = """
+[campaign]
+name = "t"
+time-limit = 5
+seeds = [0, 1]
+
+[[matrix]]
+workload = ["register", "list-append"]
+nemesis = ["none", "kill", "kill,partition"]
+
+[[matrix]]
+workload = "counter"
+fault = "rtw-no-conflict"
+seed = 3
+time-limit = 7
+
+[[matrix]]
+target = "postgres"
+workload = "rw-register"
+isolation = ["read-committed", "serializable"]
+
+[[exclude]]
+workload = "list-append"
+nemesis = "kill,partition"
+
+[[exclude]]
+seed = 1
+target = "postgres"
+"""
+
+
+def write(tmp_path, text, name="c.toml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def sleuth(*args, **kw):
+    return subprocess.run([SLEUTH, *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_matrix_expands_blocks_as_products_minus_exclusions(tmp_path):
+    c = load(write(tmp_path, MATRIX))
+    ids = [r.id for r in c.runs]
+    # block 1: 2 workloads x 3 nemeses x 2 seeds = 12, minus list-append under kill+partition (2)
+    assert len([i for i in ids if ".reference." in i and not i.startswith("counter")]) == 10
+    assert "register.reference.kill+partition.none.strict-serializable.s1" in ids
+    assert not any(i.startswith("list-append.reference.kill+partition") for i in ids)
+    # block 2: its own seed and time limit, and expected invalid (a fault switch is on)
+    (counter,) = [r for r in c.runs if r.workload == "counter"]
+    assert (counter.seed, counter.time_limit, counter.expect, counter.fault) == (3, 7.0, "invalid", "rtw-no-conflict")
+    # block 3: isolation levels of PostgreSQL, seed 1 excluded; the reference runs default to the target's first level
+    pg = [r for r in c.runs if r.target == "postgres"]
+    assert [(r.isolation, r.seed) for r in pg] == [("read-committed", 0), ("serializable", 0)]
+    assert all(r.expect == "valid" and r.time_limit == 5.0 for r in pg)
+    assert {r.isolation for r in c.runs if r.target == "reference"} == {"strict-serializable"}
+    assert len(ids) == len(set(ids)) == 13
+
+
+def test_vocabularies_come_from_their_owners(tmp_path):
+    text = f"""
+[[matrix]]
+workload = {json.dumps(list(WORKLOADS))}
+nemesis = {json.dumps(["none", *KINDS])}
+"""
+    c = load(write(tmp_path, text, "every.toml"))
+    assert c.name == "every" and len(c.runs) == len(WORKLOADS) * (len(KINDS) + 1)
+    for f in FAULTS:
+        assert load(write(tmp_path, f'[[matrix]]\nworkload = "register"\nfault = "{f}"\n')).runs[0].expect == "invalid"
+
+
+@pytest.mark.parametrize("text, where", [
+    ("[[matrix]]\nworkload = register\n", "(at line 2, column 12)"),
+    ("[[matrix]]\nworkload = 'registr'\n", "matrix[1].workload: unknown workload 'registr'"),
+    ("[[matrix]]\nworkload = 'register'\nnemesis = 'kill,partiton'\n", "matrix[1].nemesis: unknown nemesis 'partiton'"),
+    ("[[matrix]]\nworkload = 'register'\nfault = 'stale-reads'\n", "matrix[1].fault: unknown fault switch 'stale-reads'"),
+    ("[[matrix]]\nworkload = 'register'\nisolation = 'snapshot'\n", "matrix[1].isolation: 'snapshot'"),
+    ("[[matrix]]\nworkload = 'register'\ntarget = 'postgres'\nfault = 'stale-read'\n", "matrix[1]: register.postgres"),
+    ("[[matrix]]\nworkload = 'register'\ntarget = 'postgres'\nnemesis = 'partition'\n", "matrix[1]: register.postgres"),
+    ("[[matrix]]\nworkload = 'register'\ntime-limt = 3\n", "matrix[1].time-limt: unknown key"),
+    ("[[matrix]]\nworkload = 'register'\n[[exclude]]\nworkload = 'regster'\n", "exclude[1].workload"),
+    ("[[matrix]]\nworkload = 'register'\n[[exclude]]\nworkload = 'register'\n", "every run of the matrix is excluded"),
+    ("[campaign]\nname = 'x'\n", "matrix: at least one"),
+])
+def test_bad_campaign_files_exit_254_naming_file_and_key(tmp_path, text, where):
+    path = write(tmp_path, text)
+    p = sleuth("campaign", path, "--store", str(tmp_path / "store"))
+    assert p.returncode == exits.BAD_INPUT, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in p.stderr
+    assert lines[0].startswith(f"sleuth: error: {path}: ") and where in lines[0], lines[0]
+    assert not (tmp_path / "store").exists()  # nothing ran, nothing was created
+
+
+def test_missing_file_and_resume_without_campaign_exit_254(tmp_path):
+    p = sleuth("campaign", str(tmp_path / "nope.toml"))
+    assert p.returncode == 254 and "nope.toml" in p.stderr
+    p = sleuth("campaign", write(tmp_path, MATRIX), "--resume", "--store", str(tmp_path / "store"))
+    assert p.returncode == 254 and "--resume: no campaign 't'" in p.stderr
+
+
+def test_dry_run_lists_every_run_and_runs_nothing(tmp_path):
+    path = write(tmp_path, MATRIX)
+    p = sleuth("campaign", path, "--dry-run", "--store", str(tmp_path / "store"))
+    assert p.returncode == 0, p.stderr
+    listed = [line.split()[0] for line in p.stdout.splitlines()]
+    assert listed == [r.id for r in load(path).runs]
+    assert "counter.reference.none.rtw-no-conflict.strict-serializable.s3  (7 s, 10 clients, 200/s, expected invalid)" in p.stdout
+    p = sleuth("campaign", path, "--dry-run", "--json")
+    assert [r["id"] for r in json.loads(p.stdout)["runs"]] == listed  # stdout is JSON only
+    assert not (tmp_path / "store").exists()
+
+
+def test_outcomes_and_exit_status_as_test_all():
+    assert outcome("valid", True) == ("pass", 0)
+    assert outcome("valid", False) == ("invalid", 1)
+    assert outcome("invalid", False) == ("caught", 0)  # a bug switch on, and the checkers saw it
+    assert outcome("invalid", True) == ("missed", 1)  # a bug switch on, and nobody noticed: a failure
+    assert outcome("invalid", "unknown") == ("unknown", 2)
+    assert outcome("valid", True, crashed=True) == ("crashed", 255)
+    assert outcome("valid", "pending") == ("pending", 2)
+
+    def rec(*runs):
+        return {"runs": [{"run": {"expect": e}, "status": "done", "valid": v, "run_dir": f"/r{i}",
+                          **({"crashed": "boom"} if c else {})} for i, (e, v, c) in enumerate(runs)]}
+
+    assert status(rec(("valid", True, 0), ("invalid", False, 0))) == 0
+    assert status(rec(("valid", True, 0), ("invalid", True, 0))) == 1
+    assert status(rec(("valid", False, 0), ("invalid", "unknown", 0))) == 2
+    assert status(rec(("valid", "unknown", 0), ("valid", True, 1), ("valid", False, 0))) == 255
+    r = rec(("valid", True, 0), ("valid", True, 0))
+    r["runs"][1]["status"] = "interrupted"
+    assert status(r) == 2
+    # Spark's verdict (durability included) overrides the run's own
+    assert status(rec(("valid", True, 0)), {run_key("/r0"): {"valid": False}}) == 1
+    assert status(rec(("invalid", True, 0)), {run_key("/r0"): {"valid": False}}) == 0
+
+
+def test_a_run_sleuth_cannot_start_is_crashed_exit_255_and_a_junit_error(tmp_path):
+    # a PostgreSQL URL on a closed loopback port: the run fails before any operation
+    path = write(tmp_path, '[campaign]\nname = "dead"\ntime-limit = 1\n[[matrix]]\nworkload = "register"\n'
+                           'target = "postgresql://sleuth@127.0.0.1:1/none"\n')
+    p = sleuth("campaign", path, "--store", str(tmp_path / "store"), "--no-spark", "--json")
+    assert p.returncode == exits.CRASHED, p.stderr
+    out = json.loads(p.stdout)
+    assert [r["outcome"] for r in out["runs"]] == ["crashed"]
+    (case,) = ET.parse(out["junit"]).getroot().iter("testcase")
+    assert case.find("error").get("type") == "crashed" and "127.0.0.1" in case.find("error").get("message")
+    assert [line for line in p.stderr.splitlines() if line.startswith("crashed ")][0].endswith("Connection refused")
+
+
+CAMPAIGN = """
+[campaign]
+name = "fixture"
+time-limit = 10
+
+[[matrix]]
+workload = "list-append"
+nemesis = "kill"
+
+[[matrix]]
+workload = "register"
+fault = "stale-read"
+
+[[matrix]]
+workload = "counter"
+fault = "rtw-no-conflict"
+
+[[matrix]]
+workload = "register"
+nemesis = "kill"
+
+[[matrix]]
+workload = "bank"
+"""
+
+STAMPS = ("20260101T000000", "20260101T000100", "20260101T000200", "20260101T000300")
+
+
+def fixture_campaign(tmp_path, stamp):
+    """A finished campaign of five runs (the last one interrupted), with the table fixture as its campaign.csv."""
+    plan = expand(__import__("tomllib").loads(CAMPAIGN), "fixture.toml")
+    cdir = tmp_path / "store" / "campaigns" / "fixture" / stamp
+    cdir.mkdir(parents=True)
+    record = new_record(plan, str(cdir))
+    own = [(True, []), (False, ["nonlinearizable"]), (True, []), (True, []), None]
+    for r, s, v in zip(record["runs"], STAMPS + (None,), own):
+        if v is None:
+            r["status"] = "interrupted"
+            continue
+        d = cdir / "runs" / r["run"]["id"] / s
+        d.mkdir(parents=True)
+        (d / "index.html").write_text("<!doctype html><title>run</title>")
+        r.update(status="done", run_dir=str(d), valid=v[0], **{"anomaly-types": v[1]}, ops=10, ok=10, fail=0,
+                 info=0, started=1.0, finished=11.0)
+    save(record)
+    table = open(os.path.join(DATA, "table.csv")).read().replace("{runs}", str(cdir / "runs"))
+    (cdir / "campaign.csv").write_text(table)
+    return cdir, record
+
+
+def test_junit_xml_names_every_run_and_fails_only_what_failed(tmp_path):
+    from sleuth.reports import campaign_report, junit
+
+    cdir, record = fixture_campaign(tmp_path, "20261101T020000")
+    path = junit.write(str(cdir), record, campaign_report.verdicts(campaign_report.load_table(str(cdir))))
+    suite = ET.parse(path).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert list(cases) == [r["run"]["id"] for r in record["runs"]]
+    kinds = {name: [x.tag for x in c if x.tag != "system-out"] for name, c in cases.items()}
+    assert kinds == {
+        "list-append.reference.kill.none.strict-serializable.s0": [],  # pass
+        "register.reference.none.stale-read.strict-serializable.s0": [],  # caught: a pass
+        "counter.reference.none.rtw-no-conflict.strict-serializable.s0": ["failure"],  # missed
+        "register.reference.kill.none.strict-serializable.s0": ["failure"],  # Spark's durability audit
+        "bank.reference.none.none.strict-serializable.s0": ["skipped"],  # interrupted
+    }
+    assert "missed" in cases["counter.reference.none.rtw-no-conflict.strict-serializable.s0"].find("failure").get("message")
+    assert "lost-write" in cases["register.reference.kill.none.strict-serializable.s0"].find("failure").get("message")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("5", "2", "1", "0")
+
+
+def test_page_renders_matrix_links_outcomes_and_trends(tmp_path):
+    from sleuth.reports import campaign_report
+
+    fixture_campaign(tmp_path, "20261101T020000")  # an earlier night
+    cdir, record = fixture_campaign(tmp_path, "20261102T020000")
+    page = open(campaign_report.render(str(cdir))).read()
+    for r in record["runs"][:4]:
+        href = os.path.relpath(os.path.join(r["run_dir"], "index.html"), cdir)
+        assert f'href="{href}"' in page and (cdir / href).exists()
+    cells = re.findall(r'class="(pass|caught|missed|invalid|pending)"[^>]*>s0 \1<', page)
+    assert sorted(cells) == ["caught", "invalid", "missed", "pass", "pending"]
+    assert "lost-write" in page and "nonlinearizable" in page and ">lost<" in page
+    assert "(lost): <b>3</b>" in page and "Runs: register.reference.kill.none" in page
+    assert "5 runs: 1 pass, 1 caught, 1 invalid, 1 missed, 1 pending" in page
+    imgs = re.findall(r'<img src="([^"]+)"', page)
+    assert len(imgs) == 3 and all((cdir / i).stat().st_size > 1000 for i in imgs)
+    nights = campaign_report.history(str(cdir), "fixture")
+    assert [s for s, _, _ in nights] == ["20261101T020000", "20261102T020000"]
+
+
+@pytest.mark.slow
+def test_page_opens_in_headless_chromium_with_every_image(tmp_path):
+    from test_run_report import _chromium
+
+    from sleuth.reports import campaign_report
+
+    cdir, _ = fixture_campaign(tmp_path, "20261102T020000")
+    index = campaign_report.render(str(cdir))
+    p = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                        "--dump-dom", f"file://{index}"], capture_output=True, text=True, timeout=120)
+    assert 'class="matrix"' in p.stdout
+    assert 'data-images="loaded"' in p.stdout, p.stderr[-500:]
+    shot = tmp_path / "page.png"
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={shot}",
+                    "--window-size=1280,2000", f"file://{index}"], capture_output=True, timeout=120)
+    assert shot.stat().st_size > 10_000
+
+
+def test_judge_without_spark_rewrites_page_and_junit_from_a_directory(tmp_path):
+    cdir, record = fixture_campaign(tmp_path, "20261102T020000")
+    os.remove(cdir / "campaign.csv")  # the runs' own verdicts only: one missed
+    p = sleuth("campaign", "judge", str(cdir), "--no-spark", "--json")
+    out = json.loads(p.stdout)
+    assert p.returncode == 2 and out["exit"] == 2  # the interrupted run is pending: unknown
+    assert out["counts"] == {"pass": 2, "caught": 1, "invalid": 0, "missed": 1, "unknown": 0, "crashed": 0,
+                             "pending": 1}
+    assert (cdir / "index.html").exists() and (cdir / "junit.xml").exists()
+
+
+def test_judge_any_directory_of_runs(tmp_path):
+    from test_run_report import make_run
+
+    from sleuth.reports.run_report import render
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    render(str(make_run(runs, "serializable")))
+    render(str(make_run(runs, "read-committed")))  # invalid as strict serializable
+    p = sleuth("campaign", "judge", str(runs), "--no-spark", "--json")
+    assert p.returncode == 1, p.stderr
+    assert {r["id"]: r["outcome"] for r in json.loads(p.stdout)["runs"]} == {"read-committed": "invalid",
+                                                                               "serializable": "pass"}
+    cases = [c.get("name") for c in ET.parse(runs / "junit.xml").getroot().iter("testcase")]
+    assert cases == ["read-committed", "serializable"]
+    assert 'href="read-committed/index.html"' in (runs / "index.html").read_text()
+    p = sleuth("campaign", "judge", str(tmp_path / "none"), "--no-spark")
+    assert p.returncode == 254 and "none: not a directory" in p.stderr
+
+
+def test_serve_lists_campaigns_beside_runs(tmp_path):
+    import threading
+    import urllib.request
+
+    from sleuth.reports import campaign_report
+    from sleuth.reports.serve import make_server
+
+    cdir, _ = fixture_campaign(tmp_path, "20261102T020000")
+    campaign_report.render(str(cdir))
+    store = tmp_path / "store"
+    run = store / "register-reference-no-nemesis" / "20261102T010000"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text('{"valid": true}')
+    srv = make_server(str(store), port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
+        assert "campaigns/fixture/20261102T020000/index.html" in root
+        assert "register-reference-no-nemesis/20261102T010000/index.html" in root
+        assert "campaigns/fixture/index.html" not in root  # a campaign is not listed as a run
+        page = urllib.request.urlopen(base + "/campaigns/fixture/20261102T020000/index.html", timeout=10).read()
+        assert b'class="matrix"' in page
+    finally:
+        srv.shutdown()
+
