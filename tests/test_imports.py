@@ -5,7 +5,6 @@ filled in; every kind of bad input is a HistoryError naming file and line."""
 import os
 import random
 import shutil
-import time
 
 import pytest
 
@@ -309,7 +308,8 @@ def test_not_utf8(tmp_path):
 
 
 @pytest.mark.slow
-def test_100k_line_edn_history_loads_in_seconds(tmp_path):
+def test_100k_line_edn_history_loads_whole(tmp_path):
+    """A Jepsen-sized EDN file loads every event (its speed is measured in make bench, not here)."""
     rng = random.Random(7)
     path = tmp_path / "history.edn"
     with open(path, "w") as fh:
@@ -321,11 +321,8 @@ def test_100k_line_edn_history_loads_in_seconds(tmp_path):
                      f":time {i * 100}, :index {i}}}\n")
             fh.write(f"{{:type :ok, :f :txn, :value [{done}], :process {i % 10}, "
                      f":time {i * 100 + 50}, :index {i + 1}}}\n")
-    start = time.perf_counter()
     h = load(path)
-    elapsed = time.perf_counter() - start
     assert len(h.events) == 100_000 and len(h.ops()) == 50_000
-    assert elapsed < 15, f"{elapsed:.1f}s"
 
 
 # ---------------------------------------------------------------------------
