@@ -294,3 +294,12 @@ def test_first_signal_asks_second_interrupts_unless_shielded():
     finally:
         s.restore()
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_a_summary_line_is_never_cut_without_an_ellipsis():
+    from sleuth.cli.run import clip
+
+    assert clip("short", 200) == "short"
+    long = "T1 (line 3) < T0 (rw) because " + "x" * 300
+    cut = clip(long, 200)
+    assert len(cut) == 200 and cut.endswith("…") and long.startswith(cut[:-1])

@@ -12,6 +12,11 @@ from sleuth import exits
 from sleuth.cluster.faults import FAULTS
 
 
+def clip(text: str, width: int) -> str:
+    """`text` cut to `width` characters, never silently: a cut line ends in an ellipsis."""
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 @click.command()
 @click.option("--target", default="reference", show_default=True,
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
@@ -113,7 +118,8 @@ def _summary(rec) -> None:
             ex = (anomalies.get(name) or [{}])[0]
             text = str(ex.get("explanation", "")).splitlines()
             if text:
-                out(f"    {name}: {text[0][:200]}")
+                more = f" (+{len(text) - 1} lines in the report)" if len(text) > 1 else ""
+                out(f"    {name}: {clip(text[0], 200)}{more}")
     for note in rec.notes[:3]:
         out(f"  note: {note}")
     if rec.nemesis_errors:
