@@ -21,6 +21,7 @@ import time
 import zlib
 from dataclasses import asdict, dataclass
 
+from sleuth.cluster import RUNTIMES
 from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
@@ -68,7 +69,7 @@ def make_runtime(runtime: str, name: str, image: str | None = None, hosts: list[
         from sleuth.cluster.runtime_docker import DockerRuntime
         return DockerRuntime(cluster_name=f"sleuth-{name}", subnet=f"{block(name, 'docker')}.0/24",
                              project_root=_project_root(), image=image)
-    raise ClusterError(f"--runtime: unknown runtime {runtime!r} (docker, local, ssh)")
+    raise ClusterError(f"--runtime: unknown runtime {runtime!r} ({', '.join(RUNTIMES)})")
 
 
 def _project_root() -> str:

@@ -57,14 +57,15 @@ class Checks:
 def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
     """The checks a live run applies: its workload's checker, the model its isolation level
     promises, and what the target's guarantees add (per-key linearizability, timestamps)."""
+    from sleuth.checker import WORKLOADS as CHECKERS
+
     checker = workload.checker
-    model = None
-    if checker in ("list-append", "rw-register"):
-        # a target may judge a level of its own differently (MySQL's REPEATABLE READ is not
-        # PostgreSQL's snapshot isolation): its `models` first, then the shared table
-        model = target.models.get(isolation or "", ISOLATION_MODELS.get(isolation or ""))
-    elif checker == "register":
-        model = "linearizable"
+    spec = CHECKERS[checker]
+    # a target may judge a level of its own differently (MySQL's REPEATABLE READ is not
+    # PostgreSQL's snapshot isolation): its `models` first, then the shared table; a
+    # workload whose checker has no such model (registers: linearizable) keeps its own
+    level = target.models.get(isolation or "", ISOLATION_MODELS.get(isolation or ""))
+    model = level if level in spec.models else spec.default_model
     return Checks(
         checker=checker, model=model,
         linearizable_keys=checker == "rw-register" and bool(target.linearizable_keys(isolation)),

@@ -37,7 +37,7 @@ from collections.abc import Iterator
 
 import orjson
 
-DBS = ("serializable", "snapshot-isolation", "read-committed", "stale-reads")
+from sleuth.workloads import SIM_DBS as DBS  # the one list of their names
 
 FAIL_RATE = 0.01  # transactions the database refuses (nothing happens)
 CRASH_RATE = 0.005  # transactions whose client loses the answer (info)

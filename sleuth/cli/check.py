@@ -19,6 +19,7 @@ import click
 from sleuth import exits
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
 from sleuth.history import HistoryError, gc_paused
+from sleuth.workloads import SIM_DBS
 
 
 def _model_for(spec: Workload, model: str | None) -> str | None:
@@ -208,7 +209,7 @@ def _print_result(path: str, result, explain: bool) -> None:
 
 @click.command()
 @click.option("--db", required=True,
-              type=click.Choice(["serializable", "snapshot-isolation", "read-committed", "stale-reads"]),
+              type=click.Choice(SIM_DBS),
               help="The simulated database's behaviour.")
 @click.option("--txns", type=click.IntRange(min=1), required=True, help="Transactions to generate.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)

@@ -11,6 +11,7 @@ import json
 
 import click
 
+from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
 from sleuth.exits import CRASHED, die
 
@@ -41,7 +42,7 @@ def _fail(e: Exception, first_line: bool = False) -> None:
 
 
 @cluster.command()
-@click.option("--runtime", type=click.Choice(["docker", "local", "ssh"]), default=None,
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="docker (default where a Docker engine answers), local processes, or ssh hosts (--nodes).")
 @click.option("--nodes", "nodes_file", default=None, metavar="FILE",
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")

@@ -9,7 +9,9 @@ import sys
 import click
 
 from sleuth import exits
+from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
+from sleuth.workloads.clients import WORKLOADS
 
 
 def clip(text: str, width: int) -> str:
@@ -22,13 +24,13 @@ def clip(text: str, width: int) -> str:
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
                    "mariadb or mariadb+snapshot-isolation (a local MariaDB sleuth starts, the latter with "
                    "innodb_snapshot_isolation=ON), or a mysql://user@host:port/db URL.")
-@click.option("--runtime", type=click.Choice(["docker", "local", "ssh"]), default=None,
+@click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="Where the reference cluster runs (default: docker where an engine answers, else local; "
                    "ssh with --nodes).")
 @click.option("--nodes", "nodes_file", default=None, metavar="FILE",
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
-              type=click.Choice(["register", "list-append", "rw-register", "bank", "counter"]))
+              type=click.Choice(list(WORKLOADS)))
 @click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")

@@ -1,0 +1,47 @@
+"""Every implementation has what its seam (sleuth/seams.py) names."""
+
+import inspect
+
+import pytest
+
+from sleuth import seams
+from sleuth.checker import WORKLOADS as CHECKERS
+from sleuth.cluster.runtime_docker import DockerRuntime
+from sleuth.cluster.runtime_local import LocalRuntime
+from sleuth.cluster.runtime_ssh import SshRuntime
+from sleuth.nemesis import faults
+from sleuth.targets import Target
+from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
+from sleuth.targets.postgres import PostgresTarget, UrlTarget
+from sleuth.targets.reference import ReferenceTarget
+from sleuth.workloads.clients import WORKLOADS
+
+
+def _members(protocol) -> set[str]:
+    names = {n for n, v in vars(protocol).items() if inspect.isfunction(v) and not n.startswith("_")}
+    return names | set(getattr(protocol, "__annotations__", {}))
+
+
+@pytest.mark.parametrize("cls", [ReferenceTarget, PostgresTarget, UrlTarget, MariaDBTarget, MySQLUrlTarget])
+def test_targets(cls):
+    assert issubclass(cls, Target)
+    missing = {m for m in _members(seams.Target) if not hasattr(cls, m) and m != "generation"}
+    assert not missing, missing  # generation is set by Target.__init__
+
+
+@pytest.mark.parametrize("cls", [LocalRuntime, DockerRuntime, SshRuntime])
+def test_runtimes(cls):
+    assert not {m for m in _members(seams.Runtime) if not hasattr(cls, m)}
+
+
+def test_faults_workloads_and_checkers():
+    kinds = [c for c in vars(faults).values() if inspect.isclass(c) and issubclass(c, faults.Fault)
+             and c is not faults.Fault]
+    assert len(kinds) >= len(faults.KINDS)
+    for cls in kinds:
+        assert cls.start_f and cls.stop_f and not {m for m in _members(seams.Fault) if not hasattr(cls, m)}
+    for cls in WORKLOADS.values():
+        assert cls.name and cls.checker in CHECKERS
+        assert not {m for m in _members(seams.Workload) if not hasattr(cls, m)}
+    for spec in CHECKERS.values():
+        assert callable(spec.checker())
