@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -33,10 +32,6 @@ DATA = (WW, WR, RW)
 INF_TIME = np.iinfo(np.int64).max
 
 
-def as_array(xs: Iterable[int] | np.ndarray) -> np.ndarray:
-    return np.asarray(xs if isinstance(xs, np.ndarray) else list(xs), dtype=np.int64)
-
-
 def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Component label of each node and the size of each component."""
     if n == 0:
@@ -45,13 +40,6 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np
     _, labels = connected_components(g, directed=True, connection="strong")
     sizes = np.bincount(labels)
     return labels, sizes
-
-
-def in_cycles(n: int, src: np.ndarray, dst: np.ndarray, real: int | None = None) -> np.ndarray:
-    """Boolean mask of the first `real` nodes (default all) that lie on some cycle."""
-    labels, sizes = scc_labels(n, src, dst)
-    real = n if real is None else real
-    return sizes[labels[:real]] > 1
 
 
 def barrier_realtime(invoke: np.ndarray, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:

@@ -107,8 +107,6 @@ ALIASES: dict[str, str] = {
     "strong-PL-1": "strong-read-uncommitted", "strong-PL-2": "strong-read-committed",
 }
 
-ALL = "read-uncommitted"  # the weakest: proscribed here, forbidden everywhere
-
 # model -> anomalies it forbids directly (beyond the models it implies)
 PROSCRIBES: dict[str, tuple[str, ...]] = {
     "read-uncommitted": ("G0", "internal", "duplicate-elements", "incompatible-order", "garbage-read",
@@ -212,7 +210,6 @@ def canonical(model: str) -> str:
     return model
 
 
-check_model = canonical  # the name callers have used
 
 
 def judge(anomalies: list[str]) -> tuple[list[str], list[str], list[str]]:

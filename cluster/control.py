@@ -26,7 +26,7 @@ from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
 
-ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, ADMIN_PORT = 6000, 6100, 6875, 6876
+ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT = 6000, 6100, 6875  # a coordinator's admin port: pgwire + 1
 
 
 __all__ = ["Cluster", "ClusterError", "ClusterFailed", "Node", "clusters", "default_runtime", "ssh_hosts"]

@@ -60,7 +60,7 @@ async def run_coordinator(a: argparse.Namespace) -> None:
     else:
         raise SystemExit("gave up waiting for the oracle")
 
-    def session(user: str, database: str, params: dict) -> Session:
+    def session(user: str, _database: str, params: dict) -> Session:
         return Session(coord)
 
     server = await pgwire.serve(*a.listen, session)

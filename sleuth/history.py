@@ -50,7 +50,6 @@ def gc_paused(fn: F) -> F:
 
 
 TYPES = frozenset(("invoke", "ok", "fail", "info"))
-COMPLETIONS = frozenset(("ok", "fail", "info"))
 NEMESIS = "nemesis"
 
 
@@ -569,17 +568,6 @@ def read_jsonl(path: str | os.PathLike, events: bool = True) -> History:
     return h
 
 
-def parse_jsonl(data: bytes, source: str) -> History:
-    """Parse a JSON Lines history held in memory."""
-    import io
-
-    h = _read_fast(io.BytesIO(data), source)
-    if h is None:
-        return parse_jsonl_slow(data.split(b"\n"), source)
-    h.ops()
-    return h
-
-
 def dumps_event(e: Event) -> bytes:
     return orjson.dumps(e.to_dict()) + b"\n"
 
@@ -594,11 +582,6 @@ def write_jsonl(events: Iterable[Event], path: str | os.PathLike) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def iter_dicts(history: History) -> Iterator[dict]:
-    for e in history.events:
-        yield e.to_dict()
 
 
 class JsonlWriter:

@@ -54,7 +54,7 @@ def test_judge_nothing():
 
 def test_unknown_model_is_rejected():
     with pytest.raises(ValueError, match="unknown model"):
-        models.check_model("snapshot")
+        models.canonical("snapshot")
 
 
 # -- the lattice as data (Elle's elle.consistency-model) ----------------------

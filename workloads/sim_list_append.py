@@ -55,10 +55,6 @@ class Store:
         self.stamps: dict[int, list[int]] = {}
         self.commits = 0
 
-    def length(self, k: int) -> int:
-        lst = self.lists.get(k)
-        return 0 if lst is None else len(lst)
-
     def read(self, k: int, as_of: int | None = None) -> list[int]:
         """The list at key k, as of commit number `as_of` (default: now)."""
         lst = self.lists.get(k, ())
