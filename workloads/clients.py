@@ -131,106 +131,92 @@ class Register(Workload):
         return [("read", [k, None]) for k in range(self.keys)]
 
 
-class ListAppend(Workload):
+class _Transactional(Workload):
+    """Elle's transactional workloads: transactions of reads and writes (`write_f`) over keys.
+
+    On the reference cluster a transaction is read-only or one write statement (Materialize's
+    rule); elsewhere 1-4 micro-ops mixed. A transaction of one micro-op runs in autocommit."""
+    write_f = ""
+
+    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
+        if self.family == "reference":  # read-only transactions, or one write statement
+            if rnd.random() < 0.5:
+                ks = rnd.sample(range(self.keys), min(self.keys, rnd.randint(1, 3)))
+                return "txn", [["r", k, None] for k in ks]
+            return "txn", [[self.write_f, rnd.randrange(self.keys), self.unique(slot)]]
+        mops = []
+        for _ in range(rnd.randint(1, 4)):
+            k = rnd.randrange(self.keys)
+            mops.append(["r", k, None] if rnd.random() < 0.5 else [self.write_f, k, self.unique(slot)])
+        return "txn", mops
+
+    def perform(self, conn: Any, f: str, value: Any) -> Any:
+        explicit = len(value) > 1
+        if explicit:
+            conn.execute("BEGIN")
+        try:
+            out = [["r", k, self.read(conn, k)] if op == "r" else self.write(conn, op, k, v)
+                   for op, k, v in value]
+            if explicit:
+                conn.execute("COMMIT")
+        except BaseException:
+            if explicit:
+                _rollback(conn)
+            raise
+        return out
+
+    def read(self, conn: Any, k: int) -> Any: ...
+    def write(self, conn: Any, op: str, k: int, v: int) -> list: ...
+
+    def final_reads(self) -> list[tuple[str, Any]]:
+        ks = list(range(self.keys))
+        return [("txn", [["r", k, None] for k in ks[i:i + 8]]) for i in range(0, len(ks), 8)]
+
+
+class ListAppend(_Transactional):
     """Elle's list-append: lists as text rows, appended to by read-then-write."""
     name = checker = "list-append"
     tables = ["lists"]
+    write_f = "append"
 
     def setup(self, cur: Any) -> None:
         # MySQL: the table starts empty and the first append of a key inserts its row (Jepsen's way)
         _rows_setup(cur, "lists", "k bigint, v text",
                     [] if self.family == "mysql" else [(k, "") for k in range(self.keys)], self.family)
 
-    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
-        if self.family == "reference":  # read-only transactions, or one append statement
-            if rnd.random() < 0.5:
-                ks = rnd.sample(range(self.keys), min(self.keys, rnd.randint(1, 3)))
-                return "txn", [["r", k, None] for k in ks]
-            return "txn", [["append", rnd.randrange(self.keys), self.unique(slot)]]
-        mops = []
-        for _ in range(rnd.randint(1, 4)):
-            k = rnd.randrange(self.keys)
-            mops.append(["r", k, None] if rnd.random() < 0.5 else ["append", k, self.unique(slot)])
-        return "txn", mops
+    def read(self, conn: Any, k: int) -> list[int]:
+        row = conn.execute(f"SELECT v FROM lists WHERE k = {k}").fetchone()
+        return [int(x) for x in (row[0] or "").split()] if row else []
 
-    def perform(self, conn: Any, f: str, value: Any) -> Any:
-        out = []
-        explicit = len(value) > 1
-        if explicit:
-            conn.execute("BEGIN")
-        try:
-            for op, k, v in value:
-                if op == "r":
-                    row = conn.execute(f"SELECT v FROM lists WHERE k = {k}").fetchone()
-                    out.append(["r", k, [int(x) for x in (row[0] or "").split()] if row else []])
-                elif self.family == "mysql":  # 1 row inserted, or (found rows) 2 for the update path
-                    cur = conn.execute(f"INSERT INTO lists (k, v) VALUES ({k}, '{v}') "
-                                       f"ON DUPLICATE KEY UPDATE v = CONCAT(v, ' {v}')")
-                    if cur.rowcount not in (1, 2):
-                        raise Unexpected(f"append to key {k} affected {cur.rowcount} rows")
-                    out.append([op, k, v])
-                else:
-                    cur = conn.execute(f"UPDATE lists SET v = v || ' {v}' WHERE k = {k}")
-                    if cur.rowcount != 1:
-                        raise Unexpected(f"append to key {k} updated {cur.rowcount} rows")
-                    out.append([op, k, v])
-            if explicit:
-                conn.execute("COMMIT")
-        except BaseException:
-            if explicit:
-                _rollback(conn)
-            raise
-        return out
-
-    def final_reads(self) -> list[tuple[str, Any]]:
-        ks = list(range(self.keys))
-        return [("txn", [["r", k, None] for k in ks[i:i + 8]]) for i in range(0, len(ks), 8)]
+    def write(self, conn: Any, op: str, k: int, v: int) -> list:
+        if self.family == "mysql":  # 1 row inserted, or (found rows) 2 for the update path
+            cur = conn.execute(f"INSERT INTO lists (k, v) VALUES ({k}, '{v}') "
+                               f"ON DUPLICATE KEY UPDATE v = CONCAT(v, ' {v}')")
+            if cur.rowcount not in (1, 2):
+                raise Unexpected(f"append to key {k} affected {cur.rowcount} rows")
+        else:
+            cur = conn.execute(f"UPDATE lists SET v = v || ' {v}' WHERE k = {k}")
+            if cur.rowcount != 1:
+                raise Unexpected(f"append to key {k} updated {cur.rowcount} rows")
+        return [op, k, v]
 
 
-class RwRegister(Workload):
+class RwRegister(_Transactional):
     """Elle's rw-register: one row per key, reads and blind writes."""
     name = checker = "rw-register"
     tables = ["rw"]
+    write_f = "w"
 
     def setup(self, cur: Any) -> None:
         _rows_setup(cur, "rw", "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
 
-    def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
-        if self.family == "reference":
-            if rnd.random() < 0.5:
-                ks = rnd.sample(range(self.keys), min(self.keys, rnd.randint(1, 3)))
-                return "txn", [["r", k, None] for k in ks]
-            return "txn", [["w", rnd.randrange(self.keys), self.unique(slot)]]
-        mops = []
-        for _ in range(rnd.randint(1, 4)):
-            k = rnd.randrange(self.keys)
-            mops.append(["r", k, None] if rnd.random() < 0.5 else ["w", k, self.unique(slot)])
-        return "txn", mops
+    def read(self, conn: Any, k: int) -> Any:
+        row = conn.execute(f"SELECT v FROM rw WHERE k = {k}").fetchone()
+        return row[0] if row else None
 
-    def perform(self, conn: Any, f: str, value: Any) -> Any:
-        out = []
-        explicit = len(value) > 1
-        if explicit:
-            conn.execute("BEGIN")
-        try:
-            for op, k, v in value:
-                if op == "r":
-                    row = conn.execute(f"SELECT v FROM rw WHERE k = {k}").fetchone()
-                    out.append(["r", k, row[0] if row else None])
-                else:
-                    conn.execute(f"UPDATE rw SET v = {v} WHERE k = {k}")
-                    out.append(["w", k, v])
-            if explicit:
-                conn.execute("COMMIT")
-        except BaseException:
-            if explicit:
-                _rollback(conn)
-            raise
-        return out
-
-    def final_reads(self) -> list[tuple[str, Any]]:
-        ks = list(range(self.keys))
-        return [("txn", [["r", k, None] for k in ks[i:i + 8]]) for i in range(0, len(ks), 8)]
+    def write(self, conn: Any, op: str, k: int, v: int) -> list:
+        conn.execute(f"UPDATE rw SET v = {v} WHERE k = {k}")
+        return ["w", k, v]
 
 
 class Bank(Workload):
