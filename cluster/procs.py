@@ -40,3 +40,12 @@ def descendants(root: int) -> list[int]:
         out.append(pid)
         todo.extend(children.get(pid, []))
     return out
+
+
+def wait_gone(pids: list[int], timeout: float = 10.0) -> None:
+    """Return once none of `pids` runs any more (a killed server's tree), or after `timeout`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(running(p) for p in pids):
+        time.sleep(0.05)

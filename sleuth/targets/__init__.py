@@ -21,6 +21,7 @@ the PostgreSQL wire protocol through psycopg.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -113,6 +114,44 @@ class Target:
     def heal_cuts(self) -> None: ...
     def collect_logs(self, into: str) -> None: ...
     def wait_healthy(self, timeout: float = 30.0) -> None: ...
+
+
+class OneServer:
+    """A target that is one server sleuth started on this machine (`self.server`: PostgreSQL,
+    MariaDB): its one node, named after its role, is what a nemesis kills, restarts, pauses
+    and resumes; its log is kept in the run directory as `nodes/<role>/<log_name>`. Listed
+    before `Target` among the bases, so these replace Target's refusals."""
+
+    roles: tuple[str, ...] = ()
+    log_name = ""
+    server: Any = None
+
+    def down(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def nodes(self, role: str) -> list[str]:
+        return [self.roles[0]]
+
+    def kill(self, node: str) -> None:
+        self.server.kill()
+
+    def restart(self, node: str) -> None:
+        self.server.restart()
+
+    def pause(self, node: str) -> None:
+        self.server.pause()
+
+    def resume(self, node: str) -> None:
+        self.server.resume()
+
+    def collect_logs(self, into: str) -> None:
+        import shutil
+
+        if self.server is not None and os.path.exists(self.server.log_path):
+            os.makedirs(os.path.join(into, self.roles[0]), exist_ok=True)
+            shutil.copy(self.server.log_path, os.path.join(into, self.roles[0], self.log_name))
 
 
 def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:

@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from sleuth.cluster import procs
-from sleuth.targets import Target, Unsupported
+from sleuth.targets import OneServer, Target, Unsupported
 from sleuth.targets.postgres_server import _free_port
 
 # MySQL error codes after which a write certainly had no effect: the transaction (or the
@@ -148,10 +148,11 @@ class MySQLTarget(Target):
         return [f"SET SESSION TRANSACTION ISOLATION LEVEL {isolation.replace('-', ' ').upper()}"]
 
 
-class MariaDBTarget(MySQLTarget):
+class MariaDBTarget(OneServer, MySQLTarget):
     """A real MariaDB server sleuth starts in a temp dir: `mariadb`, or `mariadb+snapshot-isolation`."""
     name = "mariadb"
     roles = ("mariadb",)
+    log_name = "mariadb.err"
 
     def __init__(self, spec: str = "mariadb"):
         super().__init__()
@@ -171,33 +172,8 @@ class MariaDBTarget(MySQLTarget):
         self.server = MariaDBServer(snapshot_isolation=setting)
         self.server.start()
 
-    def down(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
     def dsns(self) -> list[tuple[str, str]]:
         return [("mariadb", self.server.url)]
-
-    def nodes(self, role: str) -> list[str]:
-        return ["mariadb"]
-
-    def kill(self, node: str) -> None:
-        self.server.kill()
-
-    def restart(self, node: str) -> None:
-        self.server.restart()
-
-    def pause(self, node: str) -> None:
-        self.server.pause()
-
-    def resume(self, node: str) -> None:
-        self.server.resume()
-
-    def collect_logs(self, into: str) -> None:
-        if self.server is not None and os.path.exists(self.server.log_path):
-            os.makedirs(os.path.join(into, "mariadb"), exist_ok=True)
-            shutil.copy(self.server.log_path, os.path.join(into, "mariadb", "mariadb.err"))
 
 
 class MySQLUrlTarget(MySQLTarget):
@@ -301,9 +277,7 @@ class MariaDBServer:
         pids = self._signal_all(signal.SIGKILL)
         if self.proc is not None:
             self.proc.wait(10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(procs.running(p) for p in pids):
-            time.sleep(0.05)
+        procs.wait_gone(pids)
 
     def restart(self, timeout: float = 60) -> None:
         """After a kill: the same data, InnoDB's crash recovery."""

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from typing import Any
 
-from sleuth.targets import Target, redact
+from sleuth.targets import OneServer, Target, redact
 
 
-class PostgresTarget(Target):
+class PostgresTarget(OneServer, Target):
     """A real PostgreSQL server sleuth starts from Debian's packages in a temp dir."""
     name = "postgres"
+    log_name = "postgres.log"
     isolations = ("read-committed", "repeatable-read", "serializable")
     roles = ("postgres",)
 
@@ -27,36 +26,11 @@ class PostgresTarget(Target):
         self.server = PostgresServer()
         self.server.start()
 
-    def down(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
-
     def dsns(self) -> list[tuple[str, str]]:
         return [("postgres", self.server.url + "?connect_timeout=3")]
 
     def session_sql(self, isolation: str) -> list[str]:
         return [f"SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL {isolation.replace('-', ' ').upper()}"]
-
-    def nodes(self, role: str) -> list[str]:
-        return ["postgres"]
-
-    def kill(self, node: str) -> None:
-        self.server.kill()
-
-    def restart(self, node: str) -> None:
-        self.server.restart()
-
-    def pause(self, node: str) -> None:
-        self.server.pause()
-
-    def resume(self, node: str) -> None:
-        self.server.resume()
-
-    def collect_logs(self, into: str) -> None:
-        if self.server is not None and os.path.exists(self.server.log_path):
-            os.makedirs(os.path.join(into, "postgres"), exist_ok=True)
-            shutil.copy(self.server.log_path, os.path.join(into, "postgres", "postgres.log"))
 
 
 class UrlTarget(Target):

@@ -164,9 +164,7 @@ class PostgresServer:
         pids = self._signal_all(signal.SIGKILL)
         if self.proc is not None:
             self.proc.wait(10)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(procs.running(p) for p in pids):
-            time.sleep(0.05)
+        procs.wait_gone(pids)
 
     def restart(self, timeout: float = 30) -> None:
         self.kill()
