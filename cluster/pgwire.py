@@ -374,13 +374,10 @@ class Connection:
             self.out.append(_msg(b"t", struct.pack(f"!h{n}i", n, *oids)))
             self.out.append(_msg(b"n"))  # row shape unknown until it runs
             return
-        if name not in self.portals:
-            return self._fail(SQLError("34000", f"portal {name!r} does not exist"))
-        portal = self.portals[name]
-        try:
-            results = await self._results(portal)
-        except Exception as e:
-            return self._fail(e)
+        found = await self._portal_results(name)
+        if found is None:
+            return
+        portal, results = found
         last = results[-1] if results else None
         if last is not None and last.columns:
             self.out.append(row_description(last.columns))
@@ -388,15 +385,24 @@ class Connection:
         else:
             self.out.append(_msg(b"n"))
 
-    async def execute(self, body: bytes) -> None:
-        name = body.split(b"\0", 1)[0].decode()
+    async def _portal_results(self, name: str) -> tuple[dict, list] | None:
+        """A portal and its results (run once, then kept); None after answering with the error."""
         if name not in self.portals:
-            return self._fail(SQLError("34000", f"portal {name!r} does not exist"))
+            self._fail(SQLError("34000", f"portal {name!r} does not exist"))
+            return None
         portal = self.portals[name]
         try:
-            results = await self._results(portal)
+            return portal, await self._results(portal)
         except Exception as e:
-            return self._fail(e)
+            self._fail(e)
+            return None
+
+    async def execute(self, body: bytes) -> None:
+        name = body.split(b"\0", 1)[0].decode()
+        found = await self._portal_results(name)
+        if found is None:
+            return
+        portal, results = found
         if not results:
             self.out.append(_msg(b"I"))
         for r in results:

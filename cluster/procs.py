@@ -42,6 +42,17 @@ def descendants(root: int) -> list[int]:
     return out
 
 
+def signal_tree(pids: list[int], sig: int) -> list[int]:
+    """Send `sig` to a process tree (`descendants` order), children before their parents, so
+    a parent never sees a child it could restart; processes already gone are skipped."""
+    for pid in reversed(pids):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
 def wait_gone(pids: list[int], timeout: float = 10.0) -> None:
     """Return once none of `pids` runs any more (a killed server's tree), or after `timeout`."""
     import time

@@ -264,13 +264,7 @@ class MariaDBServer:
         return procs.descendants(self.proc.pid)
 
     def _signal_all(self, sig: int) -> list[int]:
-        pids = self.processes()
-        for pid in reversed(pids):  # children before the parent
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        return pids
+        return procs.signal_tree(self.processes(), sig)
 
     def kill(self) -> None:
         """kill -9 of every process of the server, as a crash; returns once they are all gone."""

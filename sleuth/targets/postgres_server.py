@@ -151,13 +151,7 @@ class PostgresServer:
             os.kill(self.proc.pid, signal.SIGSTOP)
         except ProcessLookupError:
             return []
-        pids = self.processes()
-        for pid in reversed(pids):  # children before the postmaster
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        return pids
+        return procs.signal_tree(self.processes(), sig)
 
     def kill(self) -> None:
         """kill -9 of every process of the server, as a crash; returns once they are all gone."""
