@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: install
-	$(BIN)/python bench/demo.py
+	$(BIN)/python demos/demo.py
 
 test: install
 	$(BIN)/pytest -q -n 2 --dist loadfile

@@ -458,26 +458,19 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
     if isinstance(e, exp.Neg):
         a = compile_expr(e.this, scope)
         return lambda row: None if (v := a(row)) is None else -_num(v)
-    if isinstance(e, exp.And):
+    if isinstance(e, (exp.And, exp.Or)):
+        # SQL's three-valued AND and OR are duals: one side equal to `decisive` (False for
+        # AND, True for OR) decides alone; otherwise NULL if either side is NULL
+        decisive = isinstance(e, exp.Or)
         a, b = compile_expr(e.this, scope), compile_expr(e.expression, scope)
 
-        def and_(row: tuple) -> Any:
+        def junction(row: tuple) -> Any:
             x = a(row)
-            if x is False:
-                return False
+            if x is decisive:
+                return decisive
             y = b(row)
-            return False if y is False else (None if x is None or y is None else True)
-        return and_
-    if isinstance(e, exp.Or):
-        a, b = compile_expr(e.this, scope), compile_expr(e.expression, scope)
-
-        def or_(row: tuple) -> Any:
-            x = a(row)
-            if x is True:
-                return True
-            y = b(row)
-            return True if y is True else (None if x is None or y is None else False)
-        return or_
+            return decisive if y is decisive else (None if x is None or y is None else not decisive)
+        return junction
     if isinstance(e, exp.Not):
         a = compile_expr(e.this, scope)
         return lambda row: None if (v := a(row)) is None else not v

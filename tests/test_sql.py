@@ -148,3 +148,19 @@ def test_isolation_levels_are_honoured_or_refused():
         with pytest.raises(SQLError) as e:
             sql.parse(bad)
         assert e.value.code == "42601", bad
+
+
+def test_and_or_follow_sqls_three_valued_truth_table():
+    """Kleene's logic, as PostgreSQL's documentation tabulates it: NULL is unknown."""
+    values = {"TRUE": True, "FALSE": False, "NULL": None}
+
+    def kleene_and(x, y):
+        return False if False in (x, y) else (None if None in (x, y) else True)
+
+    def kleene_or(x, y):
+        return True if True in (x, y) else (None if None in (x, y) else False)
+
+    for a, x in values.items():
+        for b, y in values.items():
+            (row,) = select(f"SELECT ({a} AND {b}), ({a} OR {b}) FROM t LIMIT 1")[1]
+            assert row == (kleene_and(x, y), kleene_or(x, y)), (a, b, row)

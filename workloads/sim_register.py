@@ -244,6 +244,6 @@ def write_sim(path: str, **kwargs: Any) -> dict:
 
 
 def write_history(path: str, stale_reads: bool = False, **kwargs: Any) -> bool:
-    """`write_sim` with the stale-read bug as a flag (as bench/demo.py calls
+    """`write_sim` with the stale-read bug as a flag (as demos/demo.py calls
     it); True if the bug provably fired."""
     return write_sim(path, bug="stale-read" if stale_reads else None, **kwargs)["fired"] > 0
