@@ -29,15 +29,14 @@ import functools
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sleuth.cluster import procs
 from sleuth.targets import OneServer, Target, Unsupported
+from sleuth.targets.local_server import LocalServer
 from sleuth.targets.postgres_server import _free_port
 
 # MySQL error codes after which a write certainly had no effect: the transaction (or the
@@ -189,7 +188,7 @@ class MySQLUrlTarget(MySQLTarget):
         return [(self.name, self.url)]
 
 
-class MariaDBServer:
+class MariaDBServer(LocalServer):
     """mariadbd on 127.0.0.1 and a free port, data in a temp dir; kill -9, restart, pause, stop."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", snapshot_isolation: str | None = None):
@@ -253,37 +252,10 @@ class MariaDBServer:
                 time.sleep(0.1)
         raise RuntimeError(f"mariadbd did not answer within {timeout}s; log: {self.log_path}")
 
-    @property
-    def pid(self) -> int:
-        return self.proc.pid if self.proc else 0
-
-    def processes(self) -> list[int]:
-        """mariadbd and anything it forked (it forks nothing today; a kill must not depend on that)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return []
-        return procs.descendants(self.proc.pid)
-
-    def _signal_all(self, sig: int) -> list[int]:
-        return procs.signal_tree(self.processes(), sig)
-
-    def kill(self) -> None:
-        """kill -9 of every process of the server, as a crash; returns once they are all gone."""
-        pids = self._signal_all(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(10)
-        procs.wait_gone(pids)
-
     def restart(self, timeout: float = 60) -> None:
         """After a kill: the same data, InnoDB's crash recovery."""
         self.kill()
         self._launch(timeout)
-
-    def pause(self) -> None:
-        """SIGSTOP: open sessions hang, new connections are accepted by the kernel and then hang."""
-        self._signal_all(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        self._signal_all(signal.SIGCONT)
 
     def stop(self) -> None:
         if self.proc is not None:
@@ -296,10 +268,3 @@ class MariaDBServer:
             self.kill()  # anything left of the tree
             self.proc = None
         shutil.rmtree(self.base, ignore_errors=True)
-
-    def __enter__(self) -> MariaDBServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

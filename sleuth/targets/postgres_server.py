@@ -22,6 +22,7 @@ import tempfile
 import time
 
 from sleuth.cluster import procs
+from sleuth.targets.local_server import LocalServer
 
 
 def ensure_installed() -> str:
@@ -52,7 +53,7 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-class PostgresServer:
+class PostgresServer(LocalServer):
     def __init__(self, datadir: str | None = None, port: int = 0, host: str = "127.0.0.1"):
         self.bin = ensure_installed()
         self.own_dir = datadir is None
@@ -71,10 +72,6 @@ class PostgresServer:
     @property
     def log_path(self) -> str:
         return os.path.join(self.base, "postgres.log")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid if self.proc else 0
 
     def _as_postgres(self) -> dict:
         if self.user is None:
@@ -136,13 +133,6 @@ class PostgresServer:
                 time.sleep(0.1)
         raise RuntimeError(f"postgres did not answer within {timeout}s; log: {self.log_path}")
 
-    def processes(self) -> list[int]:
-        """The postmaster and every process it forked (each backend calls setsid(),
-        so the postmaster's process group does not reach them)."""
-        if self.proc is None or self.proc.poll() is not None:
-            return []
-        return procs.descendants(self.proc.pid)
-
     def _signal_all(self, sig: int) -> list[int]:
         """Stop the postmaster first (it forks no more), then signal the whole tree."""
         if self.proc is None:
@@ -153,23 +143,12 @@ class PostgresServer:
             return []
         return procs.signal_tree(self.processes(), sig)
 
-    def kill(self) -> None:
-        """kill -9 of every process of the server, as a crash; returns once they are all gone."""
-        pids = self._signal_all(signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait(10)
-        procs.wait_gone(pids)
-
     def restart(self, timeout: float = 30) -> None:
         self.kill()
         pid_file = os.path.join(self.datadir, "postmaster.pid")
         if os.path.exists(pid_file):
             os.remove(pid_file)
         self._launch(timeout)
-
-    def pause(self) -> None:
-        """SIGSTOP to the postmaster and every backend: open sessions hang, new ones too."""
-        self._signal_all(signal.SIGSTOP)
 
     def resume(self) -> None:
         pids = self.processes()
@@ -191,10 +170,3 @@ class PostgresServer:
         self.proc = None
         if self.own_dir:
             shutil.rmtree(self.base, ignore_errors=True)
-
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
