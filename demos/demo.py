@@ -77,7 +77,8 @@ def live() -> None:
     cmd = ["campaign", toml, "--store", store, "--json"]
     print(f"\n$ sleuth {shlex.join(cmd)}\n# expected: the correct cluster valid under kills; the stale-read and "
           "rtw-no-conflict bugs caught; PostgreSQL REPEATABLE READ valid as snapshot isolation, write skew "
-          "found (allowed)", flush=True)
+          "found (allowed); MariaDB REPEATABLE READ caught losing updates (G-single, lost-update), as Jepsen "
+          "found in MySQL", flush=True)
     p = subprocess.run([SLEUTH, *cmd], text=True, env=env, stdout=subprocess.PIPE)
     try:
         out = json.loads(p.stdout)
