@@ -137,12 +137,11 @@ def random_history(rnd: random.Random, n: int):
     return shapes
 
 
-def serial_history(rnd: random.Random, n: int):
-    """Txns executed one at a time at a random instant inside their windows: strictly serializable."""
-    shapes = random_history(rnd, n)
-    points = sorted(shapes, key=lambda t: rnd.uniform(t[1], t[2]))
+def executed(rnd: random.Random, shapes):
+    """The txns run one at a time at a random instant inside their windows (so in
+    real time, hence in each process's order): their reads filled accordingly."""
     state = {}
-    for t in points:
+    for t in sorted(shapes, key=lambda t: rnd.uniform(t[1], t[2])):
         own = {}
         for m in t[4]:
             if m[0] == "w":
@@ -151,6 +150,11 @@ def serial_history(rnd: random.Random, n: int):
                 m[2] = own.get(m[1], state.get(m[1]))
         state.update(own)
     return shapes
+
+
+def serial_history(rnd: random.Random, n: int):
+    """Txns executed one at a time at a random instant inside their windows: strictly serializable."""
+    return executed(rnd, random_history(rnd, n))
 
 
 @pytest.mark.parametrize("seed", range(150))

@@ -17,7 +17,7 @@ import random
 
 import pytest
 from test_cycles_bruteforce import to_history
-from test_rw_register_linearizable_keys import _versions
+from test_rw_register_linearizable_keys import _versions, executed
 
 from sleuth.checker import rw_register
 
@@ -125,21 +125,6 @@ def random_history(rnd: random.Random, n: int, processes: int = 2):
                 own[m[1]] = m[2]
             else:
                 m[2] = own.get(m[1], rnd.choice([None, *written[m[1]]]))
-    return shapes
-
-
-def executed(rnd: random.Random, shapes):
-    """The same txns run one at a time at a random instant inside their
-    windows (so in real time, hence in each process's order)."""
-    state = {}
-    for t in sorted(shapes, key=lambda t: rnd.uniform(t[1], t[2])):
-        own = {}
-        for m in t[4]:
-            if m[0] == "w":
-                own[m[1]] = m[2]
-            else:
-                m[2] = own.get(m[1], state.get(m[1]))
-        state.update(own)
     return shapes
 
 
