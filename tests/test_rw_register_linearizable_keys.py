@@ -126,6 +126,11 @@ def random_history(rnd: random.Random, n: int):
             if m[0] == "w":
                 m[2] = next(counter)
         shapes.append((p, start, start + rnd.randint(1, 15), "ok", mops))
+    return fill_reads(rnd, shapes)
+
+
+def fill_reads(rnd: random.Random, shapes):
+    """Each read sees its own txn's last write to the key, else nil or any value some txn wrote."""
     written = {k: [m[2] for t in shapes for m in t[4] if m[0] == "w" and m[1] == k] for k in "xy"}
     for t in shapes:
         own = {}

@@ -17,7 +17,7 @@ import random
 
 import pytest
 from test_cycles_bruteforce import to_history
-from test_rw_register_linearizable_keys import _versions, executed
+from test_rw_register_linearizable_keys import _versions, executed, fill_reads
 
 from sleuth.checker import rw_register
 
@@ -117,15 +117,7 @@ def random_history(rnd: random.Random, n: int, processes: int = 2):
             if m[0] == "w":
                 m[2] = next(counter)
         shapes.append((p, start, end, "ok", mops))
-    written = {k: [m[2] for t in shapes for m in t[4] if m[0] == "w" and m[1] == k] for k in "xy"}
-    for t in shapes:
-        own = {}
-        for m in t[4]:
-            if m[0] == "w":
-                own[m[1]] = m[2]
-            else:
-                m[2] = own.get(m[1], rnd.choice([None, *written[m[1]]]))
-    return shapes
+    return fill_reads(rnd, shapes)
 
 
 @pytest.mark.parametrize("seed", range(150))
