@@ -6,6 +6,7 @@ import functools
 import html
 import json
 import os
+import urllib.parse
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -48,7 +49,7 @@ class Handler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path in ("/", "/index.html"):
             def items(pairs):
-                return "".join(f'<li><a href="{html.escape(r)}/index.html">{html.escape(r)}</a> — {html.escape(v)}</li>'
+                return "".join(f'<li><a href="{html.escape(urllib.parse.quote(r))}/index.html">{html.escape(r)}</a> — {html.escape(v)}</li>'
                                for r, v in pairs)
             body = (f"<!doctype html><meta charset='utf-8'><title>sleuth runs</title>"
                     f"<h1>campaigns</h1><ul>{items(campaigns(self.directory))}</ul>"

@@ -110,3 +110,30 @@ def test_serve_lists_runs_and_serves_reports(tmp_path):
         assert "INVALID" in page
     finally:
         srv.shutdown()
+
+
+def test_serve_links_work_for_names_needing_quoting(tmp_path):
+    """A run name with '#', '%' or a space must still link to its report (the href is URL-quoted)."""
+    import re
+    import threading
+    import urllib.parse
+    import urllib.request
+
+    from sleuth.reports.serve import make_server
+    store = tmp_path / "store"
+    name = "odd #1 100%"
+    (store / name).mkdir(parents=True)
+    d = make_run(tmp_path, "read-committed")
+    shutil.move(str(d), str(store / name / "20260101T000000"))
+    render(str(store / name / "20260101T000000"))
+    srv = make_server(str(store), port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}/"
+        root = urllib.request.urlopen(base, timeout=10).read().decode()
+        hrefs = re.findall(r'href="([^"]+)"', root)
+        assert len(hrefs) == 1
+        page = urllib.request.urlopen(urllib.parse.urljoin(base, hrefs[0]), timeout=10).read().decode()
+        assert "INVALID" in page
+    finally:
+        srv.shutdown()
