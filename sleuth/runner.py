@@ -81,7 +81,8 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """What one run was and how it went: written to test.json once, at the end, by the store.
+    """What one run was and how it went: written to test.json by the store when the run starts
+    (`started_record`: status "running") and, whole, at its end.
 
     `faults` counts the nemesis start events that took effect, by name (a run whose nemesis
     was asked for but injected nothing says so); `reason` says why a run ended early or was
@@ -95,7 +96,7 @@ class RunRecord:
     nemesis: tuple[str, ...]
     checks: Checks
     started: float
-    finished: float
+    finished: float | None  # None while the run has not ended
     faults: dict[str, int]
     nemesis_errors: tuple[str, ...]
     counts: dict[str, int]
@@ -444,6 +445,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     live = None
     try:
         try:
+            store.write_started(run_dir, started_record(p, run_dir, started).test_json())
             live = _Live(p, Recorder(store.history_path(run_dir)), signals, say)
             reason = live.run()
         except Interrupted:
@@ -460,6 +462,20 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
         return _conclude(p, run_dir, live, started, reason, crash, signals.again, say)
     finally:
         signals.restore()
+
+
+RUNNING = "running: the run had not ended when this was written (a run killed outright stops here)"
+
+
+def started_record(p: _Plan, run_dir: str, started: float) -> RunRecord:
+    """The record of a run that has only started: what test.json holds until the run ends."""
+    from sleuth.targets import redact
+
+    return RunRecord(
+        name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
+        runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+        started=started, finished=None, faults={}, nemesis_errors=(), counts={},
+        valid="unknown", anomaly_types=(), status=exits.UNKNOWN, reason=RUNNING)
 
 
 def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason: str | None,

@@ -11,8 +11,11 @@ Layout (DESIGN.md, "Data flow of one run"):
         nodes/<node>/  the nodes' logs
     <store>/latest  -> the newest run directory
 
-As in Jepsen (`jepsen.store`), test.json and results.json are written once,
-from values, at the end of a run: nothing edits them in turn. A store that
+As in Jepsen (`jepsen.store`), test.json and results.json are written whole,
+from values, at the end of a run: nothing edits them in turn. test.json is
+also written once when the run starts, with status "running" and the checks
+the run will apply, so that a run killed outright (SIGKILL, power loss) still
+leaves a directory `sleuth check RUN_DIR` can judge. A store that
 cannot be written is sleuth's failure (`StoreError`, exit 255), not the
 system's.
 """
@@ -91,6 +94,14 @@ def write_record(run_dir: str, test: dict[str, Any], results: dict[str, Any]) ->
     try:
         write_json(test_path(run_dir), test)
         write_json(results_path(run_dir), results)
+    except OSError as e:
+        raise StoreError(f"cannot write the record of {run_dir}: {e.strerror or e}") from None
+
+
+def write_started(run_dir: str, test: dict[str, Any]) -> None:
+    """test.json as the run starts (replaced whole by `write_record` at its end)."""
+    try:
+        write_json(test_path(run_dir), test)
     except OSError as e:
         raise StoreError(f"cannot write the record of {run_dir}: {e.strerror or e}") from None
 

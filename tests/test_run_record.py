@@ -251,6 +251,45 @@ def test_a_password_in_a_live_url_is_never_printed_or_stored(tmp_path):
         assert "hunter2" not in text
 
 
+@pytest.mark.slow
+def test_a_run_killed_outright_leaves_a_record_check_can_judge(tmp_path):
+    """SIGKILL gives sleuth no chance to conclude: test.json, written as the run starts, still
+    says what ran and what to check, so `sleuth check RUN_DIR` judges the history it left."""
+    import signal
+    import time
+
+    from sleuth.targets.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    try:
+        s = tmp_path / "s"
+        proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--target", server.url,
+                                 "-w", "list-append", "--time-limit", "60", "--store", str(s)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        history = None
+        while time.monotonic() < deadline:
+            found = list(s.glob("*/*/history.jsonl"))
+            if found and sum(1 for _ in open(found[0])) > 50:
+                history = found[0]
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        server.stop()
+    assert history is not None, "the run recorded nothing within a minute"
+    run_dir = history.parent
+    assert not (run_dir / "results.json").exists()  # it never concluded
+    test = json.loads((run_dir / "test.json").read_text())
+    assert test["status"] == exits.UNKNOWN and test["reason"].startswith("running")
+    assert test["workload"] == "list-append" and test["checks"]["checker"] == "list-append"
+    p = _sleuth("check", str(run_dir), "--json")
+    assert p.returncode == exits.VALID, p.stderr
+    assert json.loads(p.stdout)["valid"] is True
+
+
 def test_serve_exits_0_on_sigterm_and_254_on_a_port_in_use(tmp_path):
     import signal
     import time
