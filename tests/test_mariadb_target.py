@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 
 import pymysql
@@ -34,13 +35,25 @@ def _connect(url: str, **kw) -> pymysql.Connection:
     return pymysql.connect(**parse_url(url), autocommit=True, **kw)
 
 
-def _sleuth(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def _sleuth(*args: str, timeout: float = 300, tmpdir: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TMPDIR": tmpdir} if tmpdir else None
     return subprocess.run([sys.executable, "-m", "sleuth.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
-def _server_pids() -> set[int]:
-    """Every mariadbd sleuth started (its datadir is a sleuth-mariadb- temp dir)."""
+@pytest.fixture
+def own_tmp():
+    """A short TMPDIR of this test's own (a server's socket path must stay short): the servers a
+    run starts put their datadir under it, so the test sees only its own servers, never those of
+    another test or another run on the machine."""
+    d = tempfile.mkdtemp(prefix="mdb")
+    os.chmod(d, 0o755)  # as /tmp: the server runs as the mysql user when sleuth runs as root
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _server_pids(under: str) -> set[int]:
+    """Every live mariadbd whose datadir is a sleuth-mariadb- temp dir below `under`."""
     out = set()
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -49,7 +62,8 @@ def _server_pids() -> set[int]:
                     cmd = f.read()
             except OSError:
                 continue
-            if b"mariadbd" in cmd and b"sleuth-mariadb-" in cmd and procs.running(int(d)):
+            if (b"mariadbd" in cmd and os.path.join(under, "sleuth-mariadb-").encode() in cmd
+                    and procs.running(int(d))):
                 out.add(int(d))
     return out
 
@@ -172,9 +186,9 @@ def test_server_survives_kill_9_and_pause_hangs_open_sessions():
     assert not os.path.exists(db.base)
 
 
-def _run(tmp_path, *args: str) -> tuple[int, dict, dict, str]:
+def _run(tmp_path, *args: str, tmpdir: str | None = None) -> tuple[int, dict, dict, str]:
     p = _sleuth("run", "--keys", "4", "--rate", "400", "--time-limit", SECONDS, "--store", str(tmp_path),
-                "--json", *args)
+                "--json", *args, tmpdir=tmpdir)
     assert p.stdout.strip(), p.stderr[-2000:]
     s = json.loads(p.stdout.strip().splitlines()[-1])
     with open(os.path.join(s["run_dir"], "results.json")) as f:
@@ -193,16 +207,16 @@ def _errors(run_dir: str) -> list[str]:
 
 @pytest.mark.slow
 @needs_mariadb
-def test_repeatable_read_loses_updates_that_snapshot_isolation_forbids(tmp_path):
-    before = _server_pids()
-    code, s, r, run_dir = _run(tmp_path, "--target", "mariadb", "-w", "list-append", "--isolation", "repeatable-read")
+def test_repeatable_read_loses_updates_that_snapshot_isolation_forbids(tmp_path, own_tmp):
+    code, s, r, run_dir = _run(tmp_path, "--target", "mariadb", "-w", "list-append", "--isolation", "repeatable-read",
+                               tmpdir=own_tmp)
     assert code == 1 and s["valid"] is False and r["model"] == "repeatable-read", r
     # judged again, as snapshot isolation, by the checker alone: still ruled out, by the
     # anomalies Jepsen reports (reads from a snapshot, writes on the latest row)
     si = _check(os.path.join(run_dir, "history.jsonl"), "snapshot-isolation")
     assert si["valid"] is False and {"lost-update", "G-single"} & set(si["anomaly-types"]), si
     assert not {"G0", "G1a", "G1b", "G1c"} & set(r["anomaly-types"] + r.get("also-found", []))
-    assert _server_pids() <= before, "a MariaDB server outlived its run"
+    assert not _server_pids(own_tmp), "a MariaDB server outlived its run"
 
 
 @pytest.mark.slow
@@ -227,19 +241,18 @@ def test_snapshot_isolation_on_leaves_only_what_snapshot_isolation_allows(tmp_pa
     assert any(e.startswith("1020:") for e in _errors(run_dir))
 
 
-def _nemesis_run(tmp_path, kind: str) -> tuple[dict, dict, list[dict]]:
+def _nemesis_run(tmp_path, kind: str, tmpdir: str | None = None) -> tuple[dict, dict, list[dict]]:
     # one fault: 6 s in, healed 6 s later (longer than the runner's 5 s operation timeout)
     code, s, r, run_dir = _run(tmp_path, "--target", "mariadb", "-w", "list-append", "--isolation",
-                               "serializable", "--nemesis", kind, "--nemesis-interval", "6")
+                               "serializable", "--nemesis", kind, "--nemesis-interval", "6", tmpdir=tmpdir)
     with open(os.path.join(run_dir, "history.jsonl")) as f:
         return s, r, [json.loads(line) for line in f]
 
 
 @pytest.mark.slow
 @needs_mariadb
-def test_kill_nemesis_crashes_and_restarts_the_server(tmp_path):
-    before = _server_pids()
-    s, r, h = _nemesis_run(tmp_path, "kill")
+def test_kill_nemesis_crashes_and_restarts_the_server(tmp_path, own_tmp):
+    s, r, h = _nemesis_run(tmp_path, "kill", tmpdir=own_tmp)
     fs = [e["f"] for e in h if e["process"] == "nemesis"]
     assert fs[:2] == ["kill", "restart"], fs
     restart = next(e["index"] for e in h if e["process"] == "nemesis" and e["f"] == "restart")
@@ -248,7 +261,7 @@ def test_kill_nemesis_crashes_and_restarts_the_server(tmp_path):
     assert down, "no client noticed the server was killed"
     assert any(e["type"] == "ok" for e in h[restart:]), "nothing succeeded after the restart"
     assert s["valid"] is True, r  # InnoDB is durable and serializable across a crash
-    assert _server_pids() <= before, "a MariaDB server outlived its run"
+    assert not _server_pids(own_tmp), "a MariaDB server outlived its run"
 
 
 @pytest.mark.slow

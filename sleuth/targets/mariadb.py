@@ -211,7 +211,12 @@ class MariaDBServer(LocalServer):
     def _user_args(self) -> list[str]:
         return ["--user=mysql"] if self.user is not None else []
 
+    def _tmp_args(self) -> list[str]:
+        """The server's own temp dir, in its base: $TMPDIR may not be writable by the mysql user."""
+        return [f"--tmpdir={os.path.join(self.base, 'tmp')}"]
+
     def start(self, timeout: float = 60) -> None:
+        os.makedirs(os.path.join(self.base, "tmp"), exist_ok=True)
         init = os.path.join(self.base, "init.sql")
         with open(init, "w") as f:  # run at every start; one statement per line, as mariadbd reads it
             f.write("CREATE USER IF NOT EXISTS 'sleuth'@'%';\n"
@@ -222,14 +227,14 @@ class MariaDBServer(LocalServer):
                 for n in [dp] + [os.path.join(dp, x) for x in dns + fns]:
                     os.chown(n, self.user.pw_uid, self.user.pw_gid)
         p = subprocess.run(["mariadb-install-db", "--no-defaults", *self._user_args(), f"--datadir={self.datadir}",
-                            "--auth-root-authentication-method=normal", "--skip-test-db"],
+                            *self._tmp_args(), "--auth-root-authentication-method=normal", "--skip-test-db"],
                            capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed: {(p.stderr or p.stdout).strip()[-500:]}")
         self._launch(timeout)
 
     def _launch(self, timeout: float) -> None:
-        args = ["mariadbd", "--no-defaults", *self._user_args(), f"--datadir={self.datadir}",
+        args = ["mariadbd", "--no-defaults", *self._user_args(), f"--datadir={self.datadir}", *self._tmp_args(),
                 f"--socket={os.path.join(self.base, 'mariadbd.sock')}", f"--port={self.port}",
                 f"--bind-address={self.host}", f"--pid-file={os.path.join(self.base, 'mariadbd.pid')}",
                 f"--log-error={self.log_path}", f"--init-file={os.path.join(self.base, 'init.sql')}",
