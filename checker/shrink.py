@@ -49,6 +49,7 @@ from sleuth.history import Event, History, Op
 
 TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops [f, k, v]
 KEYED_WORKLOADS = ("register",)  # values are [key, v]
+REGISTER_WORKLOADS = ("register", "cas-register")  # judged by linearizability
 LINE_FIELDS = ("line", "complete-line", "from-line", "to-line")
 STAGES = ("seed", "processes", "operations", "keys", "micro-ops", "1-minimal")
 
@@ -145,7 +146,7 @@ class Shrinker:
 
     def __init__(self, history: History, workload: str, check: Callable[[History], Result],
                  original: Result, target: str | None = None, budget: float = 60.0,
-                 progress: Callable[[str, int], None] | None = None):
+                 progress: Callable[[str, int], None] | None = None, initial_value: Any = None):
         if original.valid is not False:
             raise ValueError("only an invalid history has a counterexample")
         if target is None:
@@ -166,6 +167,7 @@ class Shrinker:
         self.stage = STAGES[0]
         self.seed_ops = len(self.ops)
         self.progress = progress
+        self.initial_value = initial_value  # registers: the value before any write
 
     # -- the parts of one operation ----------------------------------------
 
@@ -216,6 +218,36 @@ class Shrinker:
             return cut
         return Cut(cut.ops - empty, cut.keys, frozenset(m for m in cut.micro if m[0] not in empty))
 
+    def unwritten(self, h: History) -> bool:
+        """Registers: does an ok read (or an ok cas's old value) see a value that no
+        operation of `h` writes and that is not the initial value? Such a read is not
+        linearizable on its own: it would make a counterexample that has lost its story
+        (the register analogue of a garbage read, which the transactional checkers name)."""
+        if self.workload not in REGISTER_WORKLOADS:
+            return False
+        from sleuth.checker import register_models as rm
+
+        keyed = self.workload in KEYED_WORKLOADS
+        written: set = {(k, rm.freeze(self.initial_value)) for k in self._register_keys(h, keyed)}
+        seen: list = []
+        for op in h.ops():
+            key, inv, ok = rm.parse_op(h, op, keyed)
+            if op.f == "write" and op.type != "fail":
+                written.add((key, inv))
+            elif op.f == "cas" and op.type != "fail":
+                written.add((key, inv[1]))
+                if op.type == "ok":
+                    seen.append((key, inv[0]))
+            elif op.f == "read" and op.type == "ok":
+                seen.append((key, ok))
+        return any(s not in written for s in seen)
+
+    @staticmethod
+    def _register_keys(h: History, keyed: bool) -> set:
+        from sleuth.checker import register_models as rm
+
+        return {rm.parse_op(h, op, keyed)[0] for op in h.ops()}
+
     def fails(self, cut: Cut) -> bool:
         """Does the candidate still show the target anomaly (and nothing forbidden that the
         original did not)? Raises OutOfTime once the budget is spent."""
@@ -230,7 +262,7 @@ class Shrinker:
         except Exception:  # noqa: BLE001 - a candidate the checker cannot judge does not fail
             r = None
         ok = (r is not None and r.valid is False and self.target in r.anomaly_types
-              and set(r.anomaly_types) <= self.allowed)
+              and set(r.anomaly_types) <= self.allowed and not self.unwritten(h))
         self.verdicts[cut] = r if ok else None
         return ok
 
@@ -461,9 +493,10 @@ def _remove_micro(cut: Cut, chunk: list[tuple[int, int]]) -> Cut:
 
 def shrink(history: History, workload: str, check: Callable[[History], Result],
            original: Result | None = None, target: str | None = None,
-           budget: float = 60.0) -> Counterexample:
+           budget: float = 60.0, initial_value: Any = None) -> Counterexample:
     """Shrink an invalid `history` (module docstring). `check` judges a history the way
     the original was judged; `original` is its verdict on `history` (computed if None)."""
     if original is None:
         original = check(history)
-    return Shrinker(history, workload, check, original, target, budget).run()
+    return Shrinker(history, workload, check, original, target, budget,
+                    initial_value=initial_value).run()

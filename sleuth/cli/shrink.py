@@ -70,7 +70,8 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
 
     click.echo(f"{file}: INVALID ({result.model}) — {', '.join(result.anomaly_types)}; "
                f"shrinking (budget {budget:g} s)", err=True)
-    ce = Shrinker(history, workload, check, result, anomaly, budget, progress).run()
+    ce = Shrinker(history, workload, check, result, anomaly, budget, progress,
+                  initial_value=kwargs.get("initial_value")).run()
     output = output or file + ".counterexample.jsonl"
     given = {k: v for k, v in kwargs.items() if k != "model"}
     command = counterexample.check_command(output, workload, model, given)
