@@ -94,11 +94,12 @@ class Counterexample:
                 f"in {self.seconds:.1f} s ({self.checks} checks); {how}")
 
     def rows(self) -> list[dict[str, Any]]:
-        """One row per operation, in invoke order: the op table."""
+        """One row per operation, in invoke order: the op table (`name` is the one the
+        checker's explanation of the counterexample uses)."""
         h = self.history
         order = {pos: i + 1 for i, pos in enumerate(
             sorted(p for o in h.ops() for p in (o.invoke_pos, o.complete_pos) if p is not None))}
-        return [{"process": o.process, "invoke": order[o.invoke_pos],
+        return [{"name": f"T{o.id}", "process": o.process, "invoke": order[o.invoke_pos],
                  "complete": None if o.complete_pos is None else order[o.complete_pos],
                  "type": o.type, "f": o.f, "value": o.value,
                  "line": h.line_of(o.invoke_pos)} for o in h.ops()]

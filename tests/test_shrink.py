@@ -256,7 +256,7 @@ def test_cli_writes_a_replayable_counterexample_whose_lines_point_into_the_origi
     p = run("shrink", stale_file, "--workload", "list-append", "-o", out)
     assert p.returncode == 1, p.stderr
     assert "1-minimal" in p.stderr + p.stdout
-    assert p.stdout.splitlines()[0].split() == ["process", "invoke", "complete", "type", "f", "value", "line"]
+    assert p.stdout.splitlines()[0].split() == ["op", "process", "invoke", "complete", "type", "f", "value", "line"]
     original = [orjson.loads(x) for x in open(stale_file, "rb").read().splitlines()]
     shrunk = [orjson.loads(x) for x in open(out, "rb").read().splitlines()]
     assert [e["index"] for e in shrunk] == list(range(len(shrunk)))

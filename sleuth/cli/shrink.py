@@ -90,9 +90,10 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
 
 
 def _print_table(rows: list[dict]) -> None:
-    """process, invoke/complete order, outcome, f, value and the original line of each op."""
-    head = ("process", "invoke", "complete", "type", "f", "value", "line")
-    cells = [[str(r["process"]), str(r["invoke"]), "-" if r["complete"] is None else str(r["complete"]),
+    """Each op's name (as the explanation calls it), process, invoke/complete order, outcome,
+    f, value and original line."""
+    head = ("op", "process", "invoke", "complete", "type", "f", "value", "line")
+    cells = [[r["name"], str(r["process"]), str(r["invoke"]), "-" if r["complete"] is None else str(r["complete"]),
               r["type"], r["f"], _short(json.dumps(r["value"])), str(r["line"])] for r in rows]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(head)]
     for line in [list(head), *cells]:
