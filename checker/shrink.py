@@ -7,7 +7,8 @@ single removal keeps it failing (1-minimal). Here the test is: the
 workload's own checker judges the smaller history invalid, still names the
 *target* anomaly type, and names no forbidden type the original did not
 (so a G-single counterexample does not turn into one that is mostly
-garbage reads).
+garbage reads); for registers, also every value read is one some operation
+of it writes (`shrink_parts.unwritten`).
 
 What is removed, always keeping the history well formed:
 
@@ -29,7 +30,8 @@ shortest read of each key that holds every element the named operations
 touched (it reveals their version order). If that is not enough, the same
 seed widened to the neighbouring operations on its keys (4, 16, 64, …
 either side), then every operation on those keys, then the whole history:
-the first that fails is shrunk.
+the first that fails is shrunk. What an operation holds, by workload, and
+what a seed needs are `sleuth.checker.shrink_parts`.
 
 Bounded: a `budget` in seconds. When it runs out, the smallest failing
 history found so far is returned with `minimal=False` and the stage it
@@ -45,12 +47,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sleuth.checker.result import Result
+from sleuth.checker.shrink_parts import (
+    KEYED_WORKLOADS,
+    TXN_WORKLOADS,
+    Support,
+    keys_of,
+    micro_ops,
+    named_lines,
+    unwritten,
+)
 from sleuth.history import Event, History, Op
 
-TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops [f, k, v]
-KEYED_WORKLOADS = ("register",)  # values are [key, v]
-REGISTER_WORKLOADS = ("register", "cas-register")  # judged by linearizability
-LINE_FIELDS = ("line", "complete-line", "from-line", "to-line")
 STAGES = ("seed", "processes", "operations", "keys", "micro-ops", "1-minimal")
 
 
@@ -125,23 +132,6 @@ def choose_target(result: Result) -> str:
                key=lambda t: len(named_lines(result.anomalies.get(t, [{}])[0])))
 
 
-def named_lines(example: Any) -> set[int]:
-    """Every line an anomaly's explanation names (its transactions, stuck op, window)."""
-    out: set[int] = set()
-    stack = [example]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            for k, v in x.items():
-                if k in LINE_FIELDS and type(v) is int:
-                    out.add(v)
-                elif isinstance(v, dict | list):
-                    stack.append(v)
-        elif isinstance(x, list):
-            stack.extend(y for y in x if isinstance(y, dict | list))
-    return out
-
-
 class Shrinker:
     """Runs the stages over one history; `fails` is the test of delta debugging."""
 
@@ -170,16 +160,6 @@ class Shrinker:
         self.progress = progress
         self.initial_value = initial_value  # registers: the value before any write
 
-    # -- the parts of one operation ----------------------------------------
-
-    def keys_of(self, op: Op) -> list:
-        v = op.value if op.type == "ok" else op.invoke_value
-        if self.workload in TXN_WORKLOADS and isinstance(v, list):
-            return [m[1] for m in v if isinstance(m, list) and len(m) == 3]
-        if self.workload in KEYED_WORKLOADS and isinstance(v, list) and v:
-            return [v[0]]
-        return []
-
     # -- building and testing a candidate -----------------------------------
 
     def build(self, cut: Cut) -> tuple[History, list[int]]:
@@ -189,12 +169,12 @@ class Shrinker:
         picked: list[tuple[int, Any]] = []
         for i in cut.ops:
             op = self.ops[i]
-            if self.workload in KEYED_WORKLOADS and cut.keys and set(self.keys_of(op)) & cut.keys:
+            if self.workload in KEYED_WORKLOADS and cut.keys and set(keys_of(self.workload, op)) & cut.keys:
                 continue
             drop = None
             if trim:
-                drop = {j for j, m in enumerate(_micro_ops(op)) if m[1] in cut.keys or (i, j) in cut.micro}
-                if drop and len(drop) == len(_micro_ops(op)):
+                drop = {j for j, m in enumerate(micro_ops(op)) if m[1] in cut.keys or (i, j) in cut.micro}
+                if drop and len(drop) == len(micro_ops(op)):
                     continue  # nothing left of it
             for pos in (op.invoke_pos, op.complete_pos):
                 if pos is not None:
@@ -214,40 +194,10 @@ class Shrinker:
         if not (cut.keys or cut.micro) or self.workload not in TXN_WORKLOADS:
             return cut
         empty = {i for i in cut.ops if all(m[1] in cut.keys or (i, j) in cut.micro
-                                          for j, m in enumerate(_micro_ops(self.ops[i])))}
+                                          for j, m in enumerate(micro_ops(self.ops[i])))}
         if not empty:
             return cut
         return Cut(cut.ops - empty, cut.keys, frozenset(m for m in cut.micro if m[0] not in empty))
-
-    def unwritten(self, h: History) -> bool:
-        """Registers: does an ok read (or an ok cas's old value) see a value that no
-        operation of `h` writes and that is not the initial value? Such a read is not
-        linearizable on its own: it would make a counterexample that has lost its story
-        (the register analogue of a garbage read, which the transactional checkers name)."""
-        if self.workload not in REGISTER_WORKLOADS:
-            return False
-        from sleuth.checker import register_models as rm
-
-        keyed = self.workload in KEYED_WORKLOADS
-        written: set = {(k, rm.freeze(self.initial_value)) for k in self._register_keys(h, keyed)}
-        seen: list = []
-        for op in h.ops():
-            key, inv, ok = rm.parse_op(h, op, keyed)
-            if op.f == "write" and op.type != "fail":
-                written.add((key, inv))
-            elif op.f == "cas" and op.type != "fail":
-                written.add((key, inv[1]))
-                if op.type == "ok":
-                    seen.append((key, inv[0]))
-            elif op.f == "read" and op.type == "ok":
-                seen.append((key, ok))
-        return any(s not in written for s in seen)
-
-    @staticmethod
-    def _register_keys(h: History, keyed: bool) -> set:
-        from sleuth.checker import register_models as rm
-
-        return {rm.parse_op(h, op, keyed)[0] for op in h.ops()}
 
     def fails(self, cut: Cut) -> bool:
         """Does the candidate still show the target anomaly (and nothing forbidden that the
@@ -263,7 +213,7 @@ class Shrinker:
         except Exception:  # noqa: BLE001 - a candidate the checker cannot judge does not fail
             r = None
         ok = (r is not None and r.valid is False and self.target in r.anomaly_types
-              and set(r.anomaly_types) <= self.allowed and not self.unwritten(h))
+              and set(r.anomaly_types) <= self.allowed and not unwritten(h, self.workload, self.initial_value))
         self.verdicts[cut] = r if ok else None
         return ok
 
@@ -289,17 +239,21 @@ class Shrinker:
         named = {by_line[n] for n in named_lines(example) if n in by_line}
         if not named:
             return
-        support = Support(self) if self.workload in TXN_WORKLOADS else None
+        support = Support(self.ops, self.workload) if self.workload in TXN_WORKLOADS else None
 
         def with_support(full: set[int]) -> Cut:
-            return Cut(frozenset(full)) if support is None else support.cut(full)
+            """`full` whole, plus its support trimmed to the micro-ops it is needed for."""
+            need = {} if support is None else support.needs(full)
+            micro = {(i, j) for i, keep in need.items() for j in range(len(micro_ops(self.ops[i])))
+                     if j not in keep}
+            return Cut(frozenset(full | set(need)), micro=frozenset(micro))
 
         yield Cut(frozenset(named))
         yield with_support(named)
-        keys = {k for i in named for k in self.keys_of(self.ops[i])}
+        keys = {k for i in named for k in keys_of(self.workload, self.ops[i])}
         if isinstance(example.get("key"), str | int):
             keys.add(example["key"])
-        on_keys = [op.id for op in self.ops if set(self.keys_of(op)) & keys]
+        on_keys = [op.id for op in self.ops if set(keys_of(self.workload, op)) & keys]
         where = {i: n for n, i in enumerate(on_keys)}
         at = sorted(where[i] for i in named if i in where)
         if at:
@@ -369,7 +323,7 @@ class Shrinker:
     def _keys(self) -> list:
         seen: dict = {}
         for i in sorted(self.cut.ops):
-            for k in self.keys_of(self.ops[i]):
+            for k in keys_of(self.workload, self.ops[i]):
                 if k not in self.cut.keys:
                     seen.setdefault(_hashable(k), k)
         return list(seen.values())
@@ -378,7 +332,7 @@ class Shrinker:
         cut = self.cut
         if self.workload not in TXN_WORKLOADS:
             return []
-        return [(i, j) for i in sorted(cut.ops) for j, m in enumerate(_micro_ops(self.ops[i]))
+        return [(i, j) for i in sorted(cut.ops) for j, m in enumerate(micro_ops(self.ops[i]))
                 if (i, j) not in cut.micro and m[1] not in cut.keys]
 
     def _one_minimal(self) -> None:
@@ -389,75 +343,6 @@ class Shrinker:
                        + [(_remove_micro, [m]) for m in self._micro()])
             if not any(self.accept(remove(self.cut, item)) for remove, item in singles):
                 return
-
-
-class Support:
-    """What a transactional seed needs for its edges to be inferred: the writers of the
-    values its reads saw (else they are garbage reads), and for list-append the shortest
-    read of each key that holds every element the seed touched (it reveals their order).
-    Operations brought in only as support keep only the micro-ops they are needed for."""
-
-    def __init__(self, sh: Shrinker):
-        self.append = sh.workload == "list-append"
-        self.writer: dict[tuple, tuple[int, int]] = {}  # (key, value) -> (op, micro-op)
-        self.reads: dict[Any, list[tuple[int, int, list]]] = {}  # key -> (op, micro-op, list)
-        self.ops = sh.ops
-        for op in sh.ops:
-            for j, (f, k, v) in enumerate(_micro_ops(op)):
-                try:
-                    if f in ("append", "w"):
-                        self.writer.setdefault((k, v), (op.id, j))
-                    elif f == "r" and op.type == "ok" and self.append and isinstance(v, list):
-                        self.reads.setdefault(k, []).append((op.id, j, v))
-                except TypeError:  # an unhashable value: the checker names it
-                    continue
-
-    def _values(self, i: int) -> Iterable[tuple[Any, Any]]:
-        """(key, value) of everything op i read, and (list-append) appended."""
-        op = self.ops[i]
-        for f, k, v in _micro_ops(op):
-            if f == "r" and op.type == "ok":
-                yield from ((k, x) for x in (v if isinstance(v, list) else [v]))
-            elif f == "append":
-                yield k, v
-
-    def cut(self, full: set[int]) -> Cut:
-        """`full` whole, plus the support it needs, trimmed to the micro-ops needed."""
-        need: dict[int, set[int]] = {}
-
-        def add(i: int, j: int) -> None:
-            if i not in full:
-                need.setdefault(i, set()).add(j)
-
-        touched: dict[Any, set] = {}
-        for i in full:
-            for k, x in self._values(i):
-                try:
-                    w = self.writer.get((k, x))
-                except TypeError:
-                    continue
-                if w is not None:
-                    add(*w)
-                touched.setdefault(k, set()).add(x)
-        for k, elements in touched.items() if self.append else ():
-            covering = [(len(r), i, j, r) for i, j, r in self.reads.get(k, []) if elements <= set(r)]
-            if covering:
-                _, i, j, r = min(covering, key=lambda c: c[:3])
-                add(i, j)
-                for x in r:
-                    w = self.writer.get((k, x))
-                    if w is not None:
-                        add(*w)
-        micro = {(i, j) for i, keep in need.items() for j in range(len(_micro_ops(self.ops[i])))
-                 if j not in keep}
-        return Cut(frozenset(full | set(need)), micro=frozenset(micro))
-
-
-def _micro_ops(op: Op) -> list:
-    v = op.value if op.type == "ok" else op.invoke_value
-    if not isinstance(v, list):
-        return []
-    return [m for m in v if isinstance(m, list) and len(m) == 3]
 
 
 def _events_of(ops: list[Op]) -> list[Event]:

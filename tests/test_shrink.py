@@ -24,6 +24,7 @@ from test_cycles_bruteforce import brute_txns, generate, to_history
 
 from sleuth.checker import checker_for, list_append
 from sleuth.checker.shrink import Shrinker, shrink
+from sleuth.checker.shrink_parts import unwritten
 from sleuth.history import History, read_jsonl
 from sleuth.workloads import sim_register
 from sleuth.workloads.sim_list_append import write_sim
@@ -163,15 +164,15 @@ def test_a_register_read_of_an_overwritten_value_shrinks_to_a_minimal_nonlineari
     original = check(h)
     assert original.anomaly_types == ["nonlinearizable"]
     assert all(ex["key"] == k for ex in original.anomalies["nonlinearizable"])
-    sh = Shrinker(h, "register", check, original, budget=60)
-    ce = sh.run()
+    ce = shrink(h, "register", check, original, budget=60)
     assert ce.minimal and ce.result.valid is False
     # the read of 1 keeps its writer (a read of a value never written would also be
     # nonlinearizable, but it would no longer tell what happened), and the write of 2
     assert [(r["f"], r["value"]) for r in ce.rows()] == [("write", [k, 1]), ("write", [k, 2]),
                                                           ("read", [k, 1])]
     assert {r["line"] for r in ce.rows()} == lines - {min(lines) + 1, min(lines) + 3, max(lines)}
-    assert_one_minimal(ce.history, check, "nonlinearizable", {"nonlinearizable"}, sh.unwritten)
+    assert_one_minimal(ce.history, check, "nonlinearizable", {"nonlinearizable"},
+                       lambda h: unwritten(h, "register", None))
 
 
 def test_rw_register_read_skew_keeps_only_the_micro_ops_it_needs(tmp_path):
@@ -293,6 +294,7 @@ def test_cli_valid_unknown_and_bad_input(tmp_path, list_background):
     for args in (["shrink", str(bad), "-w", "list-append"],
                  ["shrink", str(tmp_path / "missing.jsonl"), "-w", "list-append"],
                  ["shrink", valid, "-w", "list-append", "--budget", "-1"],
+                 ["shrink", valid, "-w", "list-append", "-o", valid],
                  ["shrink", valid, "-w", "bank", "--model", "serializable"]):
         p = run(*args)
         assert p.returncode == 254, (args, p.stderr)

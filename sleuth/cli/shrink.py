@@ -10,6 +10,7 @@ unknown (nothing to shrink), 254 bad input, 255 crashed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -41,6 +42,9 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
     from sleuth import counterexample
     from sleuth.checker.shrink import Shrinker
 
+    output = output or file + ".counterexample.jsonl"
+    if os.path.abspath(output) == os.path.abspath(file):
+        exits.die(f"-o {output}: that is the history being shrunk")
     spec = WORKLOADS[workload]
     model = _model_for(spec, model)
     kwargs = _checker_options(spec, options)
@@ -72,7 +76,6 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
                f"shrinking (budget {budget:g} s)", err=True)
     ce = Shrinker(history, workload, check, result, anomaly, budget, progress,
                   initial_value=kwargs.get("initial_value")).run()
-    output = output or file + ".counterexample.jsonl"
     given = {k: v for k, v in kwargs.items() if k != "model"}
     command = counterexample.check_command(output, workload, model, given)
     try:
