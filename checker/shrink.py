@@ -271,21 +271,23 @@ class Shrinker:
             self.progress(stage, len(self.cut.ops))
 
     def ddmin(self, items: list, remove: Callable[[Cut, list], Cut]) -> None:
-        """Zeller's ddmin, by complements: try removing each of n chunks; on success go on
-        with n-1 chunks, else double n; done when no single item can go."""
-        n = 2
+        """Zeller's ddmin, by complements: split the items into chunks and try removing each
+        in turn, going on from where a removal succeeded (not from the start: that would
+        cost a quadratic number of checks once chunks are single items); when a whole pass
+        removes nothing, halve the chunks; done when a pass of single items removes nothing."""
+        size = max(1, -(-len(items) // 2))
         while items:
-            size = -(-len(items) // n)
-            for start in range(0, len(items), size):
-                chunk = items[start:start + size]
-                if self.accept(remove(self.cut, chunk)):
+            start, removed = 0, False
+            while start < len(items):
+                if self.accept(remove(self.cut, items[start:start + size])):
                     items = items[:start] + items[start + size:]
-                    n = max(n - 1, 2)
-                    break
-            else:
+                    removed = True
+                else:
+                    start += size
+            if not removed:
                 if size == 1:
                     return
-                n = min(2 * n, len(items))
+                size = max(1, size // 2)
 
     def run(self) -> Counterexample:
         minimal = False
