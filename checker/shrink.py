@@ -126,10 +126,14 @@ class Counterexample:
 
 
 def choose_target(result: Result) -> str:
-    """The forbidden anomaly type whose first example names the fewest operations
-    (the likeliest to shrink small); ties go to the order the checker lists them."""
-    return min(result.anomaly_types,
-               key=lambda t: len(named_lines(result.anomalies.get(t, [{}])[0])))
+    """The forbidden anomaly type whose first example names the fewest operations (the
+    likeliest to shrink small), but at least one (else shrinking starts from everything);
+    ties go to the order the checker lists them."""
+    def named(t: str) -> tuple[bool, int]:
+        n = len(named_lines((result.anomalies.get(t) or [{}])[0]))
+        return n == 0, n
+
+    return min(result.anomaly_types, key=named)
 
 
 class Shrinker:

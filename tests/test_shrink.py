@@ -200,6 +200,19 @@ def test_rw_register_read_skew_keeps_only_the_micro_ops_it_needs(tmp_path):
     assert_one_minimal(ce.history, check, "G-single", {"G-single"})
 
 
+def test_the_default_target_is_the_type_whose_example_names_fewest_operations():
+    from sleuth.checker.result import Result
+    from sleuth.checker.shrink import choose_target
+
+    r = Result(False, "serializable", ["G-single", "G2-item", "wrong"], {
+        "G-single": [{"txns": [{"line": 1}, {"line": 5}, {"line": 9}]}],
+        "G2-item": [{"steps": [{"from-line": 3, "to-line": 7}, {"from-line": 7, "to-line": 3}]}],
+        "wrong": [{"explanation": "names no line"}]})
+    assert choose_target(r) == "G2-item"
+    r.anomalies["G2-item"] = []
+    assert choose_target(r) == "G-single"
+
+
 def _brute_of(h: History):
     """The shrunk history as tests/brute.py's txns: positions are the times."""
     inf = 10 ** 9
@@ -331,3 +344,27 @@ def test_an_invalid_run_directory_gets_a_counterexample_shown_first_in_its_repor
     assert counterexample.for_run(str(fine), read_jsonl(write(tmp_path / "v.jsonl", list_background)),
                                   checks) is None
     assert os.listdir(fine) == []
+
+
+@pytest.mark.cluster
+def test_a_real_invalid_run_leaves_a_counterexample_and_shrink_budget_0_turns_it_off(tmp_path):
+    """The reference cluster (local processes) with stale strict-serializable reads."""
+    env = {**os.environ, "SLEUTH_HOME": str(tmp_path / "home")}
+    dirs = {}
+    for budget in ("20", "0"):
+        p = subprocess.run([SLEUTH, "run", "--runtime", "local", "--store", str(tmp_path / "store"), "--json",
+                            "-w", "list-append", "--fault", "stale-read", "--time-limit", "5",
+                            "--concurrency", "4", "--rate", "50", "--shrink-budget", budget],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 1, p.stderr
+        dirs[budget] = json.loads(p.stdout)["run_dir"]
+    run_dir = dirs["20"]
+    assert os.path.exists(os.path.join(run_dir, "counterexample.jsonl"))
+    summary = json.load(open(os.path.join(run_dir, "counterexample.json")))
+    replay = subprocess.run([SLEUTH, *summary["command"].split()[1:]], cwd=run_dir,
+                            capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 1 and summary["target"] in replay.stdout
+    page = open(os.path.join(run_dir, "index.html")).read()
+    assert page.index('id="counterexample"') < page.index('id="anomalies"')
+    assert not os.path.exists(os.path.join(dirs["0"], "counterexample.jsonl"))
+    assert 'id="counterexample"' not in open(os.path.join(dirs["0"], "index.html")).read()
