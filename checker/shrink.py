@@ -194,11 +194,17 @@ class Shrinker:
         return History(events, self.history.source, lines), lines
 
     def normal(self, cut: Cut) -> Cut:
-        """The same candidate without operations that key and micro-op removal emptied."""
-        if not (cut.keys or cut.micro) or self.workload not in TXN_WORKLOADS:
+        """The same candidate without the operations that key and micro-op removal emptied
+        (so no later step spends a check on removing them again)."""
+        if not (cut.keys or cut.micro):
             return cut
-        empty = {i for i in cut.ops if all(m[1] in cut.keys or (i, j) in cut.micro
-                                          for j, m in enumerate(micro_ops(self.ops[i])))}
+        if self.workload in KEYED_WORKLOADS:
+            empty = {i for i in cut.ops if set(keys_of(self.workload, self.ops[i])) & cut.keys}
+        elif self.workload in TXN_WORKLOADS:
+            empty = {i for i in cut.ops if all(m[1] in cut.keys or (i, j) in cut.micro
+                                              for j, m in enumerate(micro_ops(self.ops[i])))}
+        else:
+            return cut
         if not empty:
             return cut
         return Cut(cut.ops - empty, cut.keys, frozenset(m for m in cut.micro if m[0] not in empty))
