@@ -261,6 +261,25 @@ def test_a_spent_budget_says_where_it_stopped_and_keeps_the_verdict(stale_file):
     assert "budget spent" in ce.summary() and "perhaps not minimal" in ce.summary()
 
 
+def test_a_budget_spent_midway_returns_the_smallest_failing_history_found_so_far(stale_file):
+    import time
+
+    h = read_jsonl(stale_file)
+    checker = checker_for("list-append")
+
+    def slow_check(x):  # every check costs 50 ms: a 0.5 s budget allows about ten
+        time.sleep(0.05)
+        return checker(x)
+
+    original = checker(h)
+    ce = Shrinker(h, "list-append", slow_check, original, budget=0.5).run()
+    assert not ce.minimal and ce.stage != "1-minimal" and "budget spent" in ce.summary()
+    assert ce.checks <= 12
+    again = checker(ce.history)  # what it hands back still fails, for the same reason
+    assert again.valid is False and ce.target in again.anomaly_types
+    assert ce.ops <= len(h.ops())
+
+
 def run(*args):
     return subprocess.run([SLEUTH, *args], capture_output=True, text=True, timeout=300)
 
