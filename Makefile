@@ -26,6 +26,7 @@ test-fast: install
 bench: install
 	$(BIN)/python bench/bench_check.py
 	$(BIN)/python bench/bench_linearizable.py
+	$(BIN)/python bench/bench_shrink.py
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_spark.py
 

@@ -18,10 +18,11 @@ import re
 import jinja2
 import numpy as np
 
-from sleuth import store
+from sleuth import counterexample, store
 from sleuth.history import History, read_jsonl
 from sleuth.nemesis.faults import STARTS, STOPS
 from sleuth.reports import plots
+from sleuth.reports.counterexample import timeline_svg
 
 CYCLES_DRAWN = 3
 TIMELINE_OPS = 2000
@@ -114,6 +115,10 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                           "count": len(examples), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
                           "pictures": pictures})
 
+    shrunk = counterexample.read_summary(run_dir)
+    if shrunk is not None:
+        shrunk["svg"] = timeline_svg(shrunk["rows"], (shrunk.get("example") or {}).get("steps", []))
+        shrunk["text"] = _example_text(shrunk.get("example") or {}, test.get("started"))
     counts = {k: sum(1 for o in ops if o["type"] == k) for k in ("ok", "fail", "info")}
     logs = sorted(os.path.relpath(os.path.join(dp, f), run_dir)
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
@@ -123,7 +128,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=end, n_ops=len(ops),
-        timestamps=results.get("timestamps"), faults=fault_counts(nemesis))
+        timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk)
     out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)

@@ -76,6 +76,7 @@ class RunConfig:
     recover: float = 3.0
     name: str | None = None
     progress: bool = True
+    shrink_budget: float = 20.0  # seconds to shrink an invalid history (0: never); docs/shrink.md
     extra: dict = field(default_factory=dict)
 
 
@@ -507,6 +508,12 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
     reason = results.get("reason", reason)
     results["reason"] = reason
+    if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0:
+        try:  # the smallest history that still fails, shown first in the report
+            from sleuth import counterexample
+            counterexample.for_run(run_dir, history, p.checks, p.cfg.shrink_budget, say)
+        except Exception as e:  # noqa: BLE001 - a counterexample is a help, never the verdict
+            notes.append(f"shrinking the history failed: {_one_line(e)}")
     if "counts" not in results:
         from sleuth.judge import op_counts
         results["counts"] = op_counts(history) if history is not None else _counts_of(live)

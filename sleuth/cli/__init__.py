@@ -17,6 +17,7 @@ from sleuth.cli.campaign import campaign
 from sleuth.cli.check import check, sim
 from sleuth.cli.cluster import cluster
 from sleuth.cli.run import report, run, serve
+from sleuth.cli.shrink import shrink
 
 
 class _Sleuth(click.Group):
@@ -48,5 +49,5 @@ def main() -> None:
     """sleuth: a Jepsen-style consistency checker for SQL systems."""
 
 
-for command in (check, sim, run, report, serve, cluster, campaign):
+for command in (check, sim, shrink, run, report, serve, cluster, campaign):
     main.add_command(command)

@@ -46,10 +46,12 @@ def clip(text: str, width: int) -> str:
 @click.option("--keys", type=click.IntRange(1, 10_000), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--store", default="store", show_default=True, type=click.Path(file_okay=False))
+@click.option("--shrink-budget", type=click.FloatRange(min=0), default=20, show_default=True,
+              help="Seconds to shrink an invalid history into counterexample.jsonl (0: don't).")
 @click.option("--json", "as_json", is_flag=True,
               help="stdout carries one JSON object summarizing the run, nothing else (the summary goes to stderr).")
 def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
-        rate, keys, seed, store, as_json) -> None:
+        rate, keys, seed, store, shrink_budget, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
     Exit status (docs/exit-status.md): 0 valid, 1 invalid, 2 unknown (could not decide,
@@ -64,7 +66,8 @@ def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault,
     cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, workload=workload, nemesis=nemesis,
                     faults=tuple(_faults(fault)), isolation=isolation, time_limit=time_limit,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
-                    nemesis_interval=nemesis_interval, progress=sys.stderr.isatty())
+                    nemesis_interval=nemesis_interval, progress=sys.stderr.isatty(),
+                    shrink_budget=shrink_budget)
     try:
         rec = execute(cfg, say=lambda m: click.echo(m, err=True))
     except Unsupported as e:

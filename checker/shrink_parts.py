@@ -1,0 +1,138 @@
+"""What shrinking needs to know about a workload's operations (sleuth.checker.shrink).
+
+The parts an operation can lose (keys, micro-ops), by the value shapes of
+docs/history-format.md; the operations an anomaly's explanation names; what a
+transactional seed needs for the checker to infer its edges; and the register
+rule that keeps a counterexample's reads explained by its writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sleuth.history import History, Op
+
+TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops [f, k, v]
+KEYED_WORKLOADS = ("register",)  # values are [key, v]
+REGISTER_WORKLOADS = ("register", "cas-register")  # judged by linearizability
+LINE_FIELDS = ("line", "complete-line", "from-line", "to-line")  # how explanations name ops
+
+
+def micro_ops(op: Op) -> list:
+    """A transaction's micro-ops (the completion's for an ok op, else the invoke's)."""
+    v = op.value if op.type == "ok" else op.invoke_value
+    if not isinstance(v, list):
+        return []
+    return [m for m in v if isinstance(m, list) and len(m) == 3]
+
+
+def keys_of(workload: str, op: Op) -> list:
+    """The keys an operation touches (none for workloads without keys)."""
+    if workload in TXN_WORKLOADS:
+        return [m[1] for m in micro_ops(op)]
+    v = op.value if op.type == "ok" else op.invoke_value
+    if workload in KEYED_WORKLOADS and isinstance(v, list) and v:
+        return [v[0]]
+    return []
+
+
+def named_lines(example: Any) -> set[int]:
+    """Every line an anomaly's explanation names (its transactions, stuck op, window)."""
+    out: set[int] = set()
+    stack = [example]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k in LINE_FIELDS and type(v) is int:
+                    out.add(v)
+                elif isinstance(v, dict | list):
+                    stack.append(v)
+        elif isinstance(x, list):
+            stack.extend(y for y in x if isinstance(y, dict | list))
+    return out
+
+
+class Support:
+    """What a transactional seed needs for its edges to be inferred: the writers of the
+    values its reads saw (else they are garbage reads), and for list-append the shortest
+    read of each key that holds every element the seed touched (it reveals their order).
+    Operations brought in only as support keep only the micro-ops they are needed for."""
+
+    def __init__(self, ops: list[Op], workload: str):
+        self.ops = ops
+        self.append = workload == "list-append"
+        self.writer: dict[tuple, tuple[int, int]] = {}  # (key, value) -> (op, micro-op)
+        self.reads: dict[Any, list[tuple[int, int, list]]] = {}  # key -> (op, micro-op, list)
+        for op in ops:
+            for j, (f, k, v) in enumerate(micro_ops(op)):
+                try:
+                    if f in ("append", "w"):
+                        self.writer.setdefault((k, v), (op.id, j))
+                    elif f == "r" and op.type == "ok" and self.append and isinstance(v, list):
+                        self.reads.setdefault(k, []).append((op.id, j, v))
+                except TypeError:  # an unhashable value: the checker names it
+                    continue
+
+    def _values(self, i: int) -> Iterable[tuple[Any, Any]]:
+        """(key, value) of everything op i read, and (list-append) appended."""
+        op = self.ops[i]
+        for f, k, v in micro_ops(op):
+            if f == "r" and op.type == "ok":
+                yield from ((k, x) for x in (v if isinstance(v, list) else [v]))
+            elif f == "append":
+                yield k, v
+
+    def needs(self, full: set[int]) -> dict[int, set[int]]:
+        """The operations outside `full` that it needs, each with the positions of the
+        micro-ops it is needed for."""
+        need: dict[int, set[int]] = {}
+
+        def add(w: tuple[int, int] | None) -> None:
+            if w is not None and w[0] not in full:
+                need.setdefault(w[0], set()).add(w[1])
+
+        touched: dict[Any, set] = {}
+        for i in full:
+            for k, x in self._values(i):
+                try:
+                    add(self.writer.get((k, x)))
+                    touched.setdefault(k, set()).add(x)
+                except TypeError:
+                    continue
+        for k, elements in touched.items() if self.append else ():
+            covering = [(len(r), i, j, r) for i, j, r in self.reads.get(k, []) if elements <= set(r)]
+            if covering:
+                _, i, j, r = min(covering, key=lambda c: c[:3])
+                add((i, j))
+                for x in r:
+                    add(self.writer.get((k, x)))
+        return need
+
+
+def unwritten(h: History, workload: str, initial_value: Any) -> bool:
+    """Registers: does an ok read (or an ok cas's old value) see a value that no operation
+    of `h` writes and that is not the initial value? Such a read is not linearizable on its
+    own: it would make a counterexample that has lost its story (the register analogue of a
+    garbage read, which the transactional checkers name)."""
+    if workload not in REGISTER_WORKLOADS:
+        return False
+    from sleuth.checker import register_models as rm
+
+    keyed = workload in KEYED_WORKLOADS
+    initial = rm.freeze(initial_value)
+    written: set = set()
+    seen: list = []
+    for op in h.ops():
+        key, inv, ok = rm.parse_op(h, op, keyed)
+        written.add((key, initial))
+        if op.f == "write" and op.type != "fail":
+            written.add((key, inv))
+        elif op.f == "cas" and op.type != "fail":
+            written.add((key, inv[1]))
+            if op.type == "ok":
+                seen.append((key, inv[0]))
+        elif op.f == "read" and op.type == "ok":
+            seen.append((key, ok))
+    return any(s not in written for s in seen)
