@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sleuth.checker import adya
 from sleuth.checker import graph as g
 
 DEFAULT_TIMEOUT = 10.0  # seconds per top-level component; see docs/cycle-search.md
@@ -126,7 +127,9 @@ def _specs() -> tuple[Spec, ...]:
 
 
 SPECS: tuple[Spec, ...] = _specs()
-TYPES: tuple[str, ...] = tuple(s.name for s in SPECS)
+# the edge-kind specs, then Adya's anomalies that need more than edge kinds
+# (`checker.adya`: edge labels, operation order, read-only transactions), searched last
+TYPES: tuple[str, ...] = (*(s.name for s in SPECS), *adya.TYPES)
 
 
 @dataclass
@@ -149,12 +152,19 @@ class CycleSearch:
     """Runs every spec in every component; collects examples, counts and
     the types whose search a component's time budget cut short."""
 
-    def __init__(self, classify: Callable, explain: Callable, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, classify: Callable, explain: Callable, timeout: float = DEFAULT_TIMEOUT,
+                 labels: Callable | None = None, txns: list | None = None):
+        """`labels(a, b, kind)`: the (key, position, position) reasons for an
+        edge (`checker.labels`), `txns`: the graph's transactions; without
+        them G-cursor and G-monotonic (labels), G-update (txns) are not
+        searched and reported incomplete where there are cycles."""
         self.classify, self.explain, self.timeout = classify, explain, timeout
+        self.labels, self.txns = labels, txns
         self.found: dict[str, list[dict]] = {}
         self.counts: dict[str, int] = {}
         self.seen: set[tuple[str, frozenset[int]]] = set()
         self.incomplete: set[str] = set()
+        self.hits: set[tuple[int, int]] = set()  # (component, spec index) whose search found a cycle
         self.timeouts: list[dict] = []  # one per component cut short
 
     def run(self, oc: OnCycles) -> None:
@@ -165,8 +175,10 @@ class CycleSearch:
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
+        for j, name in enumerate(adya.TYPES):
+            self._adya(oc, len(SPECS) + j, name, left, cut, sccs)
         for c, i in sorted(cut.items()):
-            names = [s.name for s in SPECS[i:]]
+            names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
             self.incomplete.update(names)
             self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
                                   "not-searched": names[1:]})
@@ -204,16 +216,64 @@ class CycleSearch:
             try:
                 for auto in (spec.automaton, *spec.fallbacks):
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
-                    if walk is not None and self._record(g.simple_cycle(walk), oc.ids) == spec.name:
-                        break
+                    if walk is not None:
+                        self.hits.add((c, i))
+                        if self._record(g.simple_cycle(walk), oc.ids) == spec.name:
+                            break
             except g.SearchTimeout:
                 cut[c] = i
             left[c] -= time.perf_counter() - t
 
-    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray) -> str:
-        """Name, count and (the first few) explain a cycle; returns its name."""
+    def _absent(self, name: str, c: int, cut_at: int) -> bool:
+        """Is `name` certainly absent from component c, because the plain
+        spec whose cycles include all of its (`adya.WITHIN`) searched c to the
+        end (it was not cut, at index `cut_at` or before) and found no cycle
+        there? Each spec's search finds a cycle in every sub-component that
+        holds one of its start edges on a cycle of its edge set (module
+        docstring), so finding none means there is none."""
+        within = adya.WITHIN.get(name)
+        if within is None:
+            return False
+        s = TYPES.index(within)
+        return s < cut_at and (c, s) not in self.hits
+
+    def _adya(self, oc: OnCycles, i: int, name: str, left: list[float], cut: dict[int, int],
+              sccs: dict) -> None:
+        """One of `checker.adya`'s detectors, task by task, each charged to its
+        component's budget like a spec's searches."""
+        if self.txns is None or (self.labels is None and name != "G-update"):
+            for c in range(len(oc.sizes)):  # cannot be searched: say so
+                cut.setdefault(c, i)
+            return
+
+        def components(kinds: frozenset[int]) -> tuple:
+            if kinds not in sccs:
+                sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
+                labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
+                sccs[kinds] = labels, sizes, labels.tolist()
+            return sccs[kinds]
+
+        ctx = adya.Context(oc, self.labels, components, self.txns)
+        for c, task in adya.DETECTORS[name](ctx):
+            if c in cut or self._absent(name, c, len(TYPES)):
+                continue
+            if left[c] <= 0:
+                cut[c] = i
+                continue
+            t = time.perf_counter()
+            try:
+                for cycle, detail in task(t + left[c]):
+                    self._record(cycle, oc.ids, name, detail)
+            except g.SearchTimeout:
+                cut[c] = i
+            left[c] -= time.perf_counter() - t
+
+    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray, name: str | None = None,
+                detail: str | None = None) -> str:
+        """Name (from its edges, unless given), count and (the first few)
+        explain a cycle; returns its name."""
         glob = [(int(ids[a]), int(ids[b]), k) for a, b, k in cycle]
-        name = self.classify(glob)
+        name = name or self.classify(glob)
         key = (name, frozenset(a for a, _, _ in glob))
         if key in self.seen:
             return name
@@ -221,7 +281,10 @@ class CycleSearch:
         self.counts[name] = self.counts.get(name, 0) + 1
         examples = self.found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
-            examples.append(self.explain(name, glob))
+            example = self.explain(name, glob)
+            if detail:
+                example["explanation"] += "\n" + detail
+            examples.append(example)
         return name
 
 
