@@ -299,3 +299,21 @@ def test_update_serializable_brute_force_sees_both_answers_and_the_gap_to_serial
     ser = [serial_order_exists(brute_txns(t), "serializable") for t in HISTORIES]
     assert 30 < sum(us) < len(us) - 30
     assert sum(u and not s for u, s in zip(us, ser, strict=True)) >= 5
+
+
+def test_rw_register_g_cursor_with_linearizable_keys():
+    """Adya's lost update H_lu in registers: T1 reads x = 0 and later writes
+    1; meanwhile T2 wrote 2, which T3 (after T2 finished) already found
+    replaced by 1. Only real time on the key (`linearizable_keys`) orders 2
+    before 1; with it, T1 -rw-> T2 -ww-> T1, both on x: G-cursor."""
+    h = to_history([
+        (0, 0, 1, "ok", [w("x", 0)]),
+        (1, 2, 10, "ok", [r("x", 0), w("x", 1)]),
+        (2, 3, 5, "ok", [w("x", 2)]),
+        (3, 6, 7, "ok", [r("x", 1)]),
+    ])
+    res = rw_register.check(h, CS, linearizable_keys=True)
+    assert res.valid is False and "G-cursor" in res.anomaly_types, res.anomaly_types
+    assert "Every edge is on key 'x'." in res.anomalies["G-cursor"][0]["explanation"]
+    assert rw_register.check(h, RC, linearizable_keys=True).valid is True
+    assert rw_register.check(h, CS).valid is True  # without it, 2 and 1 are unordered
