@@ -67,7 +67,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,23 @@ class Context:
     facts: Callable
     sccs: Callable[[frozenset], tuple]
     txns: list
+    _upd: np.ndarray | None = None
+    _facts: dict = field(default_factory=dict)
+
+    def update(self) -> np.ndarray:
+        """Per local node: does the transaction write?"""
+        if self._upd is None:
+            self._upd = np.fromiter((_writes(self.txns[int(i)]) for i in self.oc.ids), dtype=bool,
+                                    count=len(self.oc.ids))
+        return self._upd
+
+    def edge_facts(self, a: int, b: int, kind: int) -> list:
+        """The labels of local edge (a, b, kind), each computed once."""
+        key = (a, b, kind)
+        got = self._facts.get(key)
+        if got is None:
+            got = self._facts[key] = self.facts(int(self.oc.ids[a]), int(self.oc.ids[b]), kind)
+        return got
 
 
 def _clock(deadline: float) -> Callable[[], None]:
@@ -130,20 +147,23 @@ def _label_lists(m: int, src, dst, sel) -> tuple[list[int], np.ndarray]:
 
 def cursor(ctx) -> Iterator[tuple[int, Task]]:
     """G-cursor tasks: one per component of the ww+rw edges that holds an rw edge."""
-    oc, facts = ctx.oc, ctx.facts
+    oc = ctx.oc
     src, dst, kind = oc.src, oc.dst, oc.kind
     label, (labels, sizes) = _label_lists(len(oc.ids), src, dst, np.isin(kind, (g.WW, g.RW)))
-    rw = np.flatnonzero((kind == g.RW) & (labels[src] == labels[dst]))
-    rw = rw[sizes[labels[src[rw]]] > 1]
+    inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
+    # Ti must be entered by a ww edge of its component (it writes x after Tj)
+    written = np.zeros(len(oc.ids), dtype=bool)
+    written[dst[inside & (kind == g.WW)]] = True
+    rw = np.flatnonzero(inside & (kind == g.RW))
+    rw = rw[written[src[rw]]]
     if not len(rw):
         return
-    ids = oc.ids
     ww_keys: dict[tuple[int, int], set] = {}
 
     def keys(u: int, v: int) -> set:
         got = ww_keys.get((u, v))
         if got is None:
-            got = ww_keys[(u, v)] = {k for k, _, _ in facts(int(ids[u]), int(ids[v]), g.WW)}
+            got = ww_keys[(u, v)] = {k for k, _, _ in ctx.edge_facts(u, v, g.WW)}
         return got
 
     by_comp: dict[int, list[int]] = {}
@@ -154,7 +174,7 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
             tick = _clock(deadline)
             for e in edges:
                 a, b = int(src[e]), int(dst[e])
-                for x in dict.fromkeys(k for k, _, _ in facts(int(ids[a]), int(ids[b]), g.RW)):
+                for x in dict.fromkeys(k for k, _, _ in ctx.edge_facts(a, b, g.RW)):
                     path = _bfs(oc.adj, b, a, lambda u, v, k, x=x, c=label[a]: k == g.WW and label[v] == c
                                 and x in keys(u, v), tick)
                     if path is not None:
@@ -187,7 +207,7 @@ def _bfs(adj: g.Adjacency, start: int, goal: int, ok: Callable, tick) -> Cycle |
 
 def monotonic(ctx) -> Iterator[tuple[int, Task]]:
     """G-monotonic tasks: one per component of the data edges holding an rw edge."""
-    oc, facts, sccs = ctx.oc, ctx.facts, ctx.sccs
+    oc, sccs = ctx.oc, ctx.sccs
     src, dst, kind = oc.src, oc.dst, oc.kind
     labels, sizes, label = sccs(frozenset(g.DATA))
     inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
@@ -198,7 +218,6 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
     into: dict[int, list[tuple[int, int]]] = {}  # node -> its dependency in-edges (from, kind)
     for s, d, k in zip(src[dep].tolist(), dst[dep].tolist(), kind[dep].tolist(), strict=True):
         into.setdefault(d, []).append((s, k))
-    ids = oc.ids
     by_comp: dict[int, dict[int, list[int]]] = {}  # component -> Ti -> its rw out-neighbours
     for s, d in zip(src[rw].tolist(), dst[rw].tolist(), strict=True):
         by_comp.setdefault(label[s], {}).setdefault(s, []).append(d)
@@ -206,9 +225,8 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
     def task(deadline: float, sources: dict[int, list[int]]) -> list[tuple[Cycle, str]]:
         tick = _clock(deadline)
         for a, outs in sources.items():
-            ga = int(ids[a])
-            reads = [(b, max((p for _, p, _ in facts(ga, int(ids[b]), g.RW)), default=-1)) for b in outs]
-            entries = sorted((min((q for _, _, q in facts(int(ids[u]), ga, k)), default=NEVER), u, k)
+            reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
+            entries = sorted((min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER), u, k)
                              for u, k in into.get(a, ()))
             if not entries or entries[0][0] > max(p for _, p in reads):
                 continue
@@ -232,9 +250,7 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
                         _, nxt, k = mark[v]
                         cycle.append((v, nxt, k))
                         v = nxt
-                    return [(cycle, f"{_name(ctx, a)} performed micro-op {mark[b][0] + 1}, which the "
-                                    f"cycle enters, before its read at micro-op {p + 1}, which the "
-                                    "anti-dependency leaves.")]
+                    return [(cycle, _monotonic_detail(ctx, a, mark[b][0], p))]
         return []
 
     for sources in by_comp.values():
@@ -248,7 +264,8 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
     oc, sccs = ctx.oc, ctx.sccs
     src, dst, kind = oc.src, oc.dst, oc.kind
     m = len(oc.ids)
-    upd = np.fromiter((_writes(ctx.txns[int(i)]) for i in oc.ids), dtype=bool, count=m)
+    upd = ctx.update()
+    uplist = upd.tolist()
     data = np.isin(kind, g.DATA)
     both = data & upd[src] & upd[dst]
     ulabel, (ulabels, usizes) = _label_lists(m, src, dst, both)
@@ -280,7 +297,6 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
 
     def task(deadline: float, readers: list[int]) -> list[tuple[Cycle, str]]:
         tick = _clock(deadline)
-        uplist = upd.tolist()
         for r in readers:
             goals = set(pred.get(r, ()))
             starts = [v for v, k in oc.adj.out[r] if k == g.RW and uplist[v] and label[v] == label[r]]
@@ -309,6 +325,54 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
         yield oc.comp[readers[0]], lambda d, rs=readers: task(d, rs)
 
 
+# A cycle the edge-kind specs found already may be of a type here: checked
+# first, so the search runs only in components where none is. Each returns
+# the detail sentence if the (local) cycle is of its type, else None.
+
+def _is_update(ctx, cycle: Cycle) -> str | None:
+    upd = ctx.update()
+    ro = [a for a, _, _ in cycle if not upd[a]]
+    if len(ro) > 1 or all(k != g.RW for _, _, k in cycle):
+        return None
+    return (f"{_name(ctx, ro[0])} is its only read-only transaction; every other one writes." if ro
+            else "Every transaction on it writes.")
+
+
+def _one_rw(cycle: Cycle) -> Cycle | None:
+    """The cycle rotated to begin with its only rw edge, if it has exactly one."""
+    at = [i for i, (_, _, k) in enumerate(cycle) if k == g.RW]
+    return cycle[at[0]:] + cycle[:at[0]] if len(at) == 1 else None
+
+
+def _is_cursor(ctx, cycle: Cycle) -> str | None:
+    cycle = _one_rw(cycle)
+    if cycle is None or any(k != g.WW for _, _, k in cycle[1:]):
+        return None
+    keys = None
+    for a, b, k in cycle:
+        ks = {x for x, _, _ in ctx.edge_facts(a, b, k)}
+        keys = ks if keys is None else keys & ks
+        if not keys:
+            return None
+    return f"Every edge is on key {next(iter(keys))!r}."
+
+
+def _is_monotonic(ctx, cycle: Cycle) -> str | None:
+    cycle = _one_rw(cycle)
+    if cycle is None or any(k not in (g.WW, g.WR) for _, _, k in cycle[1:]):
+        return None
+    a, b, _ = cycle[0]
+    p = max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)
+    u, _, k = cycle[-1]
+    q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
+    return _monotonic_detail(ctx, a, q, p) if q <= p else None
+
+
+def _monotonic_detail(ctx, a: int, q: int, p: int) -> str:
+    return (f"{_name(ctx, a)} performed micro-op {q + 1}, which the cycle enters, before its read "
+            f"at micro-op {p + 1}, which the anti-dependency leaves.")
+
+
 def _writes(op) -> bool:
     """Does the transaction write (or append)? Its committed value if it
     committed, else what it was invoked with (an info txn observed: it wrote)."""
@@ -317,3 +381,4 @@ def _writes(op) -> bool:
 
 
 DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
+QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}

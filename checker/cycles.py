@@ -165,6 +165,7 @@ class CycleSearch:
         self.seen: set[tuple[str, frozenset[int]]] = set()
         self.incomplete: set[str] = set()
         self.hits: set[tuple[int, int]] = set()  # (component, spec index) whose search found a cycle
+        self.plain: dict[int, list] = {}  # component -> the data cycles the plain specs found there
         self.timeouts: list[dict] = []  # one per component cut short
 
     def run(self, oc: OnCycles) -> None:
@@ -218,7 +219,10 @@ class CycleSearch:
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
                     if walk is not None:
                         self.hits.add((c, i))
-                        if self._record(g.simple_cycle(walk), oc.ids) == spec.name:
+                        cycle = g.simple_cycle(walk)
+                        if spec.name in BASES:  # a data cycle: maybe also one of adya's types
+                            self.plain.setdefault(c, []).append(cycle)
+                        if self._record(cycle, oc.ids) == spec.name:
                             break
             except g.SearchTimeout:
                 cut[c] = i
@@ -254,8 +258,16 @@ class CycleSearch:
             return sccs[kinds]
 
         ctx = adya.Context(oc, self.labels, components, self.txns)
+        done = set()  # components where a cycle the specs found already is one of this type
+        for c, found in self.plain.items():
+            for cycle in found:
+                detail = c not in cut and adya.QUALIFIES[name](ctx, cycle)
+                if detail:
+                    self._record(cycle, oc.ids, name, detail)
+                    done.add(c)
+                    break
         for c, task in adya.DETECTORS[name](ctx):
-            if c in cut or self._absent(name, c, len(TYPES)):
+            if c in cut or c in done or self._absent(name, c, len(TYPES)):
                 continue
             if left[c] <= 0:
                 cut[c] = i

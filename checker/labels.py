@@ -31,22 +31,26 @@ class ListAppendLabels:
 
     def __init__(self, an):
         self.an = an
-        self._txn: dict[int, tuple[list, list]] = {}
+        self._txn: dict[int, tuple[dict, list]] = {}
         self._pos: dict[Any, dict[Any, int]] = {}
 
-    def _ops(self, node: int) -> tuple[list, list]:
-        """(appends as (pos, key, value), reads as (pos, key, external part))."""
+    def _ops(self, node: int) -> tuple[dict, list]:
+        """(appends by key as [(pos, value)], reads as (pos, key, external part))."""
         got = self._txn.get(node)
         if got is None:
             op = self.an.graph.txns[node]
             ok = op.type == "ok"
             value = op.value if ok else op.invoke_value
-            appends = [(p, k, v) for p, (f, k, v) in enumerate(value) if f == "append"]
+            appends: dict[Any, list] = {}
+            for p, (f, k, v) in enumerate(value):
+                if f == "append":
+                    appends.setdefault(k, []).append((p, v))
             reads = []
             if ok:
                 at = [p for p, (f, _, _) in enumerate(value) if f == "r"]
+                order = self.an.order
                 reads = [(p, k, r) for p, (k, r, problem) in zip(at, external_reads(value), strict=True)
-                         if problem != "internal" and k in self.an.order]
+                         if problem != "internal" and k in order]
             got = self._txn[node] = (appends, reads)
         return got
 
@@ -60,27 +64,35 @@ class ListAppendLabels:
         an = self.an
         out: list[Fact] = []
         if kind == g.WW:
-            for pa, k, v in self._ops(a)[0]:
-                iv = self._index(k, v)
-                if iv is None:
+            appends_b = self._ops(b)[0]
+            for k, mine in self._ops(a)[0].items():
+                theirs = appends_b.get(k)
+                if not theirs:
                     continue
-                last = iv == len(an.order[k]) - 1
-                for pb, k2, w in self._ops(b)[0]:
-                    if k2 == k and (self._index(k, w) == iv + 1
-                                    or (last and w not in an.seen[k] and self._index(k, w) is None)):
-                        out.append((k, pa, pb))
+                n = len(an.order.get(k, ()))
+                for pa, v in mine:
+                    iv = self._index(k, v)
+                    if iv is None:
+                        continue
+                    for pb, w in theirs:
+                        iw = self._index(k, w)
+                        if iw == iv + 1 or (iw is None and iv == n - 1 and w not in an.seen[k]):
+                            out.append((k, pa, pb))
         elif kind == g.WR:
             wid = an.graph.txns[a].id
+            appends_a = self._ops(a)[0]
             for pb, k, r in self._ops(b)[1]:
                 if r and an.writer.get(k, {}).get(r[-1]) == wid:
-                    pa = next(p for p, k2, v in self._ops(a)[0] if k2 == k and v == r[-1])
-                    out.append((k, pa, pb))
+                    out.append((k, next(p for p, v in appends_a[k] if v == r[-1]), pb))
         elif kind == g.RW:
+            appends_b = self._ops(b)[0]
             for pa, k, r in self._ops(a)[1]:
+                theirs = appends_b.get(k)
+                if not theirs:
+                    continue
                 order, m = an.order[k], len(r)
-                for pb, k2, w in self._ops(b)[0]:
-                    if k2 == k and ((m < len(order) and order[m] == w)
-                                    or (m == len(order) and w not in an.seen[k])):
+                for pb, w in theirs:
+                    if (m < len(order) and order[m] == w) or (m == len(order) and w not in an.seen[k]):
                         out.append((k, pa, pb))
         return out
 
