@@ -36,9 +36,17 @@ cycle holds a start edge of some spec, and the search from it returns a
 cycle using only that set's edges: so some forbidden cycle is reported.
 Counts are lower bounds: one cycle per (spec, component).
 
+After the specs, Adya's G-cursor, G-monotonic and G-update (`checker.adya`:
+they need edge labels, operation order, read-only transactions) are looked
+for in the same components under the same budgets: first among the cycles
+the specs found there, then by their own searches where none was of the
+type. Each is exact for the inferred graph (its docstring says why).
+
 When a component's deadline passes, its remaining specs are not searched:
 their types are reported as `incomplete`, and the verdict becomes unknown if
 the judged model forbids one of them (unless a forbidden anomaly was found).
+An Adya type is not incomplete where the spec whose cycles include all of its
+(`adya.WITHIN`) finished and found nothing.
 """
 
 from __future__ import annotations
