@@ -317,3 +317,18 @@ def test_rw_register_g_cursor_with_linearizable_keys():
     assert "Every edge is on key 'x'." in res.anomalies["G-cursor"][0]["explanation"]
     assert rw_register.check(h, RC, linearizable_keys=True).valid is True
     assert rw_register.check(h, CS).valid is True  # without it, 2 and 1 are unordered
+
+
+def test_a_cut_search_leaves_adya_types_ruled_out_where_their_spec_finished():
+    """Around a write-skew ring cut short at G2-item, the G-single search had
+    finished (every rw edge is followed by another: no snapshot-isolation
+    cycle), so G-cursor and G-monotonic, whose cycles are G-single ones, are
+    known absent and not incomplete; G-update, a G2-item kind, is incomplete."""
+    from test_cycle_search import ring
+    res = list_append.check(ring(10_000), SI, cycle_search_timeout=1e-6)
+    assert res.stats["cycle-search-timeouts"][0]["searching"] == "G2-item"
+    assert "G-update" in res.incomplete
+    assert "G-cursor" not in res.incomplete and "G-monotonic" not in res.incomplete
+    assert res.valid is True
+    assert list_append.check(ring(10_000), MV, cycle_search_timeout=1e-6).valid is True
+    assert list_append.check(ring(10_000), US, cycle_search_timeout=1e-6).valid == "unknown"
