@@ -93,6 +93,7 @@ SENTENCES = {
 # edge (which the G2-item spec finds if any exists)
 WITHIN = {"G-cursor": "G-single", "G-monotonic": "G-single", "G-update": "G2-item"}
 CHECK_EVERY = 1024
+REUSE = 2  # found cycles tried per component before searching (trying all costs more than it saves)
 NEVER = 1 << 62  # an entry position no read follows (an edge without a label)
 
 
@@ -158,6 +159,8 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
     rw = rw[written[src[rw]]]
     if not len(rw):
         return
+    ids, overwrites = oc.ids, ctx.facts.overwrites
+    rw = [e for e in rw.tolist() if overwrites(int(ids[src[e]]))]  # Ti reads and writes x
     ww_keys: dict[tuple[int, int], set] = {}
 
     def keys(u: int, v: int) -> set:
@@ -167,7 +170,7 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
         return got
 
     by_comp: dict[int, list[int]] = {}
-    for e in rw.tolist():
+    for e in rw:
         by_comp.setdefault(label[int(src[e])], []).append(e)
     for edges in by_comp.values():
         def task(deadline: float, edges=edges) -> list[tuple[Cycle, str]]:

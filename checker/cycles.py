@@ -268,7 +268,7 @@ class CycleSearch:
         ctx = adya.Context(oc, self.labels, components, self.txns)
         done = set()  # components where a cycle the specs found already is one of this type
         for c, found in self.plain.items():
-            for cycle in found:
+            for cycle in found[:adya.REUSE]:
                 detail = c not in cut and adya.QUALIFIES[name](ctx, cycle)
                 if detail:
                     self._record(cycle, oc.ids, name, detail)

@@ -47,12 +47,21 @@ class ListAppendLabels:
                     appends.setdefault(k, []).append((p, v))
             reads = []
             if ok:
-                at = [p for p, (f, _, _) in enumerate(value) if f == "r"]
                 order = self.an.order
-                reads = [(p, k, r) for p, (k, r, problem) in zip(at, external_reads(value), strict=True)
-                         if problem != "internal" and k in order]
+                if len({k for _, k, _ in value}) == len(value):  # each key once: every read is external
+                    reads = [(p, k, r or []) for p, (f, k, r) in enumerate(value) if f == "r" and k in order]
+                else:
+                    at = [p for p, (f, _, _) in enumerate(value) if f == "r"]
+                    reads = [(p, k, r) for p, (k, r, problem) in zip(at, external_reads(value), strict=True)
+                             if problem != "internal" and k in order]
             got = self._txn[node] = (appends, reads)
         return got
+
+    def overwrites(self, node: int) -> bool:
+        """Does the transaction read a key and append to it too (only such a
+        transaction can leave a G-cursor cycle by its rw edge)?"""
+        appends, reads = self._ops(node)
+        return any(k in appends for _, k, _ in reads)
 
     def _index(self, k, v) -> int | None:
         pos = self._pos.get(k)
@@ -122,6 +131,11 @@ class RwRegisterLabels:
                 touched.add(k)
             got = self._txn[node] = (writes, reads)
         return got
+
+    def overwrites(self, node: int) -> bool:
+        """Does the transaction read a key and write it too?"""
+        writes, reads = self._ops(node)
+        return bool({k for _, k, _ in writes} & {k for _, k, _ in reads})
 
     def _first(self, k, w) -> bool:
         """Is w one of the values readers of nil precede (a final write with no known predecessor)?"""
