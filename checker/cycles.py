@@ -36,9 +36,17 @@ cycle holds a start edge of some spec, and the search from it returns a
 cycle using only that set's edges: so some forbidden cycle is reported.
 Counts are lower bounds: one cycle per (spec, component).
 
+After the specs, Adya's G-cursor, G-monotonic and G-update (`checker.adya`:
+they need edge labels, operation order, read-only transactions) are looked
+for in the same components under the same budgets: first among the cycles
+the specs found there, then by their own searches where none was of the
+type. Each is exact for the inferred graph (its docstring says why).
+
 When a component's deadline passes, its remaining specs are not searched:
 their types are reported as `incomplete`, and the verdict becomes unknown if
 the judged model forbids one of them (unless a forbidden anomaly was found).
+An Adya type is not incomplete where the spec whose cycles include all of its
+(`adya.WITHIN`) finished and found nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sleuth.checker import adya
 from sleuth.checker import graph as g
 
 DEFAULT_TIMEOUT = 10.0  # seconds per top-level component; see docs/cycle-search.md
@@ -126,7 +135,9 @@ def _specs() -> tuple[Spec, ...]:
 
 
 SPECS: tuple[Spec, ...] = _specs()
-TYPES: tuple[str, ...] = tuple(s.name for s in SPECS)
+# the edge-kind specs, then Adya's anomalies that need more than edge kinds
+# (`checker.adya`: edge labels, operation order, read-only transactions), searched last
+TYPES: tuple[str, ...] = (*(s.name for s in SPECS), *adya.TYPES)
 
 
 @dataclass
@@ -149,12 +160,20 @@ class CycleSearch:
     """Runs every spec in every component; collects examples, counts and
     the types whose search a component's time budget cut short."""
 
-    def __init__(self, classify: Callable, explain: Callable, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(self, classify: Callable, explain: Callable, timeout: float = DEFAULT_TIMEOUT,
+                 labels: Callable | None = None, txns: list | None = None):
+        """`labels(a, b, kind)`: the (key, position, position) reasons for an
+        edge (`checker.labels`), `txns`: the graph's transactions; without
+        them G-cursor and G-monotonic (labels), G-update (txns) are not
+        searched and reported incomplete where there are cycles."""
         self.classify, self.explain, self.timeout = classify, explain, timeout
+        self.labels, self.txns = labels, txns
         self.found: dict[str, list[dict]] = {}
         self.counts: dict[str, int] = {}
         self.seen: set[tuple[str, frozenset[int]]] = set()
         self.incomplete: set[str] = set()
+        self.hits: set[tuple[int, int]] = set()  # (component, spec index) whose search found a cycle
+        self.plain: dict[int, list] = {}  # component -> the data cycles the plain specs found there
         self.timeouts: list[dict] = []  # one per component cut short
 
     def run(self, oc: OnCycles) -> None:
@@ -165,8 +184,10 @@ class CycleSearch:
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
+        for j, name in enumerate(adya.TYPES):
+            self._adya(oc, len(SPECS) + j, name, left, cut, sccs)
         for c, i in sorted(cut.items()):
-            names = [s.name for s in SPECS[i:]]
+            names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
             self.incomplete.update(names)
             self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
                                   "not-searched": names[1:]})
@@ -204,16 +225,75 @@ class CycleSearch:
             try:
                 for auto in (spec.automaton, *spec.fallbacks):
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
-                    if walk is not None and self._record(g.simple_cycle(walk), oc.ids) == spec.name:
-                        break
+                    if walk is not None:
+                        self.hits.add((c, i))
+                        cycle = g.simple_cycle(walk)
+                        if spec.name in BASES:  # a data cycle: maybe also one of adya's types
+                            self.plain.setdefault(c, []).append(cycle)
+                        if self._record(cycle, oc.ids) == spec.name:
+                            break
             except g.SearchTimeout:
                 cut[c] = i
             left[c] -= time.perf_counter() - t
 
-    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray) -> str:
-        """Name, count and (the first few) explain a cycle; returns its name."""
+    def _absent(self, name: str, c: int, cut_at: int) -> bool:
+        """Is `name` certainly absent from component c, because the plain
+        spec whose cycles include all of its (`adya.WITHIN`) searched c to the
+        end (it was not cut, at index `cut_at` or before) and found no cycle
+        there? Each spec's search finds a cycle in every sub-component that
+        holds one of its start edges on a cycle of its edge set (module
+        docstring), so finding none means there is none."""
+        within = adya.WITHIN.get(name)
+        if within is None:
+            return False
+        s = TYPES.index(within)
+        return s < cut_at and (c, s) not in self.hits
+
+    def _adya(self, oc: OnCycles, i: int, name: str, left: list[float], cut: dict[int, int],
+              sccs: dict) -> None:
+        """One of `checker.adya`'s detectors, task by task, each charged to its
+        component's budget like a spec's searches."""
+        if self.txns is None or (self.labels is None and name != "G-update"):
+            for c in range(len(oc.sizes)):  # cannot be searched: say so
+                cut.setdefault(c, i)
+            return
+
+        def components(kinds: frozenset[int]) -> tuple:
+            if kinds not in sccs:
+                sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
+                labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
+                sccs[kinds] = labels, sizes, labels.tolist()
+            return sccs[kinds]
+
+        ctx = adya.Context(oc, self.labels, components, self.txns)
+        done = set()  # components where a cycle the specs found already is one of this type
+        for c, found in self.plain.items():
+            for cycle in found[:adya.REUSE]:
+                detail = c not in cut and adya.QUALIFIES[name](ctx, cycle)
+                if detail:
+                    self._record(cycle, oc.ids, name, detail)
+                    done.add(c)
+                    break
+        for c, task in adya.DETECTORS[name](ctx):
+            if c in cut or c in done or self._absent(name, c, len(TYPES)):
+                continue
+            if left[c] <= 0:
+                cut[c] = i
+                continue
+            t = time.perf_counter()
+            try:
+                for cycle, detail in task(t + left[c]):
+                    self._record(cycle, oc.ids, name, detail)
+            except g.SearchTimeout:
+                cut[c] = i
+            left[c] -= time.perf_counter() - t
+
+    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray, name: str | None = None,
+                detail: str | None = None) -> str:
+        """Name (from its edges, unless given), count and (the first few)
+        explain a cycle; returns its name."""
         glob = [(int(ids[a]), int(ids[b]), k) for a, b, k in cycle]
-        name = self.classify(glob)
+        name = name or self.classify(glob)
         key = (name, frozenset(a for a, _, _ in glob))
         if key in self.seen:
             return name
@@ -221,7 +301,10 @@ class CycleSearch:
         self.counts[name] = self.counts.get(name, 0) + 1
         examples = self.found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
-            examples.append(self.explain(name, glob))
+            example = self.explain(name, glob)
+            if detail:
+                example["explanation"] += "\n" + detail
+            examples.append(example)
         return name
 
 

@@ -489,5 +489,6 @@ def check(history: History, model: str = "strict-serializable",
     `checker.cycles`; None: its default)."""
     a = Analysis(history)
     stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
+    from sleuth.checker.labels import ListAppendLabels  # imports this module
     return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
-                       cycle_search_timeout=cycle_search_timeout)
+                       cycle_search_timeout=cycle_search_timeout, edge_labels=ListAppendLabels(a))

@@ -161,6 +161,15 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
     **_variants("G2", ()),
     "G1a": ("G1",), "G1b": ("G1",),
     "G-SIa": ("G-SI",), "G-SIb": ("G-SI",),  # Adya
+    # Adya: every DSG edge is an SSG edge, so a DSG cycle with one rw is one in the SSG (Elle);
+    # and it is a G-update: a read-only transaction leaves a cycle only by an rw edge, so a
+    # cycle with one rw holds at most one read-only transaction
+    "G-single": (*_variants("G-single", ("G-nonadjacent", "G2-item"))["G-single"], "G-SIb", "G-update"),
+    # Adya's G-cursor(x) (one rw, the rest ww, all on x) and G-monotonic (a USG
+    # cycle with one rw) fold to DSG cycles with one rw: G-single
+    "G-cursor": ("G-single",), "G-monotonic": ("G-single",),
+    # Adya's G-update: a DSG cycle with an rw edge; sleuth's cycles are item cycles
+    "G-update": ("G2-item",),
     "dirty-update": ("G1a",),  # Elle: a write built on an aborted one
     "future-read": ("G1c",),  # Elle: a trivial cycle T -wr-> T
     "fuzzy-read": ("G-single",),  # T -rw-> T' -wr-> T: Berenson et al.'s P2, one anti-dependency

@@ -368,5 +368,6 @@ def check(history: History, model: str = "strict-serializable", linearizable_key
     cycle search per strongly connected component."""
     a = Analysis(history, linearizable_keys, sequential_keys, wfr_keys)
     stats = {"ops": len(a.ops)}
+    from sleuth.checker.labels import RwRegisterLabels
     return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
-                       cycle_search_timeout=cycle_search_timeout)
+                       cycle_search_timeout=cycle_search_timeout, edge_labels=RwRegisterLabels(a))

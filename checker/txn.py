@@ -118,6 +118,7 @@ BASE_SENTENCE = {
     "G-single": "a cycle with exactly one anti-dependency (read skew)",
     "G-nonadjacent": "a cycle whose anti-dependencies are never adjacent (impossible under snapshot isolation)",
     "G2-item": "a cycle with adjacent anti-dependencies (write skew)",
+    **cycles.adya.SENTENCES,
 }
 
 
@@ -198,11 +199,12 @@ def process_edges(process: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int], str],
             non_cycle: dict[str, list[dict]], model: str, stats: dict[str, Any],
-            cycle_search_timeout: float | None = None) -> Result:
+            cycle_search_timeout: float | None = None, edge_labels: Callable | None = None) -> Result:
     """Find and name the cycles of `gr`, merge in `non_cycle`, judge `model`.
 
     `cycle_search_timeout`: seconds of search per strongly connected
     component (None: `cycles.DEFAULT_TIMEOUT`); see `checker.cycles`.
+    `edge_labels`: the datatype's `checker.labels` (key and micro-ops of each edge).
     """
     t0 = time.perf_counter()
     model = models.canonical(model)
@@ -215,7 +217,7 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     gsrc, gdst, gkind = gr.arrays()
     labels, _ = g.scc_labels(n + nb, np.concatenate([gsrc, ps, bs]), np.concatenate([gdst, pd, bd]))
     explainer = Explainer(history, gr, explain_data)
-    search = cycles.CycleSearch(classify, explainer.cycle, timeout)
+    search = cycles.CycleSearch(classify, explainer.cycle, timeout, labels=edge_labels, txns=txns)
     oc = cycles.on_cycles(n, labels, gsrc, gdst, gkind, invoke, complete, ps, pd)
     if oc is not None:
         search.run(oc)

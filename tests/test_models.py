@@ -78,6 +78,13 @@ WEAKEST = [
     ("G2-item-realtime", ("strict-serializable",)),
     ("future-read", ("read-committed",)),
     ("fuzzy-read", ("consistent-view", "repeatable-read")),
+    # Adya: PL-CS forbids G-cursor, PL-2L G-monotonic, PL-3U G-update; each is also a
+    # G-single or G2-item, which repeatable read forbids (consistent view implies PL-CS
+    # and PL-2L, so it is never the weakest)
+    ("G-cursor", ("cursor-stability",)),
+    ("G-monotonic", ("monotonic-view", "repeatable-read")),
+    ("G-update", ("update-serializable", "repeatable-read")),
+    ("G-SIb", ("forward-consistent-view",)),  # Adya PL-FCV; PL-SI implies it
 ]
 
 
@@ -136,3 +143,40 @@ def test_each_new_model_judged_on_a_literature_case():
     session = to_history(CASES["session"][1])
     assert list_append.check(session, "strong-session-snapshot-isolation").valid is False
     assert list_append.check(session, "snapshot-isolation").valid is True
+
+
+def test_g_single_is_a_g_update_and_a_g_sib():
+    """A cycle with one rw edge holds at most one read-only transaction (a
+    read-only one leaves a cycle only by rw): a G-update; and every DSG edge
+    is an SSG edge: a G-SIb (Adya; Elle's implied-anomalies)."""
+    assert {"G-update", "G-SIb", "G2-item"} <= models.implied("G-single")
+    assert "G-update" not in models.implied("G2-item")  # the long fork is update serializable
+    assert "G-single" in models.implied("G-cursor") and "G-single" in models.implied("G-monotonic")
+
+
+# (literature case of tests/test_cycles_literature.py, the weakest models it rules out,
+# by hand from Adya's definitions and Elle's lattice)
+LITERATURE_NOT = [
+    ("G-cursor", ["cursor-stability"]),
+    ("G-monotonic", ["repeatable-read", "monotonic-view"]),
+    ("G-update", ["repeatable-read", "update-serializable"]),
+    ("long-fork", ["repeatable-read", "snapshot-isolation"]),
+    ("G-single", ["repeatable-read", "consistent-view"]),
+    ("G2-item", ["repeatable-read", "update-serializable"]),
+    ("lost-update", ["cursor-stability", "ROLA"]),
+]
+
+
+@pytest.mark.parametrize("case,weakest", LITERATURE_NOT)
+def test_every_model_name_judged_on_the_literature_cases(case, weakest):
+    """Every model name and alias: invalid exactly when it implies one of the
+    weakest models the case rules out."""
+    from test_cycles_bruteforce import to_history
+    from test_cycles_literature import CASES
+    checker, txns, _, _ = CASES[case]
+    h = to_history(txns)
+    res = checker.check(h, "read-uncommitted")
+    assert set(res.not_) == set(weakest), res.not_
+    for m in [*models.MODELS, *models.ALIASES]:
+        ruled_out = any(w in models.weaker_or_equal(models.canonical(m)) for w in weakest)
+        assert checker.check(h, m).valid is (not ruled_out), m

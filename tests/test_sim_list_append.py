@@ -39,9 +39,9 @@ def test_snapshot_isolation_db_shows_write_skew_only(tmp_path, seed):
     assert list_append.check(h, "snapshot-isolation").valid is True
     r = list_append.check(h, "serializable")
     assert r.valid is False and "G2-item" in r.anomaly_types
-    assert r.not_ == ["repeatable-read"]
+    assert r.not_ == ["repeatable-read", "update-serializable"]  # write skew of updates: G-update
     bases = {a.split("-process")[0].split("-realtime")[0] for a in found(r)}
-    assert bases == {"G2-item"}
+    assert bases == {"G2-item", "G-update"}
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -54,7 +54,8 @@ def test_read_committed_db_shows_read_skew_never_dirty(tmp_path, seed):
     # updates, when the seed has them, cursor stability (PL-CS) and ROLA below those
     ruled_out = set(r.not_) | set(r.also_not)
     assert {"consistent-view", "repeatable-read", "snapshot-isolation"} <= ruled_out
-    assert set(r.not_) <= {"consistent-view", "repeatable-read", "cursor-stability", "ROLA"}
+    # (G-cursor and G-monotonic, when the seed has them, cursor stability and monotonic view)
+    assert set(r.not_) <= {"consistent-view", "repeatable-read", "cursor-stability", "ROLA", "monotonic-view"}
     assert "read-committed" not in ruled_out
     assert not {"G0", "G1a", "G1b", "G1c", "internal", "incompatible-order"} & found(r)
 

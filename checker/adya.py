@@ -1,0 +1,387 @@
+"""Adya's anomalies that edge kinds alone cannot name: G-cursor, G-monotonic
+and G-update (Adya, "Weak Consistency", MIT 1999, sections 4.3-4.5), found
+black-box, per strongly connected component, under the component's time
+budget (`checker.cycles` runs them after its edge-kind specs).
+
+Each detector is a generator of (component, task) pairs; a task takes a
+deadline and returns the cycles it found (as (from, to, kind) steps over
+the local nodes of `cycles.OnCycles`), each with a sentence saying what
+makes it one of its type, or raises `graph.SearchTimeout`.
+
+- **G-cursor(x)** (PL-CS, cursor stability): a cycle with one
+  anti-dependency and otherwise write-dependencies (ww), every edge
+  labelled x. Searched: for each rw edge Ti -> Tj on x inside a strongly
+  connected component of the ww+rw edges, a ww path from Tj back to Ti
+  whose every edge is on x (`labels`). Exact for the inferred graph: every
+  such cycle starts with an rw edge of that component, and the search from
+  it visits every ww(x) path.
+- **G-monotonic** (PL-2L, monotonic view): a cycle in the unfolded graph
+  USG(H, Ti), where Ti is split into its operations joined in program
+  order, with exactly one anti-dependency, which leaves a read ri of Ti,
+  and otherwise dependency (ww/wr) and order edges. Searched: for each Ti
+  with an rw edge inside a component of the data edges, a backward search
+  from Ti over ww/wr edges, not through Ti, marks every transaction with
+  the earliest operation of Ti its dependency paths can enter; an rw edge
+  Ti -> Tk leaving a read at position p whose Tk is marked with q <= p
+  closes a USG cycle (q, through order edges, up to p). What is not
+  searched is a path that passes through Ti's own operations on the way;
+  such a cycle implies a G1c, which every model that forbids G-monotonic
+  forbids and the G1c search finds: the path first enters Ti at e1 > p (or
+  this search would have found it), then leaves Ti at some l >= e1 and so
+  on, and as it must end at or before p < e1, some segment leaves Ti at l
+  and comes back at e <= l: that segment and Ti's order edges from e to l
+  are a cycle of dependency edges alone (the USG cycle has one
+  anti-dependency, the first edge). So no model's verdict depends on it.
+- **G-update** (PL-3U, update serializability): a cycle of the DSG with
+  one or more anti-dependency edges whose transactions all write, except at
+  most one read-only transaction. A read-only transaction is one with no
+  write or append in its micro-ops (a node of the graph: it committed, or it
+  is an info transaction some read observed). Searched: in each strongly
+  connected component of the data edges among update transactions, the
+  shortest cycle through one of its rw edges; and for each read-only
+  transaction R in a data component, the shortest path among update
+  transactions from one of R's rw successors to one of its wr predecessors
+  (R's only in-edges are wr: nothing overwrites or reads-from a
+  transaction that writes nothing). Exact for the inferred graph.
+
+What is inferred and why it is sound: edges and their labels are those the
+datatype module inferred (each a certain consequence of the history:
+list-append's version order from the longest read, rw-register's known
+version pairs); the micro-op order of a transaction is its program order,
+as the history lists it. A cycle reported is therefore a cycle of Adya's
+graph for any version order consistent with the history.
+
+Adya's G-SIa, G-SIb (PL-SI) and G-MSR (PL-MSR) are not searched here: they
+need start-dependencies (Ti committed before Tj started), and from outside
+the database only real time proves one (Ti completed before Tj was
+invoked). With those edges alone, G-SIa is a G0/G1c-realtime cycle of two
+transactions and G-SIb a G-single-realtime one, which the real-time
+searches already report; plain G-single implies G-SIb (every DSG edge is
+an SSG edge). Judging plain snapshot isolation by real-time start order
+would rule out serializable histories, which snapshot isolation is weaker
+than (docs/models.md).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sleuth.checker import graph as g
+
+Cycle = list[tuple[int, int, int]]
+Task = Callable[[float], list[tuple[Cycle, str]]]
+
+TYPES = ("G-cursor", "G-monotonic", "G-update")
+SENTENCES = {
+    "G-cursor": "a cycle on a single key with one anti-dependency and otherwise write-write "
+                "dependencies (a labelled single anti-dependency cycle, Adya's lost update)",
+    "G-monotonic": "a cycle with one anti-dependency, leaving a read that came after an operation "
+                   "the rest of the cycle enters (a non-monotonic view)",
+    "G-update": "a cycle with anti-dependencies among transactions that all write, but at most "
+                "one read-only one",
+}
+# each type -> the plain edge-kind spec whose search, run to the end in a component
+# without finding a cycle, proves the type absent there: G-cursor and G-monotonic
+# cycles are G-single ones (a product-graph cycle through an rw edge, which the
+# G-single spec finds if any exists), G-update cycles are data cycles through an rw
+# edge (which the G2-item spec finds if any exists)
+WITHIN = {"G-cursor": "G-single", "G-monotonic": "G-single", "G-update": "G2-item"}
+CHECK_EVERY = 1024
+REUSE = 2  # found cycles tried per component before searching (trying all costs more than it saves)
+NEVER = 1 << 62  # an entry position no read follows (an edge without a label)
+
+
+@dataclass
+class Context:
+    """What a detector searches: the on-cycle graph, edge labels, the
+    components of an edge-kind set ((labels, sizes, labels as a list),
+    shared with the specs), and the graph's transactions."""
+
+    oc: Any  # cycles.OnCycles
+    facts: Callable
+    sccs: Callable[[frozenset], tuple]
+    txns: list
+    _upd: np.ndarray | None = None
+    _facts: dict = field(default_factory=dict)
+
+    def update(self) -> np.ndarray:
+        """Per local node: does the transaction write?"""
+        if self._upd is None:
+            self._upd = np.fromiter((_writes(self.txns[int(i)]) for i in self.oc.ids), dtype=bool,
+                                    count=len(self.oc.ids))
+        return self._upd
+
+    def edge_facts(self, a: int, b: int, kind: int) -> list:
+        """The labels of local edge (a, b, kind), each computed once."""
+        key = (a, b, kind)
+        got = self._facts.get(key)
+        if got is None:
+            got = self._facts[key] = self.facts(int(self.oc.ids[a]), int(self.oc.ids[b]), kind)
+        return got
+
+
+def _clock(deadline: float) -> Callable[[], None]:
+    n = [0]
+
+    def tick() -> None:
+        n[0] += 1
+        if n[0] % CHECK_EVERY == 0 and time.perf_counter() > deadline:
+            raise g.SearchTimeout
+
+    return tick
+
+
+def _name(ctx, node: int) -> str:
+    return f"T{ctx.txns[int(ctx.oc.ids[node])].id}"
+
+
+def _label_lists(m: int, src, dst, sel) -> tuple[list[int], np.ndarray]:
+    labels, sizes = g.scc_labels(m, src[sel], dst[sel])
+    return labels.tolist(), (labels, sizes)
+
+
+def cursor(ctx) -> Iterator[tuple[int, Task]]:
+    """G-cursor tasks: one per component of the ww+rw edges that holds an rw edge."""
+    oc = ctx.oc
+    src, dst, kind = oc.src, oc.dst, oc.kind
+    label, (labels, sizes) = _label_lists(len(oc.ids), src, dst, np.isin(kind, (g.WW, g.RW)))
+    inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
+    # Ti must be entered by a ww edge of its component (it writes x after Tj)
+    written = np.zeros(len(oc.ids), dtype=bool)
+    written[dst[inside & (kind == g.WW)]] = True
+    rw = np.flatnonzero(inside & (kind == g.RW))
+    rw = rw[written[src[rw]]]
+    if not len(rw):
+        return
+    ids, overwrites = oc.ids, ctx.facts.overwrites
+    rw = [e for e in rw.tolist() if overwrites(int(ids[src[e]]))]  # Ti reads and writes x
+    ww_keys: dict[tuple[int, int], set] = {}
+
+    def keys(u: int, v: int) -> set:
+        got = ww_keys.get((u, v))
+        if got is None:
+            got = ww_keys[(u, v)] = {k for k, _, _ in ctx.edge_facts(u, v, g.WW)}
+        return got
+
+    by_comp: dict[int, list[int]] = {}
+    for e in rw:
+        by_comp.setdefault(label[int(src[e])], []).append(e)
+    for edges in by_comp.values():
+        def task(deadline: float, edges=edges) -> list[tuple[Cycle, str]]:
+            tick = _clock(deadline)
+            for e in edges:
+                a, b = int(src[e]), int(dst[e])
+                for x in dict.fromkeys(k for k, _, _ in ctx.edge_facts(a, b, g.RW)):
+                    path = _bfs(oc.adj, b, a, lambda u, v, k, x=x, c=label[a]: k == g.WW and label[v] == c
+                                and x in keys(u, v), tick)
+                    if path is not None:
+                        return [([(a, b, g.RW), *path], f"Every edge is on key {x!r}.")]
+            return []
+        yield oc.comp[int(src[edges[0]])], task
+
+
+def _bfs(adj: g.Adjacency, start: int, goal: int, ok: Callable, tick) -> Cycle | None:
+    """Shortest path start -> goal over the edges `ok(u, v, kind)` accepts."""
+    prev: dict[int, tuple[int, int]] = {start: (-1, -1)}
+    q = deque([start])
+    while q:
+        u = q.popleft()
+        tick()
+        for v, k in adj.out[u]:
+            if v in prev or not ok(u, v, k):
+                continue
+            prev[v] = (u, k)
+            if v == goal:
+                path = []
+                while v != start:
+                    p, pk = prev[v]
+                    path.append((p, v, pk))
+                    v = p
+                return path[::-1]
+            q.append(v)
+    return None
+
+
+def monotonic(ctx) -> Iterator[tuple[int, Task]]:
+    """G-monotonic tasks: one per component of the data edges holding an rw edge."""
+    oc, sccs = ctx.oc, ctx.sccs
+    src, dst, kind = oc.src, oc.dst, oc.kind
+    labels, sizes, label = sccs(frozenset(g.DATA))
+    inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
+    rw = np.flatnonzero(inside & (kind == g.RW))
+    if not len(rw):
+        return
+    dep = np.flatnonzero(inside & ((kind == g.WW) | (kind == g.WR)))
+    into: dict[int, list[tuple[int, int]]] = {}  # node -> its dependency in-edges (from, kind)
+    for s, d, k in zip(src[dep].tolist(), dst[dep].tolist(), kind[dep].tolist(), strict=True):
+        into.setdefault(d, []).append((s, k))
+    by_comp: dict[int, dict[int, list[int]]] = {}  # component -> Ti -> its rw out-neighbours
+    for s, d in zip(src[rw].tolist(), dst[rw].tolist(), strict=True):
+        by_comp.setdefault(label[s], {}).setdefault(s, []).append(d)
+
+    def task(deadline: float, sources: dict[int, list[int]]) -> list[tuple[Cycle, str]]:
+        tick = _clock(deadline)
+        for a, outs in sources.items():
+            reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
+            entries = sorted((min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER), u, k)
+                             for u, k in into.get(a, ()))
+            if not entries or entries[0][0] > max(p for _, p in reads):
+                continue
+            mark: dict[int, tuple[int, int, int]] = {}  # node -> (entry position, next node, kind)
+            for q, u, k in entries:  # earliest entries first: each node keeps its earliest
+                if u in mark:
+                    continue
+                mark[u] = (q, a, k)
+                todo = deque([u])
+                while todo:
+                    v = todo.popleft()
+                    tick()
+                    for w, kw in into.get(v, ()):
+                        if w != a and w not in mark:
+                            mark[w] = (q, v, kw)
+                            todo.append(w)
+            for b, p in reads:
+                if b in mark and mark[b][0] <= p:
+                    cycle, v = [(a, b, g.RW)], b
+                    while v != a:
+                        _, nxt, k = mark[v]
+                        cycle.append((v, nxt, k))
+                        v = nxt
+                    return [(cycle, _monotonic_detail(ctx, a, mark[b][0], p))]
+        return []
+
+    for sources in by_comp.values():
+        yield oc.comp[next(iter(sources))], lambda d, s=sources: task(d, s)
+
+
+def update(ctx) -> Iterator[tuple[int, Task]]:
+    """G-update tasks: one per component of the data edges among update
+    transactions holding an rw edge, and one per component of the data edges
+    holding a read-only transaction."""
+    oc, sccs = ctx.oc, ctx.sccs
+    src, dst, kind = oc.src, oc.dst, oc.kind
+    m = len(oc.ids)
+    upd = ctx.update()
+    uplist = upd.tolist()
+    data = np.isin(kind, g.DATA)
+    both = data & upd[src] & upd[dst]
+    ulabel, (ulabels, usizes) = _label_lists(m, src, dst, both)
+    rw = np.flatnonzero(both & (kind == g.RW) & (ulabels[src] == ulabels[dst]))
+    rw = rw[usizes[ulabels[src[rw]]] > 1]
+    anything = g.any_cycle(frozenset(g.DATA))
+    seen: set[int] = set()
+    for e in rw.tolist():
+        a, b = int(src[e]), int(dst[e])
+        if ulabel[a] in seen:
+            continue
+        seen.add(ulabel[a])
+
+        def task(deadline: float, a=a, b=b) -> list[tuple[Cycle, str]]:
+            walk = g.bfs_cycle(oc.adj, (a, b, g.RW), anything, ulabel, deadline)
+            return [] if walk is None else [(g.simple_cycle(walk), "Every transaction on it writes.")]
+        yield oc.comp[a], task
+    labels, sizes, label = sccs(frozenset(g.DATA))
+    ro = np.flatnonzero(~upd & (sizes[labels] > 1))
+    if not len(ro):
+        return
+    pred: dict[int, list[int]] = {}
+    sel = np.flatnonzero(data & (kind == g.WR) & ~upd[dst] & upd[src])
+    for s, d in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
+        pred.setdefault(d, []).append(s)
+    by_comp: dict[int, list[int]] = {}
+    for r in ro.tolist():
+        by_comp.setdefault(label[r], []).append(r)
+
+    def task(deadline: float, readers: list[int]) -> list[tuple[Cycle, str]]:
+        tick = _clock(deadline)
+        for r in readers:
+            goals = set(pred.get(r, ()))
+            starts = [v for v, k in oc.adj.out[r] if k == g.RW and uplist[v] and label[v] == label[r]]
+            if not goals or not starts:
+                continue
+            prev = {s: (r, g.RW) for s in starts}
+            q = deque(starts)
+            while q:
+                u = q.popleft()
+                tick()
+                if u in goals:
+                    path = [(u, r, g.WR)]
+                    while u != r:
+                        p, k = prev[u]
+                        path.append((p, u, k))
+                        u = p
+                    return [(path[::-1], f"{_name(ctx, r)} is its only read-only transaction; "
+                                         "every other one writes.")]
+                for v, k in oc.adj.out[u]:
+                    if k in g.DATA and uplist[v] and v not in prev and label[v] == label[r]:
+                        prev[v] = (u, k)
+                        q.append(v)
+        return []
+
+    for readers in by_comp.values():
+        yield oc.comp[readers[0]], lambda d, rs=readers: task(d, rs)
+
+
+# A cycle the edge-kind specs found already may be of a type here: checked
+# first, so the search runs only in components where none is. Each returns
+# the detail sentence if the (local) cycle is of its type, else None.
+
+def _is_update(ctx, cycle: Cycle) -> str | None:
+    upd = ctx.update()
+    ro = [a for a, _, _ in cycle if not upd[a]]
+    if len(ro) > 1 or all(k != g.RW for _, _, k in cycle):
+        return None
+    return (f"{_name(ctx, ro[0])} is its only read-only transaction; every other one writes." if ro
+            else "Every transaction on it writes.")
+
+
+def _one_rw(cycle: Cycle) -> Cycle | None:
+    """The cycle rotated to begin with its only rw edge, if it has exactly one."""
+    at = [i for i, (_, _, k) in enumerate(cycle) if k == g.RW]
+    return cycle[at[0]:] + cycle[:at[0]] if len(at) == 1 else None
+
+
+def _is_cursor(ctx, cycle: Cycle) -> str | None:
+    cycle = _one_rw(cycle)
+    if cycle is None or any(k != g.WW for _, _, k in cycle[1:]):
+        return None
+    keys = None
+    for a, b, k in cycle:
+        ks = {x for x, _, _ in ctx.edge_facts(a, b, k)}
+        keys = ks if keys is None else keys & ks
+        if not keys:
+            return None
+    return f"Every edge is on key {next(iter(keys))!r}."
+
+
+def _is_monotonic(ctx, cycle: Cycle) -> str | None:
+    cycle = _one_rw(cycle)
+    if cycle is None or any(k not in (g.WW, g.WR) for _, _, k in cycle[1:]):
+        return None
+    a, b, _ = cycle[0]
+    p = max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)
+    u, _, k = cycle[-1]
+    q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
+    return _monotonic_detail(ctx, a, q, p) if q <= p else None
+
+
+def _monotonic_detail(ctx, a: int, q: int, p: int) -> str:
+    return (f"{_name(ctx, a)} performed micro-op {q + 1}, which the cycle enters, before its read "
+            f"at micro-op {p + 1}, which the anti-dependency leaves.")
+
+
+def _writes(op) -> bool:
+    """Does the transaction write (or append)? Its committed value if it
+    committed, else what it was invoked with (an info txn observed: it wrote)."""
+    value = op.value if op.type == "ok" else op.invoke_value
+    return any(mop[0] != "r" for mop in value)
+
+
+DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
+QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}

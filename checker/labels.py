@@ -1,0 +1,168 @@
+"""Edge labels: which key, and which micro-ops, make each dependency edge.
+
+Adya's labelled DSG names the object x of every edge (G-cursor(x) needs all
+edges of a cycle on one x), and his unfolded serialization graph USG(Ti)
+splits Ti into its operations (G-monotonic needs to know which read an
+anti-dependency leaves and which operation a dependency enters). The
+dependency graph keeps only (from, to, kind); these classes recover, for an
+edge the graph holds, every reason it holds: a list of (key, position in the
+source transaction, position in the target transaction), positions being
+indices into the transaction's micro-ops.
+
+Each reason restates, for one key, the rule the datatype module used to add
+the edge (`list_append.Analysis._edges`, `rw_register.Analysis._edges`), so
+a label is exactly as certain as the edge it labels. They are computed only
+for the edges the searches of `checker.adya` ask about (edges inside
+strongly connected components), and cached per transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.checker import graph as g
+from sleuth.checker.list_append import external_reads
+
+Fact = tuple[Any, int, int]  # (key, position in the source txn, position in the target txn)
+
+
+class ListAppendLabels:
+    """Labels of a `list_append.Analysis`'s edges (its module docstring has the rules)."""
+
+    def __init__(self, an):
+        self.an = an
+        self._txn: dict[int, tuple[dict, list]] = {}
+        self._pos: dict[Any, dict[Any, int]] = {}
+
+    def _ops(self, node: int) -> tuple[dict, list]:
+        """(appends by key as [(pos, value)], reads as (pos, key, external part))."""
+        got = self._txn.get(node)
+        if got is None:
+            op = self.an.graph.txns[node]
+            ok = op.type == "ok"
+            value = op.value if ok else op.invoke_value
+            appends: dict[Any, list] = {}
+            for p, (f, k, v) in enumerate(value):
+                if f == "append":
+                    appends.setdefault(k, []).append((p, v))
+            reads = []
+            if ok:
+                order = self.an.order
+                if len({k for _, k, _ in value}) == len(value):  # each key once: every read is external
+                    reads = [(p, k, r or []) for p, (f, k, r) in enumerate(value) if f == "r" and k in order]
+                else:
+                    at = [p for p, (f, _, _) in enumerate(value) if f == "r"]
+                    reads = [(p, k, r) for p, (k, r, problem) in zip(at, external_reads(value), strict=True)
+                             if problem != "internal" and k in order]
+            got = self._txn[node] = (appends, reads)
+        return got
+
+    def overwrites(self, node: int) -> bool:
+        """Does the transaction read a key and append to it too (only such a
+        transaction can leave a G-cursor cycle by its rw edge)?"""
+        appends, reads = self._ops(node)
+        return any(k in appends for _, k, _ in reads)
+
+    def _index(self, k, v) -> int | None:
+        pos = self._pos.get(k)
+        if pos is None:
+            pos = self._pos[k] = {x: i for i, x in enumerate(self.an.order.get(k, ()))}
+        return pos.get(v)
+
+    def __call__(self, a: int, b: int, kind: int) -> list[Fact]:
+        an = self.an
+        out: list[Fact] = []
+        if kind == g.WW:
+            appends_b = self._ops(b)[0]
+            for k, mine in self._ops(a)[0].items():
+                theirs = appends_b.get(k)
+                if not theirs:
+                    continue
+                n = len(an.order.get(k, ()))
+                for pa, v in mine:
+                    iv = self._index(k, v)
+                    if iv is None:
+                        continue
+                    for pb, w in theirs:
+                        iw = self._index(k, w)
+                        if iw == iv + 1 or (iw is None and iv == n - 1 and w not in an.seen[k]):
+                            out.append((k, pa, pb))
+        elif kind == g.WR:
+            wid = an.graph.txns[a].id
+            appends_a = self._ops(a)[0]
+            for pb, k, r in self._ops(b)[1]:
+                if r and an.writer.get(k, {}).get(r[-1]) == wid:
+                    out.append((k, next(p for p, v in appends_a[k] if v == r[-1]), pb))
+        elif kind == g.RW:
+            appends_b = self._ops(b)[0]
+            for pa, k, r in self._ops(a)[1]:
+                theirs = appends_b.get(k)
+                if not theirs:
+                    continue
+                order, m = an.order[k], len(r)
+                for pb, w in theirs:
+                    if (m < len(order) and order[m] == w) or (m == len(order) and w not in an.seen[k]):
+                        out.append((k, pa, pb))
+        return out
+
+
+class RwRegisterLabels:
+    """Labels of an `rw_register.Analysis`'s edges (its module docstring has the rules)."""
+
+    def __init__(self, an):
+        self.an = an
+        self._txn: dict[int, tuple[list, list]] = {}
+        self._has_pred: set | None = None
+
+    def _ops(self, node: int) -> tuple[list, list]:
+        """(writes as (pos, key, value), external reads as (pos, key, value)):
+        a read is external when it is the transaction's first access to the
+        key and not of its own later write (`rw_register.Analysis._scan_reads`)."""
+        got = self._txn.get(node)
+        if got is None:
+            op = self.an.graph.txns[node]
+            value = self.an.mops[op.id]
+            writes = [(p, k, v) for p, (f, k, v) in enumerate(value) if f == "w"]
+            reads, touched = [], set()
+            for p, (f, k, v) in enumerate(value):
+                if (op.type == "ok" and f == "r" and k not in touched
+                        and (v is None or self.an.writer.get((k, v)) != op.id)):
+                    reads.append((p, k, v))
+                touched.add(k)
+            got = self._txn[node] = (writes, reads)
+        return got
+
+    def overwrites(self, node: int) -> bool:
+        """Does the transaction read a key and write it too?"""
+        writes, reads = self._ops(node)
+        return bool({k for _, k, _ in writes} & {k for _, k, _ in reads})
+
+    def _first(self, k, w) -> bool:
+        """Is w one of the values readers of nil precede (a final write with no known predecessor)?"""
+        if self._has_pred is None:
+            self._has_pred = {(kk, x) for (kk, v), after in self.an.succ.items() if v is not None
+                              for x in after}
+        return (k, w) in self.an.final and (k, w) not in self._has_pred
+
+    def __call__(self, a: int, b: int, kind: int) -> list[Fact]:
+        an = self.an
+        succ = an.succ
+        out: list[Fact] = []
+        if kind == g.WR:
+            wid = an.graph.txns[a].id
+            for pb, k, v in self._ops(b)[1]:
+                if v is not None and an.writer.get((k, v)) == wid:
+                    pa = next(p for p, k2, x in self._ops(a)[0] if k2 == k and x == v)
+                    out.append((k, pa, pb))
+            return out
+        writes_b = self._ops(b)[0]
+        if kind == g.WW:
+            for pa, k, v in self._ops(a)[0]:
+                after = succ.get((k, v), ())
+                out.extend((k, pa, pb) for pb, k2, w in writes_b if k2 == k and w in after)
+        elif kind == g.RW:
+            for pa, k, v in self._ops(a)[1]:
+                after = succ.get((k, v), ())
+                out.extend((k, pa, pb) for pb, k2, w in writes_b
+                           if k2 == k and (w in after or (v is None and self._first(k, w))))
+        return out
