@@ -667,21 +667,15 @@ def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) ->
 # Register workloads
 
 
-def check_registers(history: History, keyed: bool, initial_value: Any = None,
-                    max_configurations: int = MAX_CONFIGURATIONS,
-                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
-    """Split by key, prune, search each key; merge as false > unknown > true.
-    With `failed_cas_observes`, a `fail` cas is an observation (the register
-    held a value other than its old one at some instant of it; see
-    `register_models`), not a no-op."""
-    initial = model.init(initial_value)
+def _key_ops(history: History, keyed: bool, failed_cas_observes: bool) -> tuple[list, int, int]:
+    """(key, its calls, refuted: False) for each key, in the order their first
+    op kept appears; and how many keys are named, and observed (an ok op, or
+    a failed cas read as "not old")."""
     by_key: dict[Any, list[Call]] = {}
     keys: set[Any] = set()  # every key an op names, judged or not
     judged: set[Any] = set()  # keys where something was observed
-    n_ops = 0
     for op in history.ops():
         key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
-        n_ops += 1
         keys.add(key)
         if op.type == "ok" or (failed_cas_observes and op.type == "fail" and op.f == "cas"):
             judged.add(key)  # an observation: an ok op, or a failed cas read as "not old"
@@ -695,11 +689,46 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         by_key.setdefault(key, []).append(Call(
             op, f, invoke_value, ok_value, op.invoke_pos,
             None if op.type == "info" else op.complete_pos))
+    return [(key, calls, False) for key, calls in by_key.items()], len(keys), len(judged)
+
+
+def check_registers(history: History, keyed: bool, initial_value: Any = None,
+                    max_configurations: int = MAX_CONFIGURATIONS,
+                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
+    """Split by key, prune, search each key; merge as false > unknown > true.
+    With `failed_cas_observes`, a `fail` cas is an observation (the register
+    held a value other than its old one at some instant of it; see
+    `register_models`), not a no-op.
+
+    A history read into columns (`register_load`, large files) comes with
+    keys already refuted by `scarcity.refuted`: those need no search, but
+    for the first MAX_EXAMPLES invalid keys, which the search explains
+    exactly as it would any other (on a refuted key it can only end
+    invalid: the refutation is a shortage `scarcity` finds too)."""
+    initial = model.init(initial_value)
+    cols = getattr(history, "register_columns", None)
+    if cols is not None and keyed and model is REGISTER:
+        from sleuth.checker.register_load import key_ops
+
+        found, n_keys, n_judged = key_ops(cols, failed_cas_observes)
+        groups = [(k.key, k.calls, k.refuted) for k in found]
+    else:
+        groups, n_keys, n_judged = _key_ops(history, keyed, failed_cas_observes)
+    n_ops = len(cols.call) if cols is not None else len(history.ops())
     valid: bool | str = True
     examples: list[dict[str, Any]] = []
     notes: list[str] = []
-    explored = dropped = searched = unknown_keys = bad_keys = 0
-    for key, calls in by_key.items():
+    explored = dropped = searched = unknown_keys = bad_keys = early = 0
+    for key, calls, refuted in groups:
+        if refuted and len(examples) >= MAX_EXAMPLES:
+            early += 1
+            bad_keys += 1
+            valid = merge_valid(valid, False)
+            continue
+        if callable(calls):
+            make, calls = calls, calls()
+        else:
+            make = None
         kept, d = rm.prune_crashed(calls, initial)
         dropped += d
         searched += len(kept)
@@ -719,17 +748,21 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         elif out.valid is False:
             bad_keys += 1
             if len(examples) < MAX_EXAMPLES:
+                if make is not None:
+                    make.attach(out.calls)
                 examples.append(explain_failure(history, key, out, model, initial))
-    idle = len(keys) - len(judged)
-    if not judged:
+    idle = n_keys - n_judged
+    if not n_judged:
         valid = UNKNOWN
         notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
     elif idle:
-        notes.append(f"{idle} of {len(keys)} keys had nothing to judge (no operation on them "
+        notes.append(f"{idle} of {n_keys} keys had nothing to judge (no operation on them "
                      "completed ok); the verdict covers the others")
-    stats = {"keys": len(by_key), "ops": n_ops, "ops-searched": searched, "keys-judged": len(judged),
+    stats = {"keys": len(groups), "ops": n_ops, "ops-searched": searched, "keys-judged": n_judged,
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}
+    if early:
+        stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):
         notes.append(f"{bad_keys} keys are not linearizable; the first {len(examples)} "
                      "are explained")
