@@ -172,6 +172,9 @@ class Outcome:
     culprit: int = -1
     calls: list[Call] = field(default_factory=list)
     shortage: Shortage | None = None
+    # Gives calls their `Op`s, for calls built without (`register_load`): an
+    # explanation asks only for those it names.
+    attach: Callable[[list[Call]], None] | None = None
 
 
 @dataclass
@@ -610,6 +613,8 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     window = [c for c in calls if c is not stuck and c.call < stuck.ret
               and (c.ret is None or c.ret > stuck.call)]
     last = calls[lw] if lw >= 0 else None
+    if out.attach is not None:
+        out.attach([stuck, *window, *([last] if last is not None else [])])
     if model.explain is not None:
         sentence = model.explain(key=key, depth=depth, state=state, last=last, stuck=stuck,
                                  window=window, calls=calls, line_of=history.line_of,
@@ -634,6 +639,9 @@ def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) ->
     """The example for a key proven invalid by counting (`scarcity`): the
     disjoint demands for one value, and the too few crashed ops that make it."""
     calls, short = out.calls, out.shortage
+    if out.attach is not None:
+        out.attach([calls[i] for pair in short.demands for i in pair]
+                   + [calls[t] for t in short.tokens])
     w, r = short.demands[-1]
     wc, rc = calls[w], calls[r]
     before = model.needs(wc.f, wc.invoke_value, wc.ok_value) if model.read_only(
@@ -749,7 +757,7 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
             bad_keys += 1
             if len(examples) < MAX_EXAMPLES:
                 if make is not None:
-                    make.attach(out.calls)
+                    out.attach = make.attach
                 examples.append(explain_failure(history, key, out, model, initial))
     idle = n_keys - n_judged
     if not n_judged:

@@ -42,7 +42,7 @@ import numpy as np
 import orjson
 
 from sleuth.checker import register_models as rm
-from sleuth.history import NEMESIS, TYPES, History, HistoryError, Op, event_from_dict
+from sleuth.history import NEMESIS, TYPES, Event, History, HistoryError, Op, event_from_dict
 
 MIN_BYTES = 1 << 20
 MARK = 1 << 52  # a marker number standing for a digit run while a skeleton is decoded
@@ -136,11 +136,9 @@ def read_register(path: str | os.PathLike, events: bool = False) -> History:
         if os.path.getsize(source) < MIN_BYTES:
             return load(source, events=events)
         with open(source, "rb") as fh:
-            data = fh.read()
+            return _read(_chunks(fh), source)
     except OSError as e:
         raise HistoryError(source, None, e.strerror or str(e)) from None
-    try:
-        return _read(data, source)
     except _Odd:
         return load(source, events=events)
 
@@ -240,63 +238,106 @@ def _has_marker(v: Any) -> bool:
 # The file, as columns
 
 
-def _read(data: bytes, source: str) -> History:
-    if not data.endswith(b"\n"):
-        data += b"\n"
-    buf = np.frombuffer(data, np.uint8)
-    digit = (buf - 48) < 10
-    edge = np.zeros(len(buf) + 1, np.bool_)  # edge[i]: digit[i] != digit[i-1]
-    edge[0] = digit[0]
-    np.not_equal(digit[1:], digit[:-1], out=edge[1:-1])
-    edge[-1] = digit[-1]
-    bounds = np.flatnonzero(edge)
-    starts, ends = bounds[0::2], bounds[1::2]
-    lengths = ends - starts
-    if len(starts) and (lengths.max() > MAX_DIGITS or bool(
-            ((buf[starts] == 48) & (lengths > 1)).any())):
-        raise _Odd  # a run the general reader may read otherwise (or refuse)
-    keep = ~digit
-    keep[starts] = True
-    skeleton = buf[keep]
-    dropped = np.zeros(len(starts), np.int64)  # digits dropped before each run
-    np.cumsum(lengths[:-1] - 1, out=dropped[1:])
-    skeleton[starts - dropped] = 35  # '#'
-    lines = skeleton.tobytes().split(b"\n")
-    lines.pop()  # after the last newline
-    shapes: dict[bytes, int] = {}
-    templates: list[_Template] = []
-    for s in set(lines):
-        t = _analyze(s)
-        if t is None:
+CHUNK = 1 << 20  # bytes of whole lines worked on at a time: the work arrays stay small
+
+
+def _chunks(fh) -> Any:
+    """The file's bytes, CHUNK at a time, cut after a newline (one added at the end)."""
+    carry = b""
+    while True:
+        data = fh.read(CHUNK)
+        if not data:
+            break
+        data = carry + data
+        cut = data.rfind(b"\n") + 1
+        if cut:
+            yield data[:cut]
+        carry = data[cut:]
+    if carry:
+        yield carry + b"\n"
+
+
+FIELD_DEFAULTS = {"index": -1, "time": 0, "process": -1, "key": 0, "p": 0, "o": 0, "n": 0}
+
+
+class _Lines:
+    """Lines read so far: their skeletons' templates and their fields' numbers."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.shapes: dict[bytes, int] = {}
+        self.templates: list[_Template] = []
+        self.tid: list[Any] = []
+        self.fields: dict[str, list[Any]] = {name: [] for name in FIELDS}
+        self.nemesis: list[Event] = []
+        self.n = 0
+
+    def add(self, data: bytes) -> None:
+        """One chunk of whole lines (ending with a newline)."""
+        buf = np.frombuffer(data, np.uint8)
+        digit = (buf - 48) < 10
+        edge = np.zeros(len(buf) + 1, np.bool_)  # edge[i]: digit[i] != digit[i-1]
+        edge[0] = digit[0]
+        np.not_equal(digit[1:], digit[:-1], out=edge[1:-1])
+        bounds = np.flatnonzero(edge)  # the last byte is a newline: every run ends
+        starts, ends = bounds[0::2], bounds[1::2]
+        lengths = ends - starts
+        if len(starts) and (lengths.max() > MAX_DIGITS or bool(
+                ((buf[starts] == 48) & (lengths > 1)).any())):
+            raise _Odd  # a run the general reader may read otherwise (or refuse)
+        keep = ~digit
+        keep[starts] = True
+        skeleton = buf[keep]
+        dropped = np.zeros(len(starts), np.int64)  # digits dropped before each run
+        np.cumsum(lengths[:-1] - 1, out=dropped[1:])
+        skeleton[starts - dropped] = 35  # '#'
+        lines = skeleton.tobytes().split(b"\n")
+        lines.pop()  # after the last newline
+        shapes, templates = self.shapes, self.templates
+        for s in set(lines).difference(shapes):
+            t = _analyze(s)
+            if t is None:
+                raise _Odd
+            shapes[s] = len(templates)
+            templates.append(t)
+        tid = np.fromiter(map(shapes.__getitem__, lines), np.int32, len(lines))
+        n = len(lines)
+        runs = np.array([t.runs for t in templates], np.int64)[tid]
+        first_run = np.zeros(n, np.int64)
+        np.cumsum(runs[:-1], out=first_run[1:])
+        if n and first_run[-1] + runs[-1] != len(starts):
             raise _Odd
-        shapes[s] = len(templates)
-        templates.append(t)
-    tid = np.fromiter(map(shapes.__getitem__, lines), np.int32, len(lines))
-    n = len(lines)
-    runs = np.array([t.runs for t in templates], np.int64)[tid]
-    first_run = np.zeros(n, np.int64)
-    np.cumsum(runs[:-1], out=first_run[1:])
-    if n and first_run[-1] + runs[-1] != len(starts):
-        raise _Odd
+        for name in FIELDS:
+            slot = np.array([t.slot.get(name, -1) for t in templates], np.int64)[tid]
+            sign = np.array([t.sign.get(name, 1) for t in templates], np.int64)[tid]
+            has = slot >= 0
+            out = np.full(n, FIELD_DEFAULTS[name], np.int64)
+            r = (first_run + slot)[has]
+            out[has] = _numbers(buf, ends[r], lengths[r]) * sign[has]
+            self.fields[name].append(out)
+        if not np.array_equal(self.fields["index"][-1], np.arange(self.n, self.n + n)):
+            raise _Odd
+        nemesis = np.flatnonzero(np.array([t.f < 0 for t in templates], np.bool_)[tid])
+        for i, raw in zip(nemesis.tolist(), _lines_at(data, nemesis), strict=True):
+            pos = self.n + i
+            self.nemesis.append(event_from_dict(orjson.loads(raw), self.source, pos + 1, pos))
+        self.tid.append(tid)
+        self.n += n
 
-    def column(name: str, default: int = 0) -> tuple[Any, Any]:
-        """(the number of each line's run for this field, or `default`; where
-        the field is a run)."""
-        slot = np.array([t.slot.get(name, -1) for t in templates], np.int64)[tid]
-        sign = np.array([t.sign.get(name, 1) for t in templates], np.int64)[tid]
-        has = slot >= 0
-        out = np.full(n, default, np.int64)
-        r = (first_run + slot)[has]
-        out[has] = _numbers(buf, ends[r], lengths[r]) * sign[has]
-        return out, has
 
-    index, _ = column("index", -1)
-    if not np.array_equal(index, np.arange(n)):
+def _read(chunks: Any, source: str) -> History:
+    lines = _Lines(source)
+    for data in chunks:
+        lines.add(data)
+    n, templates = lines.n, lines.templates
+    if not n:
         raise _Odd
-    time, _ = column("time")
+    tid = np.concatenate(lines.tid)
+    num = {name: np.concatenate(parts) for name, parts in lines.fields.items()}
+    time = num["time"]
     types = np.array([t.type for t in templates], np.int8)[tid]
     fs = np.array([t.f for t in templates], np.int8)[tid]
-    process, _ = column("process", -1)
+    process = num["process"]
     process[fs < 0] = -1  # nemesis events
     ops = _pair(process, types, fs)
     # Values: runs are ints; constants (null, true, strings) are frozen values.
@@ -305,7 +346,7 @@ def _read(data: bytes, source: str) -> History:
     for name in ("key", "p", "o", "n"):  # constant index; -1: a run; -2: no such field
         ix = np.array([const_ids.setdefault(t.const[name], len(const_ids)) if name in t.const
                        else -1 if name in t.slot else -2 for t in templates], np.int64)
-        tables[name] = (column(name)[0], ix[tid])
+        tables[name] = (num[name], ix[tid])
     inv, ret = ops
     typ = np.where(ret >= 0, types[np.maximum(ret, 0)], 3)
     ok = typ == 1
@@ -327,11 +368,8 @@ def _read(data: bytes, source: str) -> History:
     b = np.where(f == 2, nv, -1)
     if bool((a[~read | ok] < 0).any()):
         raise _Odd
-    nemesis = [event_from_dict(orjson.loads(raw), source, int(i) + 1, int(i))
-               for i, raw in zip(np.flatnonzero(fs < 0).tolist(),
-                                 _lines_at(data, np.flatnonzero(fs < 0)), strict=True)]
     h = RegisterHistory([], source)
-    h.compact = (n, nemesis)
+    h.compact = (n, lines.nemesis)
     back = np.flatnonzero(time[1:] < time[:-1])
     if len(back):
         h.time_backwards = (int(back[0]) + 2, len(back))
@@ -499,7 +537,8 @@ class _Calls:
         return out
 
     def attach(self, calls: list) -> None:
-        """Give each call its `Op` (for an explanation)."""
+        """Give these calls their `Op`s (for an explanation)."""
+        calls = [c for c in calls if c.op is None]
         where = np.searchsorted(self.cols.call, [c.call for c in calls]).tolist()
         for c, i in zip(calls, where, strict=True):
             c.op = self.cols.op(i)
