@@ -15,8 +15,12 @@ refutation without search it enables (`scarcity.refuted`).
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import re
+import subprocess
+import sys
 
 import orjson
 import pytest
@@ -154,6 +158,23 @@ def test_stale_reads_over_many_keys_refuted_without_search(tmp_path):
     assert r.stats["keys-refuted-unsearched"] > 0
     a, b, _ = both(path)
     assert a == b and a["valid"] is False
+
+
+def test_sleuth_check_reads_large_register_files_by_columns(tmp_path):
+    """The command itself: a large file goes by columns (the stat says keys were
+    refuted unsearched), with the verdict and exit status of the general path."""
+    events, _ = simulate(ops=20_000, processes=10, keys=40, values=5, crash_rate=0.05, seed=3,
+                         bug="stale-read", stale_rate=0.05)
+    path = str(tmp_path / "stale.jsonl")
+    write_jsonl(events, path)
+    sleuth = os.path.join(os.path.dirname(sys.executable), "sleuth")
+    done = subprocess.run([sleuth, "check", path, "-w", "register", "--json"], capture_output=True,
+                          text=True, timeout=120)
+    record = json.loads(done.stdout)
+    assert done.returncode == 1 and record["valid"] is False
+    assert record["stats"]["keys-refuted-unsearched"] > 0
+    general = check_register(load(path, events=False)).to_json()
+    assert record["anomalies"] == json.loads(json.dumps(general["anomalies"], default=repr))
 
 
 def test_small_files_use_the_general_reader(tmp_path):
