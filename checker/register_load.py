@@ -257,7 +257,7 @@ def _chunks(fh) -> Any:
         yield carry + b"\n"
 
 
-FIELD_DEFAULTS = {"index": -1, "time": 0, "process": -1, "key": 0, "p": 0, "o": 0, "n": 0}
+DEFAULTS = (-1, 0, -1, 0, 0, 0, 0)  # of each of FIELDS on a line without it
 
 
 class _Lines:
@@ -268,7 +268,7 @@ class _Lines:
         self.shapes: dict[bytes, int] = {}
         self.templates: list[_Template] = []
         self.tid: list[Any] = []
-        self.fields: dict[str, list[Any]] = {name: [] for name in FIELDS}
+        self.fields: list[Any] = []  # per chunk: a line x FIELDS array
         self.nemesis: list[Event] = []
         self.n = 0
 
@@ -307,16 +307,19 @@ class _Lines:
         np.cumsum(runs[:-1], out=first_run[1:])
         if n and first_run[-1] + runs[-1] != len(starts):
             raise _Odd
-        for name in FIELDS:
-            slot = np.array([t.slot.get(name, -1) for t in templates], np.int64)[tid]
-            sign = np.array([t.sign.get(name, 1) for t in templates], np.int64)[tid]
-            has = slot >= 0
-            out = np.full(n, FIELD_DEFAULTS[name], np.int64)
-            r = (first_run + slot)[has]
-            out[has] = _numbers(buf, ends[r], lengths[r]) * sign[has]
-            self.fields[name].append(out)
-        if not np.array_equal(self.fields["index"][-1], np.arange(self.n, self.n + n)):
-            raise _Odd
+        # Every field of every line at once: which run holds it, and its number.
+        slot = np.array([[t.slot.get(name, -1) for name in FIELDS] for t in templates],
+                        np.int64)[tid]
+        sign = np.array([[t.sign.get(name, 1) for name in FIELDS] for t in templates],
+                        np.int64)[tid]
+        has = slot >= 0
+        out = np.empty((n, len(FIELDS)), np.int64)
+        out[:] = DEFAULTS
+        r = (first_run[:, None] + slot)[has]
+        out[has] = _numbers(buf, ends[r], lengths[r]) * sign[has]
+        if not np.array_equal(out[:, 0], np.arange(self.n, self.n + n)):
+            raise _Odd  # an index that is not the line's position
+        self.fields.append(out)
         nemesis = np.flatnonzero(np.array([t.f < 0 for t in templates], np.bool_)[tid])
         for i, raw in zip(nemesis.tolist(), _lines_at(data, nemesis), strict=True):
             pos = self.n + i
@@ -333,7 +336,8 @@ def _read(chunks: Any, source: str) -> History:
     if not n:
         raise _Odd
     tid = np.concatenate(lines.tid)
-    num = {name: np.concatenate(parts) for name, parts in lines.fields.items()}
+    table = np.concatenate(lines.fields)
+    num = dict(zip(FIELDS, np.ascontiguousarray(table.T), strict=True))
     time = num["time"]
     types = np.array([t.type for t in templates], np.int8)[tid]
     fs = np.array([t.f for t in templates], np.int8)[tid]
@@ -414,7 +418,10 @@ def _pair(process: Any, types: Any, fs: Any) -> tuple[Any, Any]:
     """(invoke positions, completion positions or -1), in invoke order, as
     `sleuth.history.Pairer` pairs them; _Odd where it would refuse the file."""
     client = np.flatnonzero(process >= 0)
-    order = client[np.argsort(process[client], kind="stable")]
+    who = process[client]
+    if len(who) and who.max() < 1 << 15:
+        who = who.astype(np.int16)  # numpy sorts 16-bit numbers stably by radix
+    order = client[np.argsort(who, kind="stable")]
     p = process[order]
     m = len(order)
     new = np.ones(m, np.bool_)
@@ -443,11 +450,20 @@ def _ids(columns: list[tuple[Any, Any]], const_ids: dict[Any, int]) -> tuple[lis
     """Dense ids over several (number, constant index) columns at once, the
     constant index being -1 where the number counts and -2 where there is no
     value: (the frozen value of each id, each column as ids, -1 for none)."""
-    ints = np.unique(np.concatenate([num[const == -1] for num, const in columns]))
+    nums = np.concatenate([num[const == -1] for num, const in columns])
+    if len(nums) and 0 <= nums.min() and nums.max() < 4 * len(nums):
+        present = np.zeros(int(nums.max()) + 1, np.bool_)  # small numbers: a table, no sort
+        present[nums] = True
+        ints = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        find = rank.__getitem__
+    else:
+        ints = np.unique(nums)
+        find = ints.searchsorted
     values = ints.tolist() + list(const_ids)
     out = []
     for num, const in columns:
-        ids = np.searchsorted(ints, num)
+        ids = find(np.where(const == -1, num, ints[0] if len(ints) else 0))
         out.append(np.where(const >= 0, len(ints) + const, np.where(const == -1, ids, -1)))
     return values, out
 
