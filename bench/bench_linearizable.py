@@ -188,7 +188,7 @@ def large_register(seeds: int) -> None:
                   f"{statistics.median(c for _, c in whole):>7.2f} "
                   f"{statistics.median(w for w, _ in whole):>7.2f}   (the whole `sleuth check`: "
                   "interpreter start, imports, output)")
-    print("   columns: the columnar reader (checker/register_load.py) `sleuth check` uses for "
+    print("   columns: the columnar reader (checker/register_columns.py) `sleuth check` uses for "
           "large JSON Lines register files; general: the general reader, for comparison. "
           "CPU is the path's own (other load on the machine inflates wall, not CPU), median "
           "of fresh interpreters.")

@@ -172,7 +172,7 @@ class Outcome:
     culprit: int = -1
     calls: list[Call] = field(default_factory=list)
     shortage: Shortage | None = None
-    # Gives calls their `Op`s, for calls built without (`register_load`): an
+    # Gives calls their `Op`s, for calls built without (`register_columns`): an
     # explanation asks only for those it names.
     attach: Callable[[list[Call]], None] | None = None
 
@@ -708,7 +708,7 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     held a value other than its old one at some instant of it; see
     `register_models`), not a no-op.
 
-    A history read into columns (`register_load`, large files) comes with
+    A history read into columns (`register_columns`, large files) comes with
     keys already refuted by `scarcity.refuted`: those need no search, but
     for the first MAX_EXAMPLES invalid keys, which the search explains
     exactly as it would any other (on a refuted key it can only end
@@ -716,7 +716,7 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     initial = model.init(initial_value)
     cols = getattr(history, "register_columns", None)
     if cols is not None and keyed and model is REGISTER:
-        from sleuth.checker.register_load import key_ops
+        from sleuth.checker.register_columns import key_ops
 
         found, n_keys, n_judged = key_ops(cols, failed_cas_observes)
         groups = [(k.key, k.calls, k.refuted) for k in found]

@@ -1,5 +1,6 @@
-"""The columnar reader of register histories (checker/register_load.py) and the
-refutation without search it enables (`scarcity.refuted`).
+"""The columnar reader of register histories (checker/register_load.py,
+checker/register_columns.py) and the refutation without search it enables
+(`scarcity.refuted`).
 
 1. The same random histories as tests/test_linearizable.py, written to JSON
    Lines and read by the columnar path: the brute-force linearizer's verdict,
@@ -28,7 +29,8 @@ from test_linearizable import brute_force, random_history
 
 from sleuth.checker import register_load
 from sleuth.checker.linearizable import check_register
-from sleuth.checker.register_load import RegisterHistory, key_ops, read_register
+from sleuth.checker.register_columns import RegisterHistory, key_ops
+from sleuth.checker.register_load import read_register
 from sleuth.history import Event, HistoryError, write_jsonl
 from sleuth.imports import load
 from sleuth.workloads.sim_register import simulate
@@ -175,6 +177,18 @@ def test_sleuth_check_reads_large_register_files_by_columns(tmp_path):
     assert record["stats"]["keys-refuted-unsearched"] > 0
     general = check_register(load(path, events=False)).to_json()
     assert record["anomalies"] == json.loads(json.dumps(general["anomalies"], default=repr))
+
+
+def test_a_small_register_file_never_imports_numpy(tmp_path):
+    """Start-up: a small file goes by the general reader, and numpy's import
+    (tens of milliseconds) is not paid for it."""
+    path, _ = _register_file(tmp_path, "small.jsonl")
+    code = ("import sys; from sleuth.checker import WORKLOADS; from sleuth.cli.check import "
+            f"judge_file; s = judge_file({path!r}, WORKLOADS['register'], {{}})[0]; "
+            "print(s, 'numpy' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.split() == ["0", "False"]
 
 
 def test_small_files_use_the_general_reader(tmp_path):
