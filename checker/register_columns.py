@@ -20,7 +20,7 @@ before, bad input included (one line naming file and line):
   format's rules (`sleuth.history.RULES`): a skeleton that is not a valid
   event (an unknown field, a float, a string value, a nested value, a
   backslash, ...) sends the file to the general reader.
-- Digit runs with a leading zero or over 18 digits, an index that is not the
+- Digit runs with a leading zero or over 16 digits, an index that is not the
   line's position, a process breaking the pairing rules, an operation that is
   not read, write or cas, or whose completion names another key: the general
   reader again (it names the line).
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 if "numpy" not in sys.modules:
@@ -85,13 +85,6 @@ class Columns:
     time: Any  # of every event
     keys: list[Any]
     values: list[Any]
-    value_id: dict[Any, int] = field(default_factory=dict)  # frozen value -> id, filled on demand
-
-    def id_of(self, v: Any) -> int:
-        """The id of frozen value v, or -1 if no operation names it."""
-        if not self.value_id:
-            self.value_id = {x: i for i, x in enumerate(self.values)}
-        return self.value_id.get(v, -1)
 
     def op(self, i: int) -> Op:
         """Operation i as the general reader would give it (for explanations)."""

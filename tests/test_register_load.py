@@ -131,6 +131,28 @@ def test_nemesis_events_and_strings_as_values(tmp_path, always_columns):
     assert [e.f for e in h.nemesis_events()] == ["start-partition", "stop-partition"]
 
 
+def _ev(i, typ, f, value, process=0):
+    return {"index": i, "time": i, "type": typ, "process": process, "f": f, "value": value}
+
+
+@pytest.mark.parametrize("evs", [
+    [_ev(0, "info", "kill", None, "nemesis")],  # nothing to judge
+    [_ev(0, "invoke", "write", [1, 2])],  # never completed: info
+    [_ev(0, "invoke", "read", [1, None]), _ev(1, "fail", "read", [1, None])],
+    [_ev(0, "invoke", "read", [1, None]), _ev(1, "ok", "read", [1, None])],
+    [_ev(0, "invoke", "write", [-1, -2]), _ev(1, "ok", "write", [-1, -2]),
+     _ev(2, "invoke", "read", [-1, None]), _ev(3, "ok", "read", [-1, -3])],  # negative numbers
+    [_ev(0, "invoke", "cas", ["k", [None, 1]]), _ev(1, "ok", "cas", ["k", [None, 1]]),
+     _ev(2, "invoke", "cas", ["k", [1, False]]), _ev(3, "ok", "cas", ["k", [1, False]]),
+     _ev(4, "invoke", "read", ["k", None]), _ev(5, "ok", "read", ["k", 0])],  # false is not 0
+], ids=["nemesis-only", "invoke-only", "failed-read", "read-null", "negative", "false-vs-0"])
+def test_edge_histories_agree(tmp_path, always_columns, evs):
+    path = tmp_path / "e.jsonl"
+    path.write_bytes(_lines(evs))
+    a, b, h = both(str(path))
+    assert isinstance(h, RegisterHistory) and a == b
+
+
 @pytest.mark.parametrize("extra", [
     {4: {"process": 1}},  # an invoke while one is in flight, then an ok with none
     {5: {"f": "read"}},  # a completion of another f
