@@ -11,7 +11,8 @@ The search (`search`) is model-agnostic. It is Wing & Gong's (1993) algorithm
 with Lowe's (2017) memoization, in the shape Porcupine (Athalye) gives it:
 
 - Invocations and returns sit in one doubly-linked list in history order; a
-  crashed op's return is at +infinity (after all others).
+  crashed op's return is at +infinity (after all others), so crashed ops
+  are kept beside the list, in invoke order (`_window`).
 - The candidates are the invocations before the first return in the list.
   Place a candidate the model accepts, unlink its invocation and its return,
   and go on. Meeting a return means that op can no longer be placed before
@@ -76,7 +77,7 @@ and the ops concurrent with it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -196,7 +197,8 @@ class _Tables:
     makes: list[Any]  # the state an op installs from another one, or NOTHING
     producer_calls: dict[Any, list[int]]  # state -> invoke positions of its makers
     sc: Scarcity | None  # reduction 6
-    rank: list[int]  # the order candidates are tried in (see `_window`)
+    crashed: list[int]  # crashed calls, in invoke order (kept out of the event list)
+    crashed_calls: list[int]  # their invoke positions
 
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
@@ -263,11 +265,9 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     sc = None
     if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
-    rank = [0] * n
-    for r, i in enumerate(sorted(range(n), key=lambda i: (ret[i], -i))):
-        rank[i] = r
+    crashed = [i for i in range(n) if okix[i] < 0]
     return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
-                   producer_calls, sc, rank)
+                   producer_calls, sc, crashed, [calls[i].call for i in crashed])
 
 
 class _Transitions:
@@ -300,18 +300,18 @@ class _Transitions:
 
 
 def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
-    """The invocation of call i is entry 2i, its return 2i+1 (odd = return),
-    in one doubly-linked list in history order (a crashed op's return last):
-    (next, previous, head)."""
+    """The invocation of ok call i is entry 2i, its return 2i+1 (odd =
+    return), in one doubly-linked list in history order: (next, previous,
+    head). Crashed calls are not in it: they never return, so they never end
+    a window, and `_window` reads the ones in a window off `t.crashed`."""
     n, calls = len(t.calls), t.calls
     head, tail = 2 * n, 2 * n + 1
-    # Positions are distinct event indices; crashed returns go last, in order.
-    last = max((c.ret for c in calls if c.ret is not None), default=0)
-    where = [0] * (2 * n)
+    where: dict[int, int] = {}  # entry -> position (distinct event indices)
     for i, c in enumerate(calls):
-        where[2 * i] = c.call
-        where[2 * i + 1] = c.ret if c.ret is not None else last + 1 + i
-    order = sorted(range(2 * n), key=where.__getitem__)
+        if c.ret is not None:
+            where[2 * i] = c.call
+            where[2 * i + 1] = c.ret
+    order = sorted(where, key=where.__getitem__)
     nxt = [0] * (2 * n + 2)
     prv = [0] * (2 * n + 2)
     prev = head
@@ -322,13 +322,34 @@ def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
     return nxt, prv, head
 
 
+def _crashed_window(t: _Tables, k: int, ib: int) -> tuple[list[tuple[int, int]], set[Any]]:
+    """The crashed ops in a window: the first k crashed ops (in invoke order)
+    but those placed (ib). For each effect, the first invoked (reduction 2),
+    latest invoked first (the order they are tried in); and what they make."""
+    first: dict[int, int] = {}
+    made: set[Any] = set()
+    cls, ibit, makes = t.cls, t.ibit, t.makes
+    for y in t.crashed[:k]:
+        if ib & ibit[y]:
+            continue
+        if t.lookahead and makes[y] is not NOTHING:
+            made.add(makes[y])
+        if cls[y] not in first:
+            first[cls[y]] = y
+    return sorted(first.items(), key=lambda cy: -cy[1]), made
+
+
 def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
-            spent: list[int]) -> tuple[int, list[int], int]:
+            spent: list[int], ib: int, crashed_memo: dict) -> tuple[int, list[int], int]:
     """The choices at a configuration first reached: (a read-only op to place
     at once, or -1; else the candidates to try, in order; and an op seen
     never to be placeable, or -1, when that makes the configuration dead).
 
-    The window is the invocations before the first return in the list."""
+    The window is the invocations before the first return in the list: the
+    ok ones in the list, and the crashed ones (never read-only: reduction 4)
+    invoked before that return and not placed, the same for many
+    configurations in a row, so worked out once for each (how many crashed
+    ops were invoked, which are placed) in `crashed_memo`."""
     ro, ret, cls, need, makes = t.ro, t.ret, t.cls, t.need, t.makes
     trans = tr.trans
     lookahead = t.lookahead
@@ -376,8 +397,16 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     # linearization is found: earliest return first, and crashed ops (which
     # never return) last, latest invoked first; on the benchmark's hardest
     # rows this order explored the fewest configurations of those tried.
-    cands = sorted(chosen.values(), key=t.rank.__getitem__)
     first_ret = ret[x >> 1]  # x is the first return in the list
+    cands = sorted(chosen.values(), key=ret.__getitem__)  # ok ops (their returns differ)
+    k = bisect_left(t.crashed_calls, first_ret)
+    if k:
+        key = (k, ib)
+        crashed = crashed_memo.get(key)
+        if crashed is None:
+            crashed = crashed_memo[key] = _crashed_window(t, k, ib)
+        cands += [y for c, y in crashed[0] if c not in chosen]  # an ok op of the effect goes first
+        made |= crashed[1]
     sc = t.sc
     if sc is not None:
         # Reduction 6: spend no more crashed ops of a value than the demands
@@ -447,12 +476,13 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     fresh = True
     cands: list[int] = []
     j = 0
+    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
     while True:
         i = -1
         forced = False
         if fresh:
             fresh = False
-            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent)
+            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent, ib, crashed_memo)
             forced = i >= 0
             j = 0
             if dead_of >= 0 and best[0] == lo and best[1:] == (rel, ib, sid, lw) \
@@ -521,13 +551,13 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             if key not in seen:
                 seen.add(key)
                 stack.append((i, sid, lo, rel, ib, flag, lw, forced, cands, j))
-                e = i + i  # lift the invocation and its return out of the list
-                p, q = prv[e], nxt[e]
-                nxt[p], prv[q] = q, p
-                p, q = prv[e + 1], nxt[e + 1]
-                nxt[p], prv[q] = q, p
                 sid, lo, rel = ns, nlo, nrel
                 if k >= 0:
+                    e = i + i  # lift the invocation and its return out of the list
+                    p, q = prv[e], nxt[e]
+                    nxt[p], prv[q] = q, p
+                    p, q = prv[e + 1], nxt[e + 1]
+                    nxt[p], prv[q] = q, p
                     flag = 0
                     remaining -= 1
                 else:
@@ -556,12 +586,12 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             if not stack:
                 return _failure(t, tr, explored, best_placed, best, culprit)
             i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
-            e = i + i  # put them back, return first
-            p, q = prv[e + 1], nxt[e + 1]
-            nxt[p] = prv[q] = e + 1
-            p, q = prv[e], nxt[e]
-            nxt[p] = prv[q] = e
             if okix[i] >= 0:
+                e = i + i  # put them back, return first
+                p, q = prv[e + 1], nxt[e + 1]
+                nxt[p] = prv[q] = e + 1
+                p, q = prv[e], nxt[e]
+                nxt[p] = prv[q] = e
                 remaining += 1
             elif sc is not None and sc.kind[i] >= 0:
                 spent[sc.kind[i]] -= 1
