@@ -151,6 +151,10 @@ def test_edge_histories_agree(tmp_path, always_columns, evs):
     path.write_bytes(_lines(evs))
     a, b, h = both(str(path))
     assert isinstance(h, RegisterHistory) and a == b
+    # Anyone else asking for the operations gets the general reader's.
+    assert [(o.process, o.f, o.type, o.value, o.invoke_pos, o.complete_pos) for o in h.ops()] \
+        == [(o.process, o.f, o.type, o.value, o.invoke_pos, o.complete_pos)
+            for o in load(str(path), events=False).ops()]
 
 
 @pytest.mark.parametrize("extra", [
