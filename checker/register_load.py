@@ -20,21 +20,19 @@ def read_register(path: str | os.PathLike, events: bool = False) -> History:
     """A register history from `path`: columnar when it can be read so exactly
     (JSON Lines, at least MIN_BYTES, events not wanted), else by the general
     reader."""
-    from sleuth.imports import load
-
     source = os.fspath(path)
-    if events or not source.lower().endswith(".jsonl"):
-        return load(source, events=events)
     try:
-        if os.path.getsize(source) < MIN_BYTES:
-            return load(source, events=events)
-        from sleuth.checker import register_columns as columns
+        if not events and source.lower().endswith(".jsonl") \
+                and os.path.getsize(source) >= MIN_BYTES:
+            from sleuth.checker import register_columns as columns
 
-        with open(source, "rb") as fh:
-            try:
-                return columns.read(columns.chunks(fh), source)
-            except columns.Odd:  # not a file the columns hold exactly
-                pass
+            with open(source, "rb") as fh:
+                try:
+                    return columns.read(columns.chunks(fh), source)
+                except columns.Odd:  # not a file the columns hold exactly
+                    pass
     except OSError as e:
         raise HistoryError(source, None, e.strerror or str(e)) from None
+    from sleuth.imports import load
+
     return load(source, events=events)
