@@ -356,14 +356,19 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     chosen: dict[int, int] = {}
     needy: list[int] = []
     made: set[Any] = set()
+    now = tr.state_of[sid]
     x = nxt[head]
     while not x & 1:
         y = x >> 1
         x = nxt[x]
         if ro[y]:
-            ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
-            if ns is None:
-                ns = tr(y, sid)
+            u = need[y]
+            if u is not NOTHING:  # the one state it is legal in, and it changes none
+                ns = sid if u == now else -1
+            else:
+                ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
+                if ns is None:
+                    ns = tr(y, sid)
             if ns == sid:
                 # Reduction 1. A read-only op r, a candidate and legal now, can
                 # go first: take any linearization from here; r is in it (ok
@@ -420,7 +425,6 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
         # placed from here on: one in the window, or one invoked after x and
         # before y returns. If there is none, y can never be placed, and this
         # configuration is dead.
-        now = tr.state_of[sid]
         for y in needy:
             u = need[y]
             if u is NOTHING or u == now or u in made:
