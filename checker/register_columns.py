@@ -316,8 +316,8 @@ def read(chunks: Any, source: str) -> History:
     if not n:
         raise Odd
     tid = np.concatenate(lines.tid)
-    table = np.concatenate(lines.fields)
-    num = dict(zip(FIELDS, np.ascontiguousarray(table.T), strict=True))
+    num = {name: np.concatenate([part[:, i] for part in lines.fields])
+           for i, name in enumerate(FIELDS)}
     time = num["time"]
     types = np.array([t.type for t in templates], np.int8)[tid]
     fs = np.array([t.f for t in templates], np.int8)[tid]
