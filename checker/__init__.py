@@ -93,6 +93,16 @@ class Workload:
     models: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
+    reader: tuple[str, str] | None = None  # (module, function) reading a file for the checker
+
+    def load(self, path: str, events: bool = True) -> Any:
+        """The history in `path`: by the workload's own reader if it has one
+        (it hands what it cannot read to the general one), else `sleuth.imports.load`."""
+        if self.reader is None:
+            from sleuth.imports import load
+
+            return load(path, events=events)
+        return getattr(importlib.import_module(self.reader[0]), self.reader[1])(path, events=events)
 
     @property
     def default_model(self) -> str | None:
@@ -120,7 +130,8 @@ TXN_ALIASES = tuple(ALIASES.items())  # Adya's PL-levels and Elle's other names
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("register", "sleuth.checker.linearizable", "check_register",
-             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
+             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES,
+             ("sleuth.checker.register_load", "read_register")),
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
     Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS,

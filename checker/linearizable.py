@@ -11,7 +11,8 @@ The search (`search`) is model-agnostic. It is Wing & Gong's (1993) algorithm
 with Lowe's (2017) memoization, in the shape Porcupine (Athalye) gives it:
 
 - Invocations and returns sit in one doubly-linked list in history order; a
-  crashed op's return is at +infinity (after all others).
+  crashed op's return is at +infinity (after all others), so crashed ops
+  are kept beside the list, in invoke order (`_window`).
 - The candidates are the invocations before the first return in the list.
   Place a candidate the model accepts, unlink its invocation and its return,
   and go on. Meeting a return means that op can no longer be placed before
@@ -76,7 +77,7 @@ and the ops concurrent with it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -172,6 +173,9 @@ class Outcome:
     culprit: int = -1
     calls: list[Call] = field(default_factory=list)
     shortage: Shortage | None = None
+    # Gives calls their `Op`s, for calls built without (`register_columns`): an
+    # explanation asks only for those it names.
+    attach: Callable[[list[Call]], None] | None = None
 
 
 @dataclass
@@ -193,7 +197,8 @@ class _Tables:
     makes: list[Any]  # the state an op installs from another one, or NOTHING
     producer_calls: dict[Any, list[int]]  # state -> invoke positions of its makers
     sc: Scarcity | None  # reduction 6
-    rank: list[int]  # the order candidates are tried in (see `_window`)
+    crashed: list[int]  # crashed calls, in invoke order (kept out of the event list)
+    crashed_calls: list[int]  # their invoke positions
 
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
@@ -260,11 +265,9 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     sc = None
     if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
-    rank = [0] * n
-    for r, i in enumerate(sorted(range(n), key=lambda i: (ret[i], -i))):
-        rank[i] = r
+    crashed = [i for i in range(n) if okix[i] < 0]
     return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
-                   producer_calls, sc, rank)
+                   producer_calls, sc, crashed, [calls[i].call for i in crashed])
 
 
 class _Transitions:
@@ -297,18 +300,18 @@ class _Transitions:
 
 
 def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
-    """The invocation of call i is entry 2i, its return 2i+1 (odd = return),
-    in one doubly-linked list in history order (a crashed op's return last):
-    (next, previous, head)."""
+    """The invocation of ok call i is entry 2i, its return 2i+1 (odd =
+    return), in one doubly-linked list in history order: (next, previous,
+    head). Crashed calls are not in it: they never return, so they never end
+    a window, and `_window` reads the ones in a window off `t.crashed`."""
     n, calls = len(t.calls), t.calls
     head, tail = 2 * n, 2 * n + 1
-    # Positions are distinct event indices; crashed returns go last, in order.
-    last = max((c.ret for c in calls if c.ret is not None), default=0)
-    where = [0] * (2 * n)
+    where: dict[int, int] = {}  # entry -> position (distinct event indices)
     for i, c in enumerate(calls):
-        where[2 * i] = c.call
-        where[2 * i + 1] = c.ret if c.ret is not None else last + 1 + i
-    order = sorted(range(2 * n), key=where.__getitem__)
+        if c.ret is not None:
+            where[2 * i] = c.call
+            where[2 * i + 1] = c.ret
+    order = sorted(where, key=where.__getitem__)
     nxt = [0] * (2 * n + 2)
     prv = [0] * (2 * n + 2)
     prev = head
@@ -319,27 +322,53 @@ def _event_list(t: _Tables) -> tuple[list[int], list[int], int]:
     return nxt, prv, head
 
 
+def _crashed_window(t: _Tables, k: int, ib: int) -> tuple[list[tuple[int, int]], set[Any]]:
+    """The crashed ops in a window: the first k crashed ops (in invoke order)
+    but those placed (ib). For each effect, the first invoked (reduction 2),
+    latest invoked first (the order they are tried in); and what they make."""
+    first: dict[int, int] = {}
+    made: set[Any] = set()
+    cls, ibit, makes = t.cls, t.ibit, t.makes
+    for y in t.crashed[:k]:
+        if ib & ibit[y]:
+            continue
+        if t.lookahead and makes[y] is not NOTHING:
+            made.add(makes[y])
+        if cls[y] not in first:
+            first[cls[y]] = y
+    return sorted(first.items(), key=lambda cy: -cy[1]), made
+
+
 def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
-            spent: list[int]) -> tuple[int, list[int], int]:
+            spent: list[int], ib: int, crashed_memo: dict) -> tuple[int, list[int], int]:
     """The choices at a configuration first reached: (a read-only op to place
     at once, or -1; else the candidates to try, in order; and an op seen
     never to be placeable, or -1, when that makes the configuration dead).
 
-    The window is the invocations before the first return in the list."""
+    The window is the invocations before the first return in the list: the
+    ok ones in the list, and the crashed ones (never read-only: reduction 4)
+    invoked before that return and not placed, the same for many
+    configurations in a row, so worked out once for each (how many crashed
+    ops were invoked, which are placed) in `crashed_memo`."""
     ro, ret, cls, need, makes = t.ro, t.ret, t.cls, t.need, t.makes
     trans = tr.trans
     lookahead = t.lookahead
     chosen: dict[int, int] = {}
     needy: list[int] = []
     made: set[Any] = set()
+    now = tr.state_of[sid]
     x = nxt[head]
     while not x & 1:
         y = x >> 1
         x = nxt[x]
         if ro[y]:
-            ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
-            if ns is None:
-                ns = tr(y, sid)
+            u = need[y]
+            if u is not NOTHING:  # the one state it is legal in, and it changes none
+                ns = sid if u == now else -1
+            else:
+                ns = trans[y].get(sid)  # the cache, inline: this is the hot loop
+                if ns is None:
+                    ns = tr(y, sid)
             if ns == sid:
                 # Reduction 1. A read-only op r, a candidate and legal now, can
                 # go first: take any linearization from here; r is in it (ok
@@ -373,8 +402,16 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     # linearization is found: earliest return first, and crashed ops (which
     # never return) last, latest invoked first; on the benchmark's hardest
     # rows this order explored the fewest configurations of those tried.
-    cands = sorted(chosen.values(), key=t.rank.__getitem__)
     first_ret = ret[x >> 1]  # x is the first return in the list
+    cands = sorted(chosen.values(), key=ret.__getitem__)  # ok ops (their returns differ)
+    k = bisect_left(t.crashed_calls, first_ret)
+    if k:
+        key = (k, ib)
+        crashed = crashed_memo.get(key)
+        if crashed is None:
+            crashed = crashed_memo[key] = _crashed_window(t, k, ib)
+        cands += [y for c, y in crashed[0] if c not in chosen]  # an ok op of the effect goes first
+        made |= crashed[1]
     sc = t.sc
     if sc is not None:
         # Reduction 6: spend no more crashed ops of a value than the demands
@@ -388,7 +425,6 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
         # placed from here on: one in the window, or one invoked after x and
         # before y returns. If there is none, y can never be placed, and this
         # configuration is dead.
-        now = tr.state_of[sid]
         for y in needy:
             u = need[y]
             if u is NOTHING or u == now or u in made:
@@ -444,12 +480,13 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     fresh = True
     cands: list[int] = []
     j = 0
+    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
     while True:
         i = -1
         forced = False
         if fresh:
             fresh = False
-            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent)
+            i, cands, dead_of = _window(t, tr, nxt, head, sid, spent, ib, crashed_memo)
             forced = i >= 0
             j = 0
             if dead_of >= 0 and best[0] == lo and best[1:] == (rel, ib, sid, lw) \
@@ -518,13 +555,13 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             if key not in seen:
                 seen.add(key)
                 stack.append((i, sid, lo, rel, ib, flag, lw, forced, cands, j))
-                e = i + i  # lift the invocation and its return out of the list
-                p, q = prv[e], nxt[e]
-                nxt[p], prv[q] = q, p
-                p, q = prv[e + 1], nxt[e + 1]
-                nxt[p], prv[q] = q, p
                 sid, lo, rel = ns, nlo, nrel
                 if k >= 0:
+                    e = i + i  # lift the invocation and its return out of the list
+                    p, q = prv[e], nxt[e]
+                    nxt[p], prv[q] = q, p
+                    p, q = prv[e + 1], nxt[e + 1]
+                    nxt[p], prv[q] = q, p
                     flag = 0
                     remaining -= 1
                 else:
@@ -553,12 +590,12 @@ def search(calls: list[Call], model: Model, initial_state: Any,
             if not stack:
                 return _failure(t, tr, explored, best_placed, best, culprit)
             i, sid, lo, rel, ib, flag, lw, forced, cands, j = stack.pop()
-            e = i + i  # put them back, return first
-            p, q = prv[e + 1], nxt[e + 1]
-            nxt[p] = prv[q] = e + 1
-            p, q = prv[e], nxt[e]
-            nxt[p] = prv[q] = e
             if okix[i] >= 0:
+                e = i + i  # put them back, return first
+                p, q = prv[e + 1], nxt[e + 1]
+                nxt[p] = prv[q] = e + 1
+                p, q = prv[e], nxt[e]
+                nxt[p] = prv[q] = e
                 remaining += 1
             elif sc is not None and sc.kind[i] >= 0:
                 spent[sc.kind[i]] -= 1
@@ -610,6 +647,8 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     window = [c for c in calls if c is not stuck and c.call < stuck.ret
               and (c.ret is None or c.ret > stuck.call)]
     last = calls[lw] if lw >= 0 else None
+    if out.attach is not None:
+        out.attach([stuck, *window, *([last] if last is not None else [])])
     if model.explain is not None:
         sentence = model.explain(key=key, depth=depth, state=state, last=last, stuck=stuck,
                                  window=window, calls=calls, line_of=history.line_of,
@@ -634,6 +673,9 @@ def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) ->
     """The example for a key proven invalid by counting (`scarcity`): the
     disjoint demands for one value, and the too few crashed ops that make it."""
     calls, short = out.calls, out.shortage
+    if out.attach is not None:
+        out.attach([calls[i] for pair in short.demands for i in pair]
+                   + [calls[t] for t in short.tokens])
     w, r = short.demands[-1]
     wc, rc = calls[w], calls[r]
     before = model.needs(wc.f, wc.invoke_value, wc.ok_value) if model.read_only(
@@ -667,21 +709,15 @@ def _explain_shortage(history: History, key: Any, out: Outcome, model: Model) ->
 # Register workloads
 
 
-def check_registers(history: History, keyed: bool, initial_value: Any = None,
-                    max_configurations: int = MAX_CONFIGURATIONS,
-                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
-    """Split by key, prune, search each key; merge as false > unknown > true.
-    With `failed_cas_observes`, a `fail` cas is an observation (the register
-    held a value other than its old one at some instant of it; see
-    `register_models`), not a no-op."""
-    initial = model.init(initial_value)
+def _key_ops(history: History, keyed: bool, failed_cas_observes: bool) -> tuple[list, int, int]:
+    """(key, its calls, refuted: False) for each key, in the order their first
+    op kept appears; and how many keys are named, and observed (an ok op, or
+    a failed cas read as "not old")."""
     by_key: dict[Any, list[Call]] = {}
     keys: set[Any] = set()  # every key an op names, judged or not
     judged: set[Any] = set()  # keys where something was observed
-    n_ops = 0
     for op in history.ops():
         key, invoke_value, ok_value = rm.parse_op(history, op, keyed)  # validates shapes
-        n_ops += 1
         keys.add(key)
         if op.type == "ok" or (failed_cas_observes and op.type == "fail" and op.f == "cas"):
             judged.add(key)  # an observation: an ok op, or a failed cas read as "not old"
@@ -695,11 +731,46 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         by_key.setdefault(key, []).append(Call(
             op, f, invoke_value, ok_value, op.invoke_pos,
             None if op.type == "info" else op.complete_pos))
+    return [(key, calls, False) for key, calls in by_key.items()], len(keys), len(judged)
+
+
+def check_registers(history: History, keyed: bool, initial_value: Any = None,
+                    max_configurations: int = MAX_CONFIGURATIONS,
+                    model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
+    """Split by key, prune, search each key; merge as false > unknown > true.
+    With `failed_cas_observes`, a `fail` cas is an observation (the register
+    held a value other than its old one at some instant of it; see
+    `register_models`), not a no-op.
+
+    A history read into columns (`register_columns`, large files) comes with
+    keys already refuted by `scarcity.refuted`: those need no search, but
+    for the first MAX_EXAMPLES invalid keys, which the search explains
+    exactly as it would any other (on a refuted key it can only end
+    invalid: the refutation is a shortage `scarcity` finds too)."""
+    initial = model.init(initial_value)
+    cols = getattr(history, "register_columns", None)
+    if cols is not None and keyed and model is REGISTER:
+        from sleuth.checker.register_columns import key_ops
+
+        found, n_keys, n_judged = key_ops(cols, failed_cas_observes)
+        groups = [(k.key, k.calls, k.refuted) for k in found]
+    else:
+        groups, n_keys, n_judged = _key_ops(history, keyed, failed_cas_observes)
+    n_ops = len(cols.call) if cols is not None else len(history.ops())
     valid: bool | str = True
     examples: list[dict[str, Any]] = []
     notes: list[str] = []
-    explored = dropped = searched = unknown_keys = bad_keys = 0
-    for key, calls in by_key.items():
+    explored = dropped = searched = unknown_keys = bad_keys = early = 0
+    for key, calls, refuted in groups:
+        if refuted and len(examples) >= MAX_EXAMPLES:
+            early += 1
+            bad_keys += 1
+            valid = merge_valid(valid, False)
+            continue
+        if callable(calls):
+            make, calls = calls, calls()
+        else:
+            make = None
         kept, d = rm.prune_crashed(calls, initial)
         dropped += d
         searched += len(kept)
@@ -719,17 +790,21 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         elif out.valid is False:
             bad_keys += 1
             if len(examples) < MAX_EXAMPLES:
+                if make is not None:
+                    out.attach = make.attach
                 examples.append(explain_failure(history, key, out, model, initial))
-    idle = len(keys) - len(judged)
-    if not judged:
+    idle = n_keys - n_judged
+    if not n_judged:
         valid = UNKNOWN
         notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
     elif idle:
-        notes.append(f"{idle} of {len(keys)} keys had nothing to judge (no operation on them "
+        notes.append(f"{idle} of {n_keys} keys had nothing to judge (no operation on them "
                      "completed ok); the verdict covers the others")
-    stats = {"keys": len(by_key), "ops": n_ops, "ops-searched": searched, "keys-judged": len(judged),
+    stats = {"keys": len(groups), "ops": n_ops, "ops-searched": searched, "keys-judged": n_judged,
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}
+    if early:
+        stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):
         notes.append(f"{bad_keys} keys are not linearizable; the first {len(examples)} "
                      "are explained")

@@ -186,3 +186,68 @@ def _allowances(demands: list[tuple], t_call: list[int]) -> tuple[list[float], l
                 break
             a = follower[a]
     return slack, chain
+
+
+def refuted(group: Any, call: Any, ret: Any, need: Any, post: Any, makes: Any,
+            n_groups: int) -> Any:
+    """Which registers (groups) have an ok op that needs a value no op can
+    supply in time: numpy columns, one entry per op of every group (`call`,
+    `ret` event positions, ret of a crashed op above every position; `need`,
+    `post`, `makes` value ids as in `scarcity`, -1 for none). A boolean per
+    group; True proves the group has no linearization, with no search.
+
+    This is the first demand of `scarcity` with no token at all, for every
+    register at once. Say an ok op r needs u, and w, among the ok ops with a
+    known outcome that completed before r was invoked, is the one invoked
+    last; and w left another value than u. w precedes r in every
+    linearization, so something placed between them turned the register
+    into u: an op p that installs u from another value (a write of u, a cas
+    to u from another value; never a read, which changes nothing), placed
+    after w and before r, so invoked before r completed and, unless it
+    crashed, completed after w was invoked. If no op at all (ok or crashed,
+    kept or not by any other reduction) is like that, there is no
+    linearization. (Taking w invoked last makes the span shortest; when the
+    last one left u itself, this test says nothing and the search decides.)
+    """
+    import numpy as np
+
+    big = int(max(ret.max(initial=0), call.max(initial=0))) + 2
+    refute = np.zeros(n_groups, np.bool_)
+    demand = np.flatnonzero(need >= 0)
+    setter = np.flatnonzero(post >= 0)
+    if not len(demand) or not len(setter):
+        return refute
+    # w for each demand: among setters sorted by (group, ret), the prefix
+    # maximum of call, just before r's invoke.
+    setter = setter[np.lexsort((ret[setter], group[setter]))]
+    by_ret = group[setter] * big + ret[setter]
+    latest = np.maximum.accumulate(group[setter] * big + call[setter])
+    j = np.searchsorted(by_ret, group[demand] * big + call[demand]) - 1
+    jj = np.maximum(j, 0)
+    w_call = latest[jj] - group[demand] * big
+    has_w = (j >= 0) & (w_call >= 0)
+    by_call = np.full(big, -1, np.int64)
+    by_call[call] = np.arange(len(call))
+    w = by_call[np.where(has_w, w_call, 0)]
+    u = need[demand]
+    has_w &= post[w] != u
+    # Producers of (group, value), sorted by call: the latest return among
+    # those invoked before r returned; r is supplied if it is after w's invoke.
+    producer = np.flatnonzero(makes >= 0)
+    supplied = np.zeros(len(demand), np.bool_)
+    if len(producer):
+        n_values = int(max(makes.max(), need.max())) + 1
+        pairs, pair = np.unique(group[producer] * n_values + makes[producer],
+                                return_inverse=True)  # (group, value), dense
+        order = np.lexsort((call[producer], pair))
+        producer, pair = producer[order], pair[order]
+        reach = np.maximum.accumulate(pair * big + ret[producer])
+        wanted = group[demand] * n_values + u
+        want = np.minimum(np.searchsorted(pairs, wanted), len(pairs) - 1)
+        k = np.searchsorted(pair * big + call[producer], want * big + ret[demand]) - 1
+        last_ret = np.where((k >= 0) & (pairs[want] == wanted),
+                            reach[np.maximum(k, 0)] - want * big, -1)
+        supplied = last_ret > call[w]
+    bad = has_w & ~supplied
+    refute[group[demand[bad]]] = True
+    return refute

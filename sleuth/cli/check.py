@@ -82,10 +82,8 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
     Bad input is 254 with the reader's one-line error; any other exception is
     sleuth's own failure, 255 (with its traceback on stderr when SLEUTH_DEBUG=1).
     """
-    from sleuth.imports import load
-
     try:
-        history = load(path, events=events)  # checkers need ops, not every line
+        history = spec.load(path, events=events)  # checkers need ops, not every line
         if history.time_backwards is not None:
             line, count = history.time_backwards
             click.echo(f"sleuth: note: {path}: time is not monotone ({count} events go back in "

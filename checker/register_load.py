@@ -1,0 +1,38 @@
+"""How `sleuth check --workload register` reads a file (the registry's reader).
+
+A JSON Lines file of at least `MIN_BYTES` is read into numpy columns
+(`register_columns`: the checker then builds Python objects only for the keys
+it searches); anything that path cannot read exactly, and every smaller file,
+goes to the general reader (`sleuth.imports.load`), which also names the line
+of any bad input. Small files never import numpy: start-up stays short.
+"""
+
+from __future__ import annotations
+
+import os
+
+from sleuth.history import History, HistoryError
+
+MIN_BYTES = 1 << 20
+
+
+def read_register(path: str | os.PathLike, events: bool = False) -> History:
+    """A register history from `path`: columnar when it can be read so exactly
+    (JSON Lines, at least MIN_BYTES, events not wanted), else by the general
+    reader."""
+    source = os.fspath(path)
+    try:
+        if not events and source.lower().endswith(".jsonl") \
+                and os.path.getsize(source) >= MIN_BYTES:
+            from sleuth.checker import register_columns as columns
+
+            with open(source, "rb") as fh:
+                try:
+                    return columns.read(columns.chunks(fh), source)
+                except columns.Odd:  # not a file the columns hold exactly
+                    pass
+    except OSError as e:
+        raise HistoryError(source, None, e.strerror or str(e)) from None
+    from sleuth.imports import load
+
+    return load(source, events=events)
