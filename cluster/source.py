@@ -25,7 +25,7 @@ not passed that LSN yet, waits until a durable binding covers it, and returns
 the timestamp the read must run at least at.
 
 Fault switches honoured here: `ack-early` (acknowledge each transaction as it
-arrives, before it is written and before the global timestamp passes it) and
+arrives, up to a tick before it is written and the global timestamp passes it) and
 `rtr-skip` (answer `rtr` with the current binding, without asking upstream).
 """
 
@@ -37,7 +37,7 @@ import logging
 import time
 import zlib
 
-from sleuth.cluster import upstream
+from sleuth.cluster import relay, upstream
 from sleuth.cluster.bindings import Bindings
 from sleuth.cluster.rpc import RpcClient, RpcError, Unavailable, serve
 
@@ -60,6 +60,7 @@ class Source:
                  storage: list[tuple[str, int]], faults: set[str], addr: tuple[str, int],
                  bind: str | None = None):
         self.name, self.url, self.tables, self.faults, self.addr = name, url, tables, faults, addr
+        self.bind = bind
         self.oracle = RpcClient(*oracle, source=bind)
         self.node = storage_node(name, len(storage))
         self.storage = RpcClient(*storage[self.node], source=bind)
@@ -83,6 +84,8 @@ class Source:
     # -- start-up ------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self.bind:  # partitions by address must be able to cut the source from its upstream
+            self.url = await relay.start(self.url, self.bind)
         schema = await self._retry("the upstream", self._upstream, upstream.setup, self.url,
                                    self.name, self.tables)
         for t in self.tables:
@@ -99,9 +102,13 @@ class Source:
                     raise SystemExit(f"table {t} exists in the catalog and is not this source's") from None
         await self._retry("storage", self.resync)
         loop = asyncio.get_running_loop()
-        self.repl = upstream.Replication(self.url, self.name,
-                                         lambda txn: loop.call_soon_threadsafe(self.queue.put_nowait, txn),
-                                         received=self.bindings.frontier[0])
+
+        def received(txn: upstream.Txn) -> None:  # in the replication thread
+            if "ack-early" in self.faults:  # the bug: acknowledged on arrival, before it is written
+                self.repl.ack = max(self.repl.ack, txn.end_lsn)
+            loop.call_soon_threadsafe(self.queue.put_nowait, txn)
+
+        self.repl = upstream.Replication(self.url, self.name, received, received=self.bindings.frontier[0])
         self.repl.start()
         asyncio.create_task(self._ingest_loop())
         log.info("source %s: tables %s, resuming after binding %s", self.name, self.tables,
@@ -142,8 +149,6 @@ class Source:
                 txn = self.queue.get_nowait()
                 if not self.bindings.skip(txn.end_lsn):
                     self.pending.append(txn)
-                    if "ack-early" in self.faults:  # the bug: acknowledged before it is even written
-                        self.repl.ack = max(self.repl.ack, txn.end_lsn)
             try:
                 await self._commit()
             except Exception as e:

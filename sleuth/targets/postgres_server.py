@@ -99,6 +99,10 @@ class PostgresServer(LocalServer):
                                capture_output=True, text=True, **self._as_postgres())
             if p.returncode != 0:
                 raise RuntimeError(f"initdb failed: {p.stderr.strip()[-500:]}")
+            # trust the whole loopback block, replication too: a cluster's source node connects
+            # from its own 127.x.y.z address (cluster/relay.py)
+            with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
+                f.write("host all all 127.0.0.0/8 trust\nhost replication all 127.0.0.0/8 trust\n")
             fresh = True
         else:
             fresh = False
