@@ -3,10 +3,11 @@
     python -m sleuth.cluster.node source --listen H:P --data DIR --oracle H:P --storage H:P,…
                                          --upstream postgresql://… --tables t1,t2
 
-On start it sets the upstream up (publication, `pgoutput` slot: upstream.py),
-registers each table in the catalog as a read-only source table (its shards
-all on one storage node, so one append covers them all), and reads its last
-durable binding back from storage. Then, every `TICK`:
+On start it reads its durable bindings back from storage, sets the upstream
+up (publication, `pgoutput` slot, and for a new slot the tables' rows in its
+exported snapshot, bound first at the slot's consistent point: upstream.py),
+and registers each table in the catalog as a read-only source table (its
+shards all on one storage node, so one append covers them all). Then, every `TICK`:
 
 1. the committed upstream transactions received since the last tick, less
    those at or below the last durable binding (a restart resends them), are
@@ -86,8 +87,11 @@ class Source:
     async def start(self) -> None:
         if self.bind:  # partitions by address must be able to cut the source from its upstream
             self.url = await relay.start(self.url, self.bind)
-        schema = await self._retry("the upstream", self._upstream, upstream.setup, self.url,
-                                   self.name, self.tables)
+        await self._retry("storage", self.resync)
+        schema, initial = await self._retry("the upstream", self._upstream, upstream.setup, self.url,
+                                            self.name, self.tables, bool(self.bindings.lsns))
+        if initial is not None:  # bound at the slot's consistent point, before anything streamed
+            self.pending = [initial]
         for t in self.tables:
             source = {"name": self.name, "node": self.node, "addr": f"{self.addr[0]}:{self.addr[1]}"}
             try:
@@ -100,7 +104,6 @@ class Source:
                 catalog = await self.oracle.call("catalog", timeout=RPC_TIMEOUT)
                 if (catalog[t].get("source") or {}).get("name") != self.name:
                     raise SystemExit(f"table {t} exists in the catalog and is not this source's") from None
-        await self._retry("storage", self.resync)
         loop = asyncio.get_running_loop()
 
         def received(txn: upstream.Txn) -> None:  # in the replication thread
@@ -108,7 +111,8 @@ class Source:
                 self.repl.ack = max(self.repl.ack, txn.end_lsn)
             loop.call_soon_threadsafe(self.queue.put_nowait, txn)
 
-        self.repl = upstream.Replication(self.url, self.name, received, received=self.bindings.frontier[0])
+        start = max([self.bindings.frontier[0], *(t.end_lsn for t in self.pending)])
+        self.repl = upstream.Replication(self.url, self.name, received, received=start)
         self.repl.start()
         asyncio.create_task(self._ingest_loop())
         log.info("source %s: tables %s, resuming after binding %s", self.name, self.tables,

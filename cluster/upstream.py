@@ -5,7 +5,8 @@ has, so this module (and only it, in a source node) uses psycopg2.
 
 - `setup()`: a publication `sleuth_<source>` for the tables (REPLICA IDENTITY
   FULL, so updates and deletes carry the whole old row), a `pgoutput`
-  replication slot of the same name, and each table's columns.
+  replication slot of the same name, each table's columns, and when the slot
+  is new the tables' rows in the snapshot it exports (the initial snapshot).
 - `Replication` (a thread): streams the slot from its confirmed position,
   groups changes into committed transactions (`Txn`, with the commit's end
   LSN), hands each to a callback, and sends the acknowledgement (`ack`) as
@@ -49,31 +50,67 @@ def _connect(url: str, **kw):
     return psycopg2.connect(url, connect_timeout=3, **kw)
 
 
-def setup(url: str, source: str, tables: list[str]) -> dict[str, dict]:
-    """Publication and slot (created once), and each table's columns and NOT NULL ones."""
+def setup(url: str, source: str, tables: list[str], resuming: bool) -> tuple[dict, Txn | None]:
+    """Publication and slot, and each table's columns and NOT NULL ones.
+
+    Unless `resuming` (a durable binding exists), the slot is (re)created with an exported
+    snapshot, and the tables' rows as of the slot's consistent point come back as one
+    transaction ending there: the initial snapshot, to be bound before anything streamed.
+    A slot left by a source that died before binding its snapshot is dropped first."""
     name = slot_name(source)
     conn = _connect(url)
     conn.autocommit = True
     try:
         cur = conn.cursor()
-        out = {}
+        schema = {}
         for t in tables:
             cur.execute("SELECT a.attname, a.atttypid, a.attnotnull FROM pg_attribute a "
                         "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped "
                         "ORDER BY a.attnum", (t,))
             cols = cur.fetchall()
-            out[t] = {"columns": [(c, pgoutput.cluster_type(oid)) for c, oid, _ in cols],
-                      "not_null": [c for c, _, nn in cols if nn]}
+            schema[t] = {"columns": [(c, pgoutput.cluster_type(oid)) for c, oid, _ in cols],
+                         "not_null": [c for c, _, nn in cols if nn], "oids": [oid for _, oid, _ in cols]}
             cur.execute(f'ALTER TABLE "{t}" REPLICA IDENTITY FULL')
         cur.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (name,))
         if not cur.fetchone():
             cur.execute(f"CREATE PUBLICATION {name} FOR TABLE " + ", ".join(f'"{t}"' for t in tables))
         cur.execute("SELECT 1 FROM pg_replication_slots WHERE slot_name = %s", (name,))
-        if not cur.fetchone():
-            cur.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (name,))
-        return out
+        exists = cur.fetchone() is not None
+        if resuming and exists:
+            return schema, None
+        if exists:
+            cur.execute("SELECT pg_drop_replication_slot(%s)", (name,))
+        return schema, _snapshot(url, name, tables, schema)
     finally:
         conn.close()
+
+
+def _snapshot(url: str, name: str, tables: list[str], schema: dict) -> Txn:
+    """Create the slot exporting a snapshot; read every table in it."""
+    rconn = psycopg2.connect(url, connect_timeout=3,
+                             connection_factory=psycopg2.extras.LogicalReplicationConnection)
+    try:
+        rcur = rconn.cursor()
+        rcur.execute(f"CREATE_REPLICATION_SLOT {name} LOGICAL pgoutput EXPORT_SNAPSHOT")
+        _, point, snapshot, _ = rcur.fetchone()
+        conn = _connect(url)
+        try:
+            cur = conn.cursor()  # psycopg2 opens the transaction: SET TRANSACTION comes first
+            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur.execute("SET TRANSACTION SNAPSHOT %s", (snapshot,))
+            txn = Txn(end_lsn=pgoutput.lsn_int(point), xid=0)
+            for t in tables:
+                cols = ", ".join(f'"{c}"::text' for c, _ in schema[t]["columns"])
+                cur.execute(f'SELECT {cols} FROM "{t}"')
+                oids = schema[t]["oids"]
+                txn.changes[t] = [[[pgoutput.value(v, oid) for v, oid in zip(row, oids)], 1]
+                                  for row in cur.fetchall()]
+            conn.rollback()
+        finally:
+            conn.close()
+        return txn
+    finally:
+        rconn.close()
 
 
 def current_lsn(url: str) -> int:

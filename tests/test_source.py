@@ -127,3 +127,52 @@ def test_kill_9_of_the_source_loses_and_duplicates_nothing(upstream, cluster):
     assert got == sorted(written) and len(written) > 100
     lsns = [lsn for lsn, _ in call_sync(src.host, src.port, "bindings")]
     assert lsns == sorted(set(lsns))
+
+
+def test_cut_from_its_upstream_a_real_time_recent_read_fails_with_materializes_error(upstream, cluster):
+    src = cluster.node("source1")
+    with psycopg.connect(upstream.url, autocommit=True) as up, \
+            psycopg.connect(cluster.dsn(), autocommit=True) as db:
+        up.execute("INSERT INTO src VALUES (1, 'before')")
+        assert rows(db) == [(1, "before")]
+        db.execute("SET real_time_recency_timeout = '2s'")
+        cluster.runtime.cut("source1", src.host, "upstream", upstream.host)
+        try:
+            up.execute("INSERT INTO src VALUES (2, 'during')")
+            with pytest.raises(psycopg.errors.QueryCanceled) as e:
+                rows(db)
+            assert "timed out before ingesting the source's visible frontier" in str(e.value)
+            assert rows(db, rtr=False) == [(1, "before")]  # without recency: served, stale
+        finally:
+            cluster.runtime.heal_cuts()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                got = rows(db)
+                break
+            except psycopg.errors.QueryCanceled:
+                continue
+        assert got == [(1, "before"), (2, "during")]
+
+
+def test_rows_already_upstream_come_in_the_initial_snapshot_then_the_stream(upstream, tmp_path, monkeypatch):
+    with psycopg.connect(upstream.url, autocommit=True) as up:
+        up.execute("INSERT INTO src SELECT g, 'pre' FROM generate_series(1, 50) g")
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+    c = Cluster(f"s{uuid.uuid4().hex[:8]}")
+    try:
+        c.up("local", progress=lambda m: None, source={"upstream": upstream.url, "tables": ["src"]})
+        with psycopg.connect(upstream.url, autocommit=True) as up, \
+                psycopg.connect(c.dsn(), autocommit=True) as db:
+            up.execute("INSERT INTO src VALUES (51, 'post')")
+            up.execute("UPDATE src SET v = 'changed' WHERE n = 1")
+            got = rows(db)
+            assert len(got) == 51 and got[0] == (1, "changed") and got[-1] == (51, "post")
+            c.runtime.kill("source1")  # resumes from its bindings: no second snapshot
+            c.runtime.restart("source1")
+            c.wait_ready(c.node("source1"), timeout=30)
+            up.execute("INSERT INTO src VALUES (52, 'again')")
+            assert rows(db) == got + [(52, "again")]
+    finally:
+        if c.exists:
+            c.down()
