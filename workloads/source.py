@@ -68,7 +68,10 @@ class Source(Workload):
         me = threading.get_ident()
         conn = self.conns.get(me)
         if conn is None or conn.closed:
-            conn = psycopg.connect(self.upstream_url, autocommit=True, connect_timeout=3)
+            try:
+                conn = psycopg.connect(self.upstream_url, autocommit=True, connect_timeout=3)
+            except psycopg.OperationalError as e:  # nothing was sent: it certainly did not happen
+                raise Failed(f"not connected to the upstream: {str(e).strip().splitlines()[0]}") from None
             with self.lock:
                 self.conns[me] = conn
         return conn
