@@ -12,6 +12,9 @@ has, so this module (and only it, in a source node) uses psycopg2.
   LSN), hands each to a callback, and sends the acknowledgement (`ack`) as
   the slot's flush position when the source node raises it. It reconnects
   after the upstream dies, and never hands over a transaction twice.
+  (psycopg2 itself moves the flush position on to a keepalive's WAL end when
+  everything received has been acknowledged: no transaction of ours lies in
+  between, so that keeps seed 002's rule.)
 - `current_lsn()`, `probe()`: for real-time-recent reads, the upstream's
   `pg_current_wal_lsn()`, and a transactional logical message, whose commit
   the stream delivers after every transaction committed before it.

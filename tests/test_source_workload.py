@@ -1,6 +1,6 @@
 """The source workload live (`sleuth run --workload source`, local runtime): a correct cluster
 stays valid while the source node and the upstream PostgreSQL are killed, paused and cut
-apart, and each of the source's fault switches is caught. Short runs (12 s of load, faults
+apart, and each of the source's fault switches is caught. Short runs (10 s of load, faults
 every 2 s; the rotation of roles reaches the source node and the upstream first), through
 the CLI and its `--json` contract."""
 
@@ -14,7 +14,7 @@ from test_fault_matrix import sleuth_run
 
 pytestmark = pytest.mark.cluster
 
-SECONDS = ["--time-limit", "12"]
+SECONDS = ["--time-limit", "10"]
 
 
 @pytest.mark.parametrize("nemesis, expected", [
