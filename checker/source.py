@@ -72,7 +72,8 @@ def check_source(history: History, **_: Any) -> Result:
         if op.f not in FS:
             raise history.error(op.invoke_pos, f"source ops are {', '.join(FS)}, not {op.f!r}")
         if op.f == "append" and op.type != "fail":
-            appends[op.invoke_value] = op
+            ok_value = op.type == "ok" and isinstance(op.value, dict)  # a compact load: no invoke value
+            appends[op.value["v"] if ok_value else op.invoke_value] = op
             if op.type == "ok":
                 if not (isinstance(op.value, dict) and {"n", "after"} <= set(op.value)):
                     raise history.error(op.complete_pos, "an ok append's value is {v, n, lsn, after}")

@@ -117,3 +117,20 @@ def test_the_last_read_missing_a_completed_append_is_a_lost_change():
 def test_no_read_means_nothing_was_checked():
     valid, _ = verdict(BASE)
     assert valid == "unknown"
+
+
+@pytest.mark.parametrize("ops", [
+    BASE + [(0, "append", 40, 6, None, "info", None), read(1, [(1, 10), (2, 20)], 7, 8, rtr=True),
+            read(1, [(1, 10), (2, 20), (3, 30), (4, 40)], 9, 10, rtr=True)],
+    BASE + [ack(2, 200, 6, 7), read(1, [(1, 10)], 8, 9), read(1, [(1, 10), (2, 20), (3, 30)], 10, 11)],
+])
+def test_a_stored_history_read_compactly_gets_the_same_verdict(tmp_path, ops):
+    """`sleuth check` loads a history compactly (an ok op keeps only its completion value)."""
+    from sleuth.history import JsonlWriter, read_jsonl
+
+    w = JsonlWriter(tmp_path / "history.jsonl")
+    for e in history(ops).events:
+        w.append(e.time, e.type, e.process, e.f, e.value)
+    w.close()
+    full, compact = (check_source(read_jsonl(tmp_path / "history.jsonl", events=ev)) for ev in (True, False))
+    assert (full.valid, full.anomaly_types) == (compact.valid, compact.anomaly_types) != (True, [])
