@@ -140,6 +140,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
              ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES),
     Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative")),
     Workload("counter", "sleuth.checker.counter", "check_counter"),
+    Workload("source", "sleuth.checker.source", "check_source"),  # an upstream log, via a source node
 )}
 
 

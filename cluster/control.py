@@ -4,13 +4,14 @@ A cluster has a name and a state directory (`$SLEUTH_HOME/clusters/<name>`,
 default `~/.sleuth`), holding `cluster.json`: the runtime, the fault
 switches and every node (name, role, address, command line). Nodes:
 
-- `oracle` (timestamp oracle and catalog), `storage1..N`, `coord1..M`.
+- `oracle` (timestamp oracle and catalog), `storage1..N`, `coord1..M`, and with
+  an upstream PostgreSQL `source1` (source.py), started before the coordinators.
 
 Addresses: the local runtime gives each cluster its own 127.A.B.0/24 block,
 the docker runtime its own 172.30.B.0/24 network, both derived from the
 cluster name, so several clusters (parallel tests) never collide. Ports are
 the same on every node: oracle 6000, storage 6100, pgwire 6875, coordinator
-admin 6876.
+admin 6876, source 6200.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
 
-ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT = 6000, 6100, 6875  # a coordinator's admin port: pgwire + 1
+ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, SOURCE_PORT = 6000, 6100, 6875, 6200  # a coordinator's admin port: pgwire + 1
 
 
 __all__ = ["Cluster", "ClusterError", "ClusterFailed", "Node", "clusters", "default_runtime", "ssh_hosts"]
@@ -158,9 +159,10 @@ class Cluster:
 
     def up(self, runtime: str, coordinators: int = 1, storage: int = 2, faults: tuple = (),
            progress=print, timeout: float = 60.0, nodes_file: str | None = None,
-           python: str | None = None) -> None:
+           python: str | None = None, source: dict | None = None) -> None:
         """Start every node, each ready before the next starts. `python`: the interpreter
-        the local runtime runs nodes with (default: this one), e.g. a node-only venv."""
+        the local runtime runs nodes with (default: this one), e.g. a node-only venv.
+        `source`: {"upstream": URL, "tables": [...]} adds a source node ingesting them."""
         if self.exists:
             raise ClusterError(f"cluster {self.name!r} is already up ({self.meta['runtime']}); "
                                f"`sleuth cluster down` first")
@@ -168,6 +170,10 @@ class Cluster:
             raise ClusterError("--storage and --coordinators must be at least 1")
         meta = {"name": self.name, "runtime": runtime, "faults": sorted(faults), "nodes": [],
                 "started": time.time()}
+        if source is not None:
+            if not source.get("upstream") or not source.get("tables"):
+                raise ClusterError("a source needs an upstream URL and at least one table")
+            meta["source"] = {"upstream": source["upstream"], "tables": list(source["tables"])}
         if python is not None:
             if runtime != "local":
                 raise ClusterError("a node interpreter can be chosen for the local runtime only")
@@ -179,6 +185,8 @@ class Cluster:
         nodes = [self._place("oracle", 0)]
         for i in range(storage):
             nodes.append(self._place("storage", i))
+        if source is not None:
+            nodes.append(self._place("source", 0))
         for k in range(coordinators):
             nodes.append(self._place("coordinator", k))
         self._save()
@@ -207,13 +215,16 @@ class Cluster:
         if self.meta["runtime"] == "ssh":
             hosts = self.meta["ssh_hosts"]
             host = hosts[k % len(hosts)]["address"]
-            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT + i, "coordinator": PGWIRE_PORT + 2 * i}[role]
+            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT + i, "coordinator": PGWIRE_PORT + 2 * i,
+                    "source": SOURCE_PORT + i}[role]
         else:
             prefix = block(self.name, self.meta["runtime"])
-            last = {"oracle": 2, "storage": 10 + i, "coordinator": 20 + i}[role]
+            last = {"oracle": 2, "storage": 10 + i, "coordinator": 20 + i, "source": 30 + i}[role]
             host = f"{prefix}.{last}"
-            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT, "coordinator": PGWIRE_PORT}[role]
-        name = {"oracle": "oracle", "storage": f"storage{i + 1}", "coordinator": f"coord{i + 1}"}[role]
+            port = {"oracle": ORACLE_PORT, "storage": STORAGE_PORT, "coordinator": PGWIRE_PORT,
+                    "source": SOURCE_PORT}[role]
+        name = {"oracle": "oracle", "storage": f"storage{i + 1}", "coordinator": f"coord{i + 1}",
+                "source": f"source{i + 1}"}[role]
         n = Node(name, role, host, port, port + 1 if role == "coordinator" else None)
         self.meta["nodes"].append(asdict(n))
         return n
@@ -224,6 +235,11 @@ class Cluster:
                 "--listen", f"{n.host}:{n.port}"]
         if n.role in ("oracle", "storage"):
             argv += ["--data", rt.data_path(n.name)]
+        elif n.role == "source":
+            oracle, src = self.node("oracle"), self.meta["source"]
+            argv += ["--oracle", f"{oracle.host}:{oracle.port}", "--upstream", src["upstream"],
+                     "--tables", ",".join(src["tables"]),
+                     "--storage", ",".join(f"{s.host}:{s.port}" for s in self.nodes if s.role == "storage")]
         else:
             oracle = self.node("oracle")
             argv += ["--admin", f"{n.host}:{n.admin}", "--oracle", f"{oracle.host}:{oracle.port}",

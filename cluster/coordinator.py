@@ -22,6 +22,10 @@ Seeds 002 and 001, as this coordinator implements them:
   `as_of + 1`; on conflict, read again. At most 4 run at once; a bounded
   number of attempts, then 40001.
 - **Transactions** are read-only or write-only, as in Materialize.
+- **Source tables** (cluster/source.py) are read-only here: a source node
+  writes them. With `SET real_time_recency = true` a read of one first asks
+  its source for a timestamp covering the upstream's current LSN (seed 003)
+  and reads at least there.
 
 The fault switches this process honours: `stale-read`, `no-fencing`,
 `rtw-no-conflict`, `write-ts-not-strict` (the oracle and storage nodes
@@ -80,6 +84,9 @@ class Coordinator:
         # Every other dict here is keyed by table; only storage calls speak shard names.
         self.shards: dict[str, str] = {}
         self.not_null: dict[str, list[str]] = {}  # table -> its NOT NULL columns
+        self.sources: dict[str, dict] = {}  # source table -> {name, node, addr} (read-only here)
+        self.source_rpc: dict[str, RpcClient] = {}
+        self.bind = source
         self.uppers: dict[str, int] = {}
         # table -> the latest timestamp a write to it may have landed at. A read-then-write
         # that read at as_of may commit only if no table it touched was written after as_of
@@ -116,6 +123,8 @@ class Coordinator:
         log.info("coordinator %s leads at epoch %d", self.name, self.epoch)
 
     def node_of(self, table: str) -> int:
+        if table in self.sources:  # a source keeps all its shards on one node
+            return self.sources[table]["node"]
         return self.node_of_shard(self.shard(table))
 
     def node_of_shard(self, shard: str) -> int:
@@ -145,6 +154,7 @@ class Coordinator:
                     known.pop(name, None)
         self.shards = shards
         self.not_null = {n: t.get("not_null", []) for n, t in catalog.items()}
+        self.sources = {n: t["source"] for n, t in catalog.items() if t.get("source")}
         self.catalog = {n: [tuple(c) for c in t["columns"]] for n, t in catalog.items()}
 
     async def refresh_uppers(self, tables: list[str]) -> None:
@@ -246,6 +256,8 @@ class Coordinator:
         lenient = "write-ts-not-strict" in self.faults
         by_node: dict[int, list[dict]] = collections.defaultdict(list)
         for table in self.catalog:
+            if table in self.sources:
+                continue  # its source node writes it
             updates = [[list(row), ts, diff] for w in admitted for row, diff in w.updates.get(table, ())]
             expected = self.uppers.get(table, 0)
             if ts < expected and not (lenient and ts == expected - 1):
@@ -399,6 +411,27 @@ class Coordinator:
             rows.extend([tuple(row)] * n)
         return rows
 
+    async def real_time_recent_ts(self, tables: list[str], timeout: float) -> int:
+        """Seed 003: a timestamp at which every source these tables come from has ingested all
+        its upstream held when this was asked (0 when none is a source table)."""
+        ts = 0
+        for src in {self.sources[t]["addr"]: t for t in tables if t in self.sources}:
+            rpc = self.source_rpc.get(src)
+            if rpc is None:
+                host, _, port = src.rpartition(":")
+                rpc = self.source_rpc[src] = RpcClient(host, int(port), source=self.bind)
+            try:
+                ts = max(ts, await rpc.call("rtr", wait=timeout, timeout=timeout + 1))
+            except (RpcError, Unavailable):
+                raise SQLError("57014", "timed out before ingesting the source's visible frontier "
+                                        "when real-time-recency query issued") from None
+        return ts
+
+    def read_only(self, table: str) -> None:
+        if table in self.sources:
+            raise SQLError("42809", f'cannot write to "{table}": it is a table of source '
+                                    f'{self.sources[table]["name"]} (read-only)')
+
     # -- maintenance ------------------------------------------------------------------
 
     async def _maintenance_loop(self) -> None:
@@ -409,6 +442,8 @@ class Coordinator:
                 if time.monotonic() - self.last_round > 1.0 and self.catalog:
                     w = Write({})
                     asyncio.create_task(self._quiet(self.submit(w)))
+                if self.sources:  # their uppers move without us: serializable reads follow them
+                    await self.refresh_uppers(list(self.sources))
                 read_ts = await self.oracle.call("read_ts", timeout=RPC_TIMEOUT)
                 floor = min([read_ts, *self.holds]) - SINCE_LAG_MS
                 if floor > 0:
@@ -451,6 +486,8 @@ class Session:
         self.last_ts = 0
         self.statement_timeout = 10.0
         self.hold: int | None = None
+        self.real_time_recency = False
+        self.rtr_timeout = 10.0
 
     def level(self) -> str:
         """The isolation the next statement runs at: the open transaction's, else the session's."""
@@ -535,6 +572,18 @@ class Session:
                                                 "before any query")
                     self.txn["isolation"] = level
                 self.isolation = level
+            elif stmt.name == "real_time_recency":
+                v = str(stmt.value).lower()
+                if v not in ("true", "false", "on", "off", "1", "0"):
+                    raise SQLError("22023", 'parameter "real_time_recency" requires a Boolean value')
+                self.real_time_recency = v in ("true", "on", "1")
+            elif stmt.name == "real_time_recency_timeout":
+                v = str(stmt.value).lower().rstrip("ms").strip()
+                try:
+                    self.rtr_timeout = float(v) / (1 if str(stmt.value).lower().endswith("s")
+                                                   and not str(stmt.value).lower().endswith("ms") else 1000)
+                except ValueError:
+                    raise SQLError("22023", f"invalid value for real_time_recency_timeout: {stmt.value}") from None
             elif stmt.name == "statement_timeout":
                 v = str(stmt.value).lower().rstrip("ms").strip() or "0"
                 ms = int(float(v) * (1000 if str(stmt.value).lower().endswith("s")
@@ -547,7 +596,9 @@ class Session:
                       "last_timestamp": self.last_ts, "sleuth_last_timestamp": self.last_ts,
                       "epoch": self.c.epoch, "server_version": "15.0 (sleuth)",
                       "statement_timeout": f"{int(self.statement_timeout * 1000)}ms",
-                      "coordinator": self.c.name}
+                      "coordinator": self.c.name,
+                      "real_time_recency": "on" if self.real_time_recency else "off",
+                      "real_time_recency_timeout": f"{int(self.rtr_timeout * 1000)}ms"}
             if stmt.name not in values:
                 raise SQLError("42704", f'unrecognized configuration parameter "{stmt.name}"')
             v = values[stmt.name]
@@ -588,6 +639,9 @@ class Session:
         come back even when that node is down at the drop: then the old shard only stays on
         its disk, named by no table, and the log says so."""
         self._no_txn("DROP TABLE")
+        if stmt.table not in self.c.catalog:  # it may be a source table we have not seen yet
+            await self.c._quiet(self.c.refresh_catalog())
+        self.c.read_only(stmt.table)
         try:
             out = await self.c.oracle.call("drop_table", epoch=self.c.sent_epoch(), name=stmt.table,
                                            timeout=RPC_TIMEOUT)
@@ -630,7 +684,10 @@ class Session:
         """The timestamp of a read; inside a transaction, the same for every read."""
         if self.txn is not None and self.txn["ts"] is not None:
             return self.txn["ts"]
-        ts = await self.c.read_timestamp(self.level(), tables, self.last_ts)
+        rtr = 0
+        if self.real_time_recency:  # first: the oracle's read_ts, asked after, is then past it
+            rtr = await self.c.real_time_recent_ts(tables, self.rtr_timeout)
+        ts = max(rtr, await self.c.read_timestamp(self.level(), tables, self.last_ts))
         if self.txn is not None:
             self.txn["ts"] = ts
             self.hold = ts
@@ -639,6 +696,7 @@ class Session:
 
     async def _insert(self, stmt: sql.Insert) -> Result:
         columns = await self.c.table(stmt.table)
+        self.c.read_only(stmt.table)
         rows = sql.insert_rows(stmt, columns, [])
         sql.check_not_null(stmt.table, columns, self.c.not_null.get(stmt.table, ()), rows)
         if self.txn is not None:
@@ -655,6 +713,7 @@ class Session:
         self._no_txn(kind)
         target = stmt.table
         columns = await self.c.table(target)
+        self.c.read_only(target)
         reads = tuple(stmt.select.tables) if isinstance(stmt, sql.Insert) else (target,)
         catalog = {t: await self.c.table(t) for t in reads}
         async with self.c.occ:

@@ -6,7 +6,7 @@ processes accept them (`--fault`), `sleuth cluster up` and `sleuth run` offer
 them. Which process honours which: the coordinator `stale-read`,
 `no-fencing`, `rtw-no-conflict`, `write-ts-not-strict` (with the oracle and
 storage for the last); the oracle `oracle-amnesia`; storage
-`ack-before-durable`.
+`ack-before-durable`; the source node `ack-early` and `rtr-skip`.
 """
 
 from __future__ import annotations
@@ -18,4 +18,6 @@ FAULTS: dict[str, str] = {
     "rtw-no-conflict": "read-then-write without conflict detection: lost updates",
     "ack-before-durable": "storage acknowledges appends before they are fsynced",
     "write-ts-not-strict": "write timestamps not strictly above earlier reads (a coarse clock, no +1)",
+    "ack-early": "the source node acknowledges upstream LSNs before the global timestamp passes them",
+    "rtr-skip": "real-time-recent reads are served without waiting for the upstream's current LSN",
 }

@@ -39,7 +39,7 @@ PACKAGES = ["python3", "python3-venv", "iproute2", "iptables", "procps", "ca-cer
 # What a node process imports beyond the standard library (cluster/node.py and the roles it
 # runs): orjson (storage log and RPC), pyarrow (sealed Parquet), sqlglot (the coordinator's
 # SQL). The one list of them; their versions come from sleuth's own requirements.
-NODE_PACKAGES = ("orjson", "pyarrow", "sqlglot")
+NODE_PACKAGES = ("orjson", "pyarrow", "sqlglot", "psycopg2-binary")  # the last: source nodes
 NODE_REQUIREMENTS = "node-requirements.txt"
 
 

@@ -3,6 +3,7 @@
     oracle      --listen HOST:PORT --data DIR
     storage     --listen HOST:PORT --data DIR
     coordinator --listen HOST:PORT --admin HOST:PORT --oracle HOST:PORT --storage HOST:PORT,…
+    source      --listen HOST:PORT --oracle HOST:PORT --storage HOST:PORT,… --upstream URL --tables T,…
 
 Every role takes `--fault NAME` (repeatable) and `--name`. The runtimes
 (local processes, docker containers, ssh hosts) all start nodes with this
@@ -20,7 +21,7 @@ import sys
 
 from sleuth.cluster.faults import FAULTS
 
-ROLES = ("oracle", "storage", "coordinator")
+ROLES = ("oracle", "storage", "coordinator", "source")
 
 
 def addr(text: str) -> tuple[str, int]:
@@ -37,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--oracle", type=addr)
     p.add_argument("--storage", default="")
     p.add_argument("--admin", type=addr)
+    p.add_argument("--upstream", default=None, help="source: the upstream PostgreSQL's URL")
+    p.add_argument("--tables", default="", help="source: the upstream tables to ingest")
     p.add_argument("--fault", action="append", default=[], choices=list(FAULTS))
     return p
 
@@ -87,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
     elif a.role == "storage":
         from sleuth.cluster.storage import run
         coro = run(*a.listen, a.data, faults)
+    elif a.role == "source":
+        from sleuth.cluster.source import run
+        coro = run(a)
     else:
         coro = run_coordinator(a)
     try:

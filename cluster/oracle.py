@@ -90,9 +90,9 @@ class Oracle:
         self.db.execute("CREATE TABLE IF NOT EXISTS timelines (name TEXT PRIMARY KEY, bound INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
         self.db.execute("CREATE TABLE IF NOT EXISTS tables (name TEXT PRIMARY KEY, columns TEXT NOT NULL, "
-                        "epoch INTEGER NOT NULL, shard TEXT, not_null TEXT)")
+                        "epoch INTEGER NOT NULL, shard TEXT, not_null TEXT, source TEXT)")
         have = {r[1] for r in self.db.execute("PRAGMA table_info(tables)")}
-        for column in ("shard", "not_null"):  # a data dir from before these existed
+        for column in ("shard", "not_null", "source"):  # a data dir from before these existed
             if column not in have:
                 self.db.execute(f"ALTER TABLE tables ADD COLUMN {column} TEXT")
         self.timelines: dict[str, Timeline] = {}
@@ -167,14 +167,18 @@ class Oracle:
         if epoch < current:
             raise Fenced(epoch, current)
 
-    def create_table(self, epoch: int, name: str, columns: list[str], not_null: list[str] = ()) -> str:
+    def create_table(self, epoch: int, name: str, columns: list[str], not_null: list[str] = (),
+                     source: dict | None = None, shard: str | None = None) -> str:
         """A new table and its shard, which no earlier table of this name ever used.
 
         A table's rows live in the storage shard the catalog names. Shards are never
         reused: the first table called t keeps its rows in shard `t` (the layout the
         Parquet readers know), the n-th one after DROP TABLE in `t@n`. So a table created
         after a drop starts empty whatever became of the old shard, on every storage node
-        and after any restart."""
+        and after any restart.
+
+        A source node (source.py) registers its tables with `source` (its name, storage
+        node and address) and names their shards itself: such a table is read-only."""
         with self.lock:
             self.db.execute("BEGIN IMMEDIATE")
             try:
@@ -182,10 +186,12 @@ class Oracle:
                 key = f"generation:{name}"
                 row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
                 generation = (row[0] if row else 0) + 1
-                shard = name if generation == 1 else f"{name}@{generation}"
-                self.db.execute("INSERT INTO tables (name, columns, epoch, shard, not_null) "
-                                "VALUES (?, ?, ?, ?, ?)",
-                                (name, json.dumps(columns), epoch, shard, json.dumps(list(not_null))))
+                if shard is None:
+                    shard = name if generation == 1 else f"{name}@{generation}"
+                self.db.execute("INSERT INTO tables (name, columns, epoch, shard, not_null, source) "
+                                "VALUES (?, ?, ?, ?, ?, ?)",
+                                (name, json.dumps(columns), epoch, shard, json.dumps(list(not_null)),
+                                 json.dumps(source) if source else None))
                 self.db.execute("INSERT INTO meta (key, value) VALUES (?, ?) "
                                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, generation))
                 self.db.execute("COMMIT")
@@ -213,11 +219,16 @@ class Oracle:
         return {name: json.loads(cols) for name, cols in self.db.execute("SELECT name, columns FROM tables")}
 
     def catalog(self) -> dict[str, dict]:
-        """Every table: its columns, the shard that holds its rows, its NOT NULL columns."""
-        return {name: {"columns": json.loads(cols), "shard": shard or name,
-                       "not_null": json.loads(not_null or "[]")}
-                for name, cols, shard, not_null in
-                self.db.execute("SELECT name, columns, shard, not_null FROM tables")}
+        """Every table: its columns, the shard that holds its rows, its NOT NULL columns, and
+        for a source's table the source (name, storage node, address)."""
+        out = {}
+        for name, cols, shard, not_null, source in self.db.execute(
+                "SELECT name, columns, shard, not_null, source FROM tables"):
+            out[name] = {"columns": json.loads(cols), "shard": shard or name,
+                         "not_null": json.loads(not_null or "[]")}
+            if source:
+                out[name]["source"] = json.loads(source)
+        return out
 
     def close(self) -> None:
         self.db.close()
@@ -266,9 +277,11 @@ async def run(host: str, port: int, data_dir: str, faults: set[str]) -> None:
     async def epoch() -> int:
         return oracle.epoch()
 
-    async def create_table(epoch: int | None, name: str, columns: list, not_null: list = ()) -> dict:
+    async def create_table(epoch: int | None, name: str, columns: list, not_null: list = (),
+                           source: dict | None = None, shard: str | None = None) -> dict:
         try:
-            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns, not_null)
+            oracle.create_table(oracle.epoch() if epoch is None else epoch, name, columns, not_null,
+                                source, shard)
         except Fenced as e:
             raise RpcError("fenced", str(e), e.current) from None
         except sqlite3.IntegrityError:

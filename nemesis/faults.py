@@ -16,7 +16,11 @@ everything still broken is healed.
   true time and an offset every few milliseconds), alternately; heal resets it.
 - `partition`: cut links with iptables by address; grudges rotate: one node
   isolated, the oracle cut from the coordinators, random halves, a
-  majorities ring. Clients (on the host) still reach every coordinator.
+  majorities ring; with an upstream (the source workload) first the source
+  node cut from its upstream PostgreSQL. Clients (on the host) still reach
+  every coordinator and the upstream.
+- With an upstream, `kill` and `pause` reach the roles `source` (the source
+  node) and `upstream` (the PostgreSQL server) in their rotation too.
 """
 
 from __future__ import annotations
@@ -181,10 +185,15 @@ class Partition(Fault):
     GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")
 
     def start(self, rnd: random.Random) -> Any:
-        grudge = self.GRUDGES[self.turn % len(self.GRUDGES)]
+        grudges = self.GRUDGES
+        if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
+            grudges = ("source-from-upstream", *grudges)
+        grudge = grudges[self.turn % len(grudges)]
         self.turn += 1
         nodes = [n for role in self.target.roles for n in self.target.nodes(role)]
-        if grudge == "isolate-one":
+        if grudge == "source-from-upstream":
+            pairs = [(s, "upstream") for s in self.target.nodes("source")]
+        elif grudge == "isolate-one":
             lone = rnd.choice(nodes)
             pairs = [(lone, n) for n in nodes if n != lone]
         elif grudge == "oracle-from-coordinators":

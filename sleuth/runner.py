@@ -176,6 +176,7 @@ class Client:
         self.conn_rnd = random.Random(f"{cfg.seed}-{slot}-conn")
         self.pace = random.Random(f"{cfg.seed}-{slot}-pace")
         self.deadline = 0.0
+        self.thread: int | None = None  # the thread running its operations (workload.cut)
 
     def connect(self) -> None:
         self.close()
@@ -209,6 +210,8 @@ class Client:
             s.close()
         except Exception:
             pass
+        if self.thread is not None and hasattr(self.wl, "cut"):  # its own connections (upstream)
+            self.wl.cut(self.thread)
 
     def timestamp(self) -> int | None:
         if not self.target.grey_box:
@@ -220,6 +223,7 @@ class Client:
 
     def run_op(self, f: str, value: Any) -> None:
         writes = op_writes(f, value)
+        self.thread = threading.get_ident()
         self.rec.event("invoke", self.process, f, value, node=self.node)
         if self.conn is None or self.generation != self.target.generation:
             try:
@@ -232,7 +236,8 @@ class Client:
         try:
             self.deadline = time.monotonic() + OP_TIMEOUT
             out = self.wl.perform(self.conn, f, value)
-            ts = self.timestamp()
+            # an operation on another database (the source workload's upstream) ran at no cluster ts
+            ts = None if f in getattr(self.wl, "upstream_ops", ()) else self.timestamp()
             self.deadline = 0.0
             self.rec.event("ok", self.process, f, out, node=self.node, ts=ts)
         except Failed as e:
@@ -314,6 +319,11 @@ def plan(cfg: RunConfig) -> _Plan:
             raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
     kinds = tuple(parse_mix(cfg.nemesis, target))
     workload = WORKLOADS[cfg.workload](cfg.keys, target.family)
+    if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
+        if not hasattr(target, "use_upstream"):
+            raise Unsupported(f"--workload {cfg.workload} needs the reference cluster's source node "
+                              "(--target reference)")
+        target.use_upstream(workload)
     name = cfg.name or "-".join([cfg.workload, cfg.target if "://" not in cfg.target else "url",
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])
     return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)

@@ -23,6 +23,8 @@ MATRIX = [
     ("rtw-no-conflict", "counter", None),
     ("ack-before-durable", "register", "kill"),
     ("write-ts-not-strict", "list-append", None),
+    ("ack-early", "source", None),
+    ("rtr-skip", "source", None),
 ]
 TIME_LIMIT = os.environ.get("SLEUTH_MATRIX_SECONDS", "30")
 

@@ -36,7 +36,7 @@ class Unexpected(Exception):
     performing an operation that is not the driver's is a bug of sleuth's, and stops the run."""
 
 
-WRITE_FS = frozenset(("write", "cas", "add", "transfer"))
+WRITE_FS = frozenset(("write", "cas", "add", "transfer", "append"))  # append: the source workload's
 
 
 def writes(f: str, value: Any) -> bool:
@@ -291,3 +291,7 @@ def _rollback(conn: Any) -> None:
 
 
 WORKLOADS = {w.name: w for w in (Register, ListAppend, RwRegister, Bank, Counter)}
+
+# The source workload (an upstream PostgreSQL read through the cluster's source node) lives in
+# its own module and adds itself here; importing it last works whichever module comes first.
+from sleuth.workloads import source as _source  # noqa: E402,F401

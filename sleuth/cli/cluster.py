@@ -50,16 +50,25 @@ def _fail(e: Exception, first_line: bool = False) -> None:
 @click.option("--storage", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--fault", multiple=True, help=f"Fault switch, repeatable or comma-separated: {', '.join(FAULTS)}.")
 @click.option("--name", default="default", show_default=True, help="Cluster name (several may run).")
-def up(runtime, nodes_file, coordinators, storage, fault, name) -> None:
+@click.option("--source", "upstream", default=None, metavar="URL",
+              help="Add a source node ingesting tables of this PostgreSQL (wal_level=logical) "
+                   "by logical replication; with --source-tables.")
+@click.option("--source-tables", default=None, metavar="T1,T2",
+              help="The upstream tables the source ingests; they appear read-only on the coordinators.")
+def up(runtime, nodes_file, coordinators, storage, fault, name, upstream, source_tables) -> None:
     """Start a cluster; returns when every coordinator answers SQL."""
     from sleuth.cluster.control import Cluster, ClusterError, default_runtime
 
+    if bool(upstream) != bool(source_tables):
+        raise click.UsageError("--source and --source-tables go together")
+    source = {"upstream": upstream, "tables": [t.strip() for t in source_tables.split(",") if t.strip()]} \
+        if upstream else None
     faults = _faults(fault)
     c = Cluster(name)
     runtime = runtime or default_runtime(nodes_file)
     try:
         c.up(runtime, coordinators=coordinators, storage=storage, faults=tuple(faults),
-             progress=lambda m: click.echo(m, err=True), nodes_file=nodes_file)
+             progress=lambda m: click.echo(m, err=True), nodes_file=nodes_file, source=source)
     except ClusterError as e:
         _fail(e, first_line=not c.exists)  # a node's log tail is worth the lines
     except Exception as e:  # the runtime itself (docker, an image build, a host) failed

@@ -6,7 +6,8 @@ to run as root), on 127.0.0.1 and a free port, with fsync on. It can be
 killed (SIGKILL to the postmaster and every backend: each backend calls
 setsid(), so signals go to the process tree, not a process group), restarted on the same
 data (crash recovery), paused and resumed (SIGSTOP/SIGCONT to every process
-of the server), and stopped.
+of the server), and stopped. Its `wal_level` is `logical`, so a source node of
+the reference cluster (cluster/source.py) can ingest its tables.
 """
 
 from __future__ import annotations
@@ -98,6 +99,10 @@ class PostgresServer(LocalServer):
                                capture_output=True, text=True, **self._as_postgres())
             if p.returncode != 0:
                 raise RuntimeError(f"initdb failed: {p.stderr.strip()[-500:]}")
+            # trust the whole loopback block, replication too: a cluster's source node connects
+            # from its own 127.x.y.z address (cluster/relay.py)
+            with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
+                f.write("host all all 127.0.0.0/8 trust\nhost replication all 127.0.0.0/8 trust\n")
             fresh = True
         else:
             fresh = False
@@ -116,7 +121,9 @@ class PostgresServer(LocalServer):
             [os.path.join(self.bin, "postgres"), "-D", self.datadir, "-k", self.sockdir,
              "-c", f"listen_addresses={self.host}", "-c", f"port={self.port}", "-c", "fsync=on",
              "-c", "max_connections=200", "-c", "synchronous_commit=on",
-             "-c", "deadlock_timeout=100ms"],  # workloads deadlock often: find it in 0.1 s, not 1 s
+             "-c", "deadlock_timeout=100ms",  # workloads deadlock often: find it in 0.1 s, not 1 s
+             # the reference cluster's source node reads it by logical replication
+             "-c", "wal_level=logical", "-c", "max_replication_slots=10", "-c", "max_wal_senders=10"],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **self._as_postgres())
         log.close()
         deadline = time.monotonic() + timeout

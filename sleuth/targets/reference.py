@@ -1,4 +1,11 @@
-"""The bundled reference cluster as a target: nodes by role, kill, pause, partitions, clocks, a second leader."""
+"""The bundled reference cluster as a target: nodes by role, kill, pause, partitions, clocks, a second leader.
+
+With a workload that reads an upstream (`use_upstream`: the source workload) it also starts a
+real PostgreSQL server (targets/postgres_server.py) on the cluster's own loopback block, creates
+the workload's upstream tables there, and brings the cluster up with a source node ingesting
+them. Then `source` (the source node) and `upstream` (that PostgreSQL) are roles too, which the
+kill and pause nemeses reach, and a partition can cut the source from its upstream.
+"""
 
 from __future__ import annotations
 
@@ -33,14 +40,42 @@ class ReferenceTarget(Target):
         self.faults, self.n_storage, self.n_coord = tuple(faults), storage, coordinators
         self.cluster = Cluster(f"run-{uuid.uuid4().hex[:8]}")
         self.retired: set[str] = set()
+        self.upstream_workload = None
+        self.upstream = None  # a PostgresServer, with use_upstream
+
+    def use_upstream(self, workload) -> None:
+        if self.runtime_name != "local":
+            raise Unsupported(f"--workload {workload.name}: the source node's upstream runs with the "
+                              f"local runtime only (--runtime local)")
+        self.upstream_workload = workload
+        self.roles = ("source", "upstream", *type(self).roles)  # kill and pause reach these first
 
     def up(self, progress=print) -> None:
+        source = None
+        if self.upstream_workload is not None:
+            import psycopg
+
+            from sleuth.cluster.control import block
+            from sleuth.targets.postgres_server import PostgresServer
+
+            self.upstream = PostgresServer(host=f"{block(self.cluster.name, 'local')}.40")
+            progress(f"upstream PostgreSQL on {self.upstream.host}:{self.upstream.port} …")
+            self.upstream.start()
+            with psycopg.connect(self.upstream.url, autocommit=True) as conn:
+                self.upstream_workload.upstream_setup(conn)
+            self.upstream_workload.upstream_url = self.upstream.url
+            source = {"upstream": self.upstream.url, "tables": list(self.upstream_workload.upstream_tables)}
         self.cluster.up(self.runtime_name, coordinators=self.n_coord, storage=self.n_storage,
-                        faults=self.faults, progress=progress, nodes_file=self.nodes_file)
+                        faults=self.faults, progress=progress, nodes_file=self.nodes_file, source=source)
 
     def down(self) -> None:
-        if self.cluster.exists:
-            self.cluster.down()
+        try:
+            if self.cluster.exists:
+                self.cluster.down()
+        finally:
+            if self.upstream is not None:
+                self.upstream.stop()
+                self.upstream = None
 
     def dsns(self) -> list[tuple[str, str]]:
         return [(n.name, self.cluster.dsn(n) + " connect_timeout=3")
@@ -53,19 +88,29 @@ class ReferenceTarget(Target):
         return isolation == "strict-serializable"  # which implies per-key linearizability
 
     def nodes(self, role: str) -> list[str]:
+        if role == "upstream":
+            return ["upstream"] if self.upstream is not None else []
         return [n.name for n in self.cluster.nodes if n.role == role and n.name not in self.retired]
 
     def kill(self, node: str) -> None:
+        if node == "upstream":
+            return self.upstream.kill()
         self.cluster.runtime.kill(node)
 
     def restart(self, node: str) -> None:
+        if node == "upstream":
+            return self.upstream.restart()
         self.cluster.runtime.restart(node)
         self.cluster.wait_ready(self.cluster.node(node), timeout=60)
 
     def pause(self, node: str) -> None:
+        if node == "upstream":
+            return self.upstream.pause()
         self.cluster.runtime.pause(node)
 
     def resume(self, node: str) -> None:
+        if node == "upstream":
+            return self.upstream.resume()
         self.cluster.runtime.resume(node)
 
     def add_coordinator(self) -> str:
@@ -85,9 +130,11 @@ class ReferenceTarget(Target):
         n = self.cluster.node(node)
         call_sync(n.host, n.port, "set_clock_offset", ms=offset_ms, timeout=3)
 
+    def _host(self, node: str) -> str:
+        return self.upstream.host if node == "upstream" else self.cluster.node(node).host
+
     def cut(self, a: str, b: str) -> None:
-        na, nb = self.cluster.node(a), self.cluster.node(b)
-        self.cluster.runtime.cut(a, na.host, b, nb.host)
+        self.cluster.runtime.cut(a, self._host(a), b, self._host(b))
 
     def heal_cuts(self) -> None:
         self.cluster.runtime.heal_cuts()
@@ -99,6 +146,10 @@ class ReferenceTarget(Target):
         Storage nodes are asked to seal first, so what they keep is in Parquet; a node
         that cannot seal (dead, partitioned) still leaves its wal, which the audit reads
         too. Data is copied from local and docker nodes; ssh nodes keep theirs remote."""
+        if self.upstream is not None and os.path.exists(self.upstream.log_path):
+            import shutil
+            os.makedirs(os.path.join(into, "upstream"), exist_ok=True)
+            shutil.copy(self.upstream.log_path, os.path.join(into, "upstream", "postgres.log"))
         for n in self.cluster.nodes:
             d = os.path.join(into, n.name)
             os.makedirs(d, exist_ok=True)

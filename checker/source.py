@@ -1,0 +1,174 @@
+"""The `source` workload's checker: an upstream log, as the cluster shows it (seeds 002, 003).
+
+Clients append to an upstream PostgreSQL: each append is one upstream
+transaction that takes the next number `n` from a counter row (locked, so
+upstream commit order is the order of `n`, with no gaps: a rolled-back append
+takes no number) and inserts the row `(n, v)`. Its ok value records `n` and
+`after`, the upstream's WAL position read right after its commit: the commit
+lies at or below `after`. Reads go through the cluster (`read`, or `rtr-read`
+with real-time recency) and return every row; `ack` reads the source slot's
+`confirmed_flush_lsn`, what the cluster has acknowledged upstream.
+
+Shapes (HISTORY.md): `append` v -> {"v", "n", "lsn", "after"}; `read` and
+`rtr-read` null -> [[n, v], …]; `ack` null -> lsn (an integer).
+
+What a correct cluster guarantees, and the anomaly each breach is reported as:
+
+- `duplicate-change` (d): a read holds a row twice: a change ingested twice;
+- `invented-change` (c): a row no append wrote, or with another n than its
+  append got, or a number shown with two different values;
+- `skipped-change` (c): a read shows n but not some m < n: the ingested state
+  is not a prefix of the upstream's commit order;
+- `stale-rtr-read` (a, seed 003): a real-time-recent read misses an append
+  that completed before the read began, or a row that a read which completed
+  before it began had shown;
+- `acknowledged-not-visible` (b, seed 002 property 1): a read that began after
+  an `ack` of LSN A completed misses an append whose `after` is at most A;
+- `lost-change` (d): the last read of the history (the final read, after every
+  fault healed) misses an append that completed before it began.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from typing import Any
+
+from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
+from sleuth.history import History
+
+MAX_EXAMPLES = 20
+READS = ("read", "rtr-read")
+FS = ("append", "ack", *READS)
+
+
+def _where(history: History, op) -> str:
+    return f"process {op.process}'s {op.f} (line {history.line_of(op.invoke_pos)})"
+
+
+class _Prefix:
+    """Ops sorted by completion, with a running maximum of some number: the largest one
+    completed strictly before a position, and the op it came from."""
+
+    def __init__(self, items: list[tuple[int, int, Any]]):  # (complete_pos, number, op)
+        items.sort(key=lambda x: x[0])
+        self.pos = [p for p, _, _ in items]
+        self.best: list[tuple[int, Any]] = []
+        top: tuple[int, Any] = (0, None)
+        for _, n, op in items:
+            if n > top[0]:
+                top = (n, op)
+            self.best.append(top)
+
+    def before(self, pos: int) -> tuple[int, Any]:
+        i = bisect.bisect_left(self.pos, pos)
+        return self.best[i - 1] if i else (0, None)
+
+
+def check_source(history: History, **_: Any) -> Result:
+    appends: dict[Any, Any] = {}  # v -> append op that may have happened (ok or info)
+    ok_appends, reads, acks = [], [], []
+    for op in history.ops():
+        if op.f not in FS:
+            raise history.error(op.invoke_pos, f"source ops are {', '.join(FS)}, not {op.f!r}")
+        if op.f == "append" and op.type != "fail":
+            ok_value = op.type == "ok" and isinstance(op.value, dict)  # a compact load: no invoke value
+            appends[op.value["v"] if ok_value else op.invoke_value] = op
+            if op.type == "ok":
+                if not (isinstance(op.value, dict) and {"n", "after"} <= set(op.value)):
+                    raise history.error(op.complete_pos, "an ok append's value is {v, n, lsn, after}")
+                ok_appends.append(op)
+        elif op.f in READS and op.type == "ok":
+            if not isinstance(op.value, list):
+                raise history.error(op.complete_pos, f"a {op.f} returns a list of [n, v] rows")
+            reads.append(op)
+        elif op.f == "ack" and op.type == "ok":
+            acks.append(op)
+
+    found: dict[str, list[dict]] = {}
+
+    def add(name: str, explanation: str, **extra: Any) -> None:
+        examples = found.setdefault(name, [])
+        if len(examples) < MAX_EXAMPLES:
+            examples.append({"explanation": explanation, **extra})
+
+    seen_as: dict[int, tuple[Any, Any]] = {}  # n -> (v, the read that first showed it)
+    shown: dict[int, set[int]] = {}  # read id -> the numbers it showed
+    for r in reads:
+        rows = [tuple(row) for row in r.value]
+        ns = [n for n, _ in rows]
+        shown[r.id] = set(ns)
+        twice = sorted(n for n, c in Counter(ns).items() if c > 1)
+        if twice:
+            add("duplicate-change", f"{_where(history, r)} shows change n={twice[0]} "
+                                    f"{Counter(ns)[twice[0]]} times: it was ingested more than once",
+                read=r.id, n=twice[:10])
+        for n, v in rows:
+            w = appends.get(v)
+            if w is None:
+                add("invented-change", f"{_where(history, r)} shows ({n}, {v}); no append wrote {v}",
+                    read=r.id, row=[n, v])
+            elif w.type == "ok" and w.value["n"] != n:
+                add("invented-change", f"{_where(history, r)} shows {v} as change n={n}, but its "
+                                       f"append ({_where(history, w)}) committed it as n={w.value['n']}",
+                    read=r.id, row=[n, v])
+            first = seen_as.setdefault(n, (v, r))
+            if first[0] != v:
+                add("invented-change", f"change n={n} is {first[0]} in {_where(history, first[1])} "
+                                       f"but {v} in {_where(history, r)}", read=r.id, row=[n, v])
+        if ns:
+            missing = sorted(set(range(1, max(ns) + 1)) - set(ns))
+            if missing:
+                add("skipped-change", f"{_where(history, r)} shows change n={max(ns)} but not "
+                                      f"n={missing[0]}, which the upstream committed before it"
+                                      + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""),
+                    read=r.id, missing=missing[:10])
+
+    appended = _Prefix([(w.complete_pos, w.value["n"], w) for w in ok_appends])
+    read_max = _Prefix([(r.complete_pos, max(shown[r.id], default=0), r) for r in reads])
+    by_after = sorted(ok_appends, key=lambda w: w.value["after"])
+    afters = [w.value["after"] for w in by_after]
+    best_upto: list[tuple[int, Any]] = []
+    top: tuple[int, Any] = (0, None)
+    for w in by_after:
+        if w.value["n"] > top[0]:
+            top = (w.value["n"], w)
+        best_upto.append(top)
+    acked = _Prefix([(a.complete_pos, best_upto[i - 1][0] if (i := bisect.bisect_right(afters, a.value)) else 0,
+                      (a, best_upto[i - 1][1] if i else None)) for a in acks])
+
+    last = max(reads, key=lambda r: r.invoke_pos, default=None)
+    for r in reads:
+        have = shown[r.id]
+        n, w = appended.before(r.invoke_pos)
+        if r is last and n and n not in have:
+            add("lost-change", f"the last read, {_where(history, r)}, misses change n={n} "
+                               f"({_where(history, w)} completed before it began)", read=r.id, n=n)
+        if r.f == "rtr-read":
+            if n and n not in have:
+                add("stale-rtr-read", f"{_where(history, r)} misses change n={n}, appended by "
+                                      f"{_where(history, w)}, which completed before the read began",
+                    read=r.id, n=n)
+            m, r0 = read_max.before(r.invoke_pos)
+            if m and m not in have:
+                add("stale-rtr-read", f"{_where(history, r)} misses change n={m}, which "
+                                      f"{_where(history, r0)} showed and completed before it began",
+                    read=r.id, n=m)
+        k, pair = acked.before(r.invoke_pos)
+        if k and k not in have:
+            a, w = pair
+            add("acknowledged-not-visible",
+                f"{_where(history, r)} misses change n={k}: {_where(history, a)} saw the cluster "
+                f"acknowledge LSN {a.value} upstream before the read began, and {_where(history, w)} "
+                f"committed n={k} at or below LSN {w.value['after']}", read=r.id, n=k, ack=a.value)
+
+    names = sorted(found)
+    valid: bool | str = not names
+    notes = []
+    if not reads:
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no read completed ok"))
+    return Result(valid=valid, model="source", anomaly_types=names, anomalies=found,
+                  stats={"appends": len(appends), "ok-appends": len(ok_appends), "reads": len(reads),
+                         "rtr-reads": sum(r.f == "rtr-read" for r in reads), "acks": len(acks)},
+                  notes=notes)
