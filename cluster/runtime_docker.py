@@ -104,8 +104,14 @@ class DockerRuntime:
         return code, out.decode(errors="replace")
 
     def cut(self, a: str, ip_a: str, b: str, ip_b: str) -> None:
-        """Drop traffic between two containers, with iptables inside each (they have NET_ADMIN)."""
+        """Drop traffic between two containers, with iptables inside each (they have NET_ADMIN).
+        A peer that is no container (a source's upstream on the host) is cut from the container's
+        side alone: everything from its address is dropped there."""
         for node, peer in ((a, ip_b), (b, ip_a)):
+            try:
+                self._container(node)
+            except NotFound:
+                continue
             code, out = self.exec(node, ["iptables", "-I", "INPUT", "-s", peer, "-j", "DROP"])
             if code != 0:
                 raise RuntimeError(f"iptables in {node}: {out.strip()}")

@@ -55,8 +55,13 @@ def _free_port(host: str) -> int:
 
 
 class PostgresServer(LocalServer):
-    def __init__(self, datadir: str | None = None, port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, datadir: str | None = None, port: int = 0, host: str = "127.0.0.1",
+                 trust: tuple[str, ...] = ()):
+        """`trust`: pg_hba addresses beyond loopback whose clients it trusts, replication too
+        (a docker cluster's network, whose source node connects from its container, and
+        `samehost`: this machine, which reaches a non-loopback address from any of its own)."""
         self.bin = ensure_installed()
+        self.trust = ("127.0.0.0/8", *trust)
         self.own_dir = datadir is None
         self.base = datadir or tempfile.mkdtemp(prefix="sleuth-pg-")
         self.datadir = os.path.join(self.base, "data")
@@ -102,7 +107,8 @@ class PostgresServer(LocalServer):
             # trust the whole loopback block, replication too: a cluster's source node connects
             # from its own 127.x.y.z address (cluster/relay.py)
             with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
-                f.write("host all all 127.0.0.0/8 trust\nhost replication all 127.0.0.0/8 trust\n")
+                for cidr in self.trust:
+                    f.write(f"host all all {cidr} trust\nhost replication all {cidr} trust\n")
             fresh = True
         else:
             fresh = False

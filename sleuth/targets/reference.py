@@ -1,7 +1,8 @@
 """The bundled reference cluster as a target: nodes by role, kill, pause, partitions, clocks, a second leader.
 
 With a workload that reads an upstream (`use_upstream`: the source workload) it also starts a
-real PostgreSQL server (targets/postgres_server.py) on the cluster's own loopback block, creates
+real PostgreSQL server (targets/postgres_server.py) on the cluster's own loopback block (with
+the docker runtime: on the host's address on the cluster's network, its gateway), creates
 the workload's upstream tables there, and brings the cluster up with a source node ingesting
 them. Then `source` (the source node) and `upstream` (that PostgreSQL) are roles too, which the
 kill and pause nemeses reach, and a partition can cut the source from its upstream.
@@ -42,11 +43,12 @@ class ReferenceTarget(Target):
         self.retired: set[str] = set()
         self.upstream_workload = None
         self.upstream = None  # a PostgresServer, with use_upstream
+        self.network = None  # the docker runtime whose network the upstream listens on
 
     def use_upstream(self, workload) -> None:
-        if self.runtime_name != "local":
-            raise Unsupported(f"--workload {workload.name}: the source node's upstream runs with the "
-                              f"local runtime only (--runtime local)")
+        if self.runtime_name not in ("local", "docker"):
+            raise Unsupported(f"--workload {workload.name}: the source node's upstream runs on this "
+                              f"machine, with the local or docker runtime (--runtime local|docker)")
         self.upstream_workload = workload
         self.roles = ("source", "upstream", *type(self).roles)  # kill and pause reach these first
 
@@ -58,7 +60,14 @@ class ReferenceTarget(Target):
             from sleuth.cluster.control import block
             from sleuth.targets.postgres_server import PostgresServer
 
-            self.upstream = PostgresServer(host=f"{block(self.cluster.name, 'local')}.40")
+            if self.runtime_name == "docker":  # on the network's gateway: the host, seen from the nodes
+                from sleuth.cluster.control import make_runtime
+                net = block(self.cluster.name, "docker")
+                self.network = make_runtime("docker", self.cluster.name)
+                self.network.up_network(progress)
+                self.upstream = PostgresServer(host=f"{net}.1", trust=("samehost", f"{net}.0/24"))
+            else:
+                self.upstream = PostgresServer(host=f"{block(self.cluster.name, 'local')}.40")
             progress(f"upstream PostgreSQL on {self.upstream.host}:{self.upstream.port} …")
             self.upstream.start()
             with psycopg.connect(self.upstream.url, autocommit=True) as conn:
@@ -76,6 +85,9 @@ class ReferenceTarget(Target):
             if self.upstream is not None:
                 self.upstream.stop()
                 self.upstream = None
+            if self.network is not None:  # made before the cluster: gone even if it never came up
+                self.network.remove_all()
+                self.network = None
 
     def dsns(self) -> list[tuple[str, str]]:
         return [(n.name, self.cluster.dsn(n) + " connect_timeout=3")
