@@ -306,6 +306,13 @@ class SshRuntime:
             self._conn(ip).run(f"iptables -I INPUT -s {peer} -m comment --comment {self.tag} -j DROP",
                                check=True)
 
+    def cut_service(self, ip: str, peer: str, port: int) -> None:
+        """Drop what a host receives from one service of another machine (`peer:port`, a source's
+        upstream on the controlling machine): the host still hears the rest of that machine,
+        sleuth's own ssh sessions among it."""
+        self._conn(ip).run(f"iptables -I INPUT -s {peer} -p tcp --sport {port} -m comment --comment {self.tag} "
+                           f"-j DROP", check=True)
+
     def heal_cuts(self) -> None:
         for h in self.hosts:
             c = self._conn(h.address)

@@ -217,3 +217,24 @@ def test_sleuth_run_over_ssh_with_kill_and_partition(hosts, home, tmp_path):
     assert {"kill", "restart"} <= fs or {"start-partition", "stop-partition"} <= fs, fs
     with open(os.path.join(summary["run_dir"], "test.json")) as f:
         assert not json.load(f).get("nemesis_errors")
+
+
+def test_the_source_workload_over_ssh_under_partition(hosts, home, tmp_path):
+    """The source node on an ssh host ingests the upstream PostgreSQL sleuth starts on this
+    machine (listening where the hosts reach it); cutting the source from it loses nothing."""
+    nodes_file, _, _ = hosts
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--runtime", "ssh", "--nodes", nodes_file,
+                        "-w", "source", "--nemesis", "partition", "--nemesis-interval", "2",
+                        "--time-limit", "10", "--store", str(tmp_path), "--json"],
+                       capture_output=True, text=True, timeout=400)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    summary = json.loads(p.stdout.strip().splitlines()[-1])
+    assert summary["valid"] is True, summary
+    with open(os.path.join(summary["run_dir"], "history.jsonl")) as f:
+        h = [json.loads(line) for line in f]
+    assert any(e["process"] == "nemesis" and isinstance(e["value"], dict)
+               and e["value"].get("grudge") == "source-from-upstream" for e in h)
+    # the cut was real: a real-time-recent read could not learn the upstream's frontier
+    assert any(e["type"] == "fail" and e["f"] == "rtr-read" and "57014" in e.get("error", "") for e in h)
+    assert sum(e["type"] == "ok" and e["f"] == "append" for e in h) > 50
+    assert any(e["type"] == "ok" and e["f"] == "rtr-read" for e in h)

@@ -1,8 +1,9 @@
 """The bundled reference cluster as a target: nodes by role, kill, pause, partitions, clocks, a second leader.
 
 With a workload that reads an upstream (`use_upstream`: the source workload) it also starts a
-real PostgreSQL server (targets/postgres_server.py) on the cluster's own loopback block (with
-the docker runtime: on the host's address on the cluster's network, its gateway), creates
+real PostgreSQL server (targets/postgres_server.py) on this machine: on the cluster's own
+loopback block (local runtime), on the host's address on the cluster's network, its gateway
+(docker), or on the address this machine reaches the first ssh host from (ssh), creates
 the workload's upstream tables there, and brings the cluster up with a source node ingesting
 them. Then `source` (the source node) and `upstream` (that PostgreSQL) are roles too, which the
 kill and pause nemeses reach, and a partition can cut the source from its upstream.
@@ -17,6 +18,14 @@ from sleuth.targets import Target, Unsupported
 
 # The coordinator wrote nothing after these: serialization failure, fenced, its own refusal.
 REFERENCE_WRITE_DEFINITE = frozenset({"40001", "25006", "58000"})
+
+
+def _address_towards(host: str) -> str:
+    """This machine's address on the route to `host` (no packet is sent)."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect((host, 22))
+        return s.getsockname()[0]
 
 
 class ReferenceTarget(Target):
@@ -46,9 +55,6 @@ class ReferenceTarget(Target):
         self.network = None  # the docker runtime whose network the upstream listens on
 
     def use_upstream(self, workload) -> None:
-        if self.runtime_name not in ("local", "docker"):
-            raise Unsupported(f"--workload {workload.name}: the source node's upstream runs on this "
-                              f"machine, with the local or docker runtime (--runtime local|docker)")
         self.upstream_workload = workload
         self.roles = ("source", "upstream", *type(self).roles)  # kill and pause reach these first
 
@@ -66,6 +72,11 @@ class ReferenceTarget(Target):
                 self.network = make_runtime("docker", self.cluster.name)
                 self.network.up_network(progress)
                 self.upstream = PostgresServer(host=f"{net}.1", trust=("samehost", f"{net}.0/24"))
+            elif self.runtime_name == "ssh":  # where the hosts can reach this machine
+                from sleuth.cluster.control import ssh_hosts
+                hosts = [h["address"] for h in ssh_hosts("ssh", self.nodes_file)]
+                self.upstream = PostgresServer(host=_address_towards(hosts[0]),
+                                               trust=("samehost", *(f"{a}/32" for a in hosts)))
             else:
                 self.upstream = PostgresServer(host=f"{block(self.cluster.name, 'local')}.40")
             progress(f"upstream PostgreSQL on {self.upstream.host}:{self.upstream.port} …")
@@ -146,6 +157,9 @@ class ReferenceTarget(Target):
         return self.upstream.host if node == "upstream" else self.cluster.node(node).host
 
     def cut(self, a: str, b: str) -> None:
+        if self.runtime_name == "ssh" and "upstream" in (a, b):  # the upstream shares this machine's
+            node = b if a == "upstream" else a                  # address with sleuth's ssh sessions
+            return self.cluster.runtime.cut_service(self._host(node), self.upstream.host, self.upstream.port)
         self.cluster.runtime.cut(a, self._host(a), b, self._host(b))
 
     def heal_cuts(self) -> None:
