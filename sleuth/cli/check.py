@@ -21,6 +21,8 @@ from sleuth.checker import OPTIONS, WORKLOADS, Workload
 from sleuth.history import HistoryError, gc_paused
 from sleuth.workloads import SIM_DBS
 
+FAST_EXIT = False  # set once `check` runs: the program may leave without freeing its heap
+
 
 def _model_for(spec: Workload, model: str | None) -> str | None:
     try:
@@ -147,6 +149,8 @@ def check(files, workload, model, as_json, explain, report_dir, **options) -> No
     (or its history.jsonl beside test.json) needs no --workload: the run's
     own checks apply, so the verdict is the run's.
     """
+    global FAST_EXIT
+    FAST_EXIT = True  # see sleuth.cli.entry
     if workload is None:
         _check_runs(files, as_json)
     if report_dir and len(files) != 1:
