@@ -396,12 +396,12 @@ class Analysis:
         gr = self.graph
         # ww: consecutive elements of the same key
         starts = np.zeros(len(wn), dtype=bool)
-        firsts = np.unique(np.asarray(r_at, dtype=np.int64))
+        at = np.asarray(r_at, dtype=np.int64)  # nondecreasing: each key's reads are together
+        firsts = at[np.flatnonzero(np.diff(at, prepend=-1))]  # np.unique, without importing numpy.ma
         starts[firsts[firsts < len(wn)]] = True  # a key with an empty order starts nothing
         nxt = np.flatnonzero(~starts[1:]) if len(wn) > 1 else np.zeros(0, np.int64)
         gr.extend(wn[nxt], wn[nxt + 1], g.WW)
         rn = node_of[np.asarray(r_op, dtype=np.int64)]
-        at = np.asarray(r_at, dtype=np.int64)
         m = np.asarray(r_len, dtype=np.int64)
         size = np.asarray(r_of, dtype=np.int64)
         # wr: the writer of a read's last element precedes the reader
