@@ -31,7 +31,8 @@ DATA = (WW, WR, RW)
 INF_TIME = np.iinfo(np.int64).max
 
 
-SMALL_GRAPH = 20_000  # nodes + edges up to which SCCs are found in Python, without scipy
+SMALL_GRAPH = 100_000  # nodes + edges up to which SCCs are found in Python (there as fast
+# as importing scipy, 0.2 s here), without scipy
 
 
 def scc_labels(n: int, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

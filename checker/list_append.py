@@ -111,13 +111,66 @@ class Analysis:
     def _scan(self) -> None:
         """One pass over every micro-op: validate, index writers and reads, and
         check each ok transaction against itself (internal) and for reads
-        followed by appends to the same key (lost-update candidates)."""
+        followed by appends to the same key (lost-update candidates).
+
+        The common transaction touches each key once: its micro-ops are
+        handled in one loop, inline (a million transactions pass through
+        here). One that touches a key twice also goes through `_repeats`."""
         history, ops = self.history, self.ops
+        writer, reads_by_key, failed = self.writer, self.reads_by_key, self.failed
         lost: dict[tuple, list[int]] = {}
         i = -1
         try:
             for i, op in enumerate(ops):
-                self._scan_op(i, op, lost)
+                typ = op.type
+                ok = typ == "ok"
+                if typ == "fail":
+                    failed.add(i)
+                value = op.value if ok else op.invoke_value
+                if op.f != "txn":
+                    raise history.error(op.invoke_pos, "list-append histories hold txn operations, "
+                                                       f"not {op.f!r}")
+                if type(value) is not list:
+                    raise history.error(op.invoke_pos, "a list-append txn value must be a list of "
+                                                       f"micro-ops, got {value!r}")
+                keys = set()
+                reads = None
+                for mop in value:
+                    if type(mop) is not list or len(mop) != 3:
+                        raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
+                    f, k, v = mop
+                    keys.add(k)
+                    if f == "append":
+                        wk = writer.get(k)
+                        if wk is None:
+                            writer[k] = {v: i}
+                        elif v in wk:
+                            self._duplicate_append(i, k, v)
+                        else:
+                            wk[v] = i
+                    elif f == "r":
+                        if ok:
+                            if v is None:
+                                v = []
+                            elif type(v) is not list:
+                                raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, "
+                                                                     "not a list")
+                            if reads is None:
+                                reads = [(k, v)]
+                            else:
+                                reads.append((k, v))
+                    else:
+                        raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} "
+                                                           "(expected append or r)")
+                if len(keys) < len(value):
+                    self._repeats(i, ok, value, lost)
+                elif reads is not None:  # every read is external: no self-interplay
+                    for k, v in reads:
+                        rk = reads_by_key.get(k)
+                        if rk is None:
+                            reads_by_key[k] = [(i, v)]
+                        else:
+                            rk.append((i, v))
         except TypeError:  # an unhashable key or value
             raise history.error(ops[i].invoke_pos, "keys and appended values must be scalars: "
                                                    f"{ops[i].invoke_value!r}") from None
@@ -125,57 +178,18 @@ class Analysis:
             if len(members) > 1:
                 self._lost_update(k, members)
 
-    def _scan_op(self, i: int, op: Op, lost: dict) -> None:
-        history, writer, reads_by_key = self.history, self.writer, self.reads_by_key
-        ok = op.type == "ok"
-        if op.type == "fail":
-            self.failed.add(i)
-        value = op.value if ok else op.invoke_value
-        if op.f != "txn":
-            raise history.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")
-        if type(value) is not list:
-            raise history.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
-        own_last: dict | None = None  # key -> this txn's latest append to it
-        repeats = False  # does the txn touch some key twice?
-        seen_keys: set = set()
-        for mop in value:
-            if type(mop) is not list or len(mop) != 3:
-                raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
-            f, k, v = mop
-            if k in seen_keys:
-                repeats = True
-            else:
-                seen_keys.add(k)
+    def _repeats(self, i: int, ok: bool, value: list, lost: dict) -> None:
+        """A transaction that touches some key twice: intermediate appends, and
+        (if it committed) its reads against its own appends."""
+        own_last: dict = {}  # key -> this txn's latest append to it
+        for f, k, v in value:
             if f == "append":
-                wk = writer.get(k)
-                if wk is None:
-                    writer[k] = {v: i}
-                elif v in wk:
-                    self._duplicate_append(i, k, v)
-                else:
-                    wk[v] = i
-                if own_last is None:
-                    own_last = {k: v}
-                else:
-                    if k in own_last:
-                        self.intermediate.setdefault(k, set()).add(own_last[k])
-                    own_last[k] = v
-            elif f == "r":
-                if ok and v is not None and type(v) is not list:
-                    raise history.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
-            else:
-                raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} (expected append or r)")
+                if k in own_last:
+                    self.intermediate.setdefault(k, set()).add(own_last[k])
+                own_last[k] = v
         if not ok:
             return
-        if not repeats:  # the common case: every read is external, no self-interplay
-            for f, k, v in value:
-                if f == "r":
-                    rk = reads_by_key.get(k)
-                    if rk is None:
-                        reads_by_key[k] = [(i, v or [])]
-                    else:
-                        rk.append((i, v or []))
-            return
+        reads_by_key = self.reads_by_key
         self._future_reads(i, value)
         first_read: dict = {}
         for k, r, problem in external_reads(value):
