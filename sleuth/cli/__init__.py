@@ -64,6 +64,10 @@ def main() -> None:
 main.lazy = LAZY
 
 
+PROGRAM = False  # running as the `sleuth` program (`entry`), not called in-process (tests)
+FAST_EXIT = False  # set by a command (check) after which the program may leave at once
+
+
 def entry() -> None:
     """The `sleuth` program: `main`, and after `sleuth check` an exit that
     skips tearing down the heap.
@@ -75,11 +79,12 @@ def entry() -> None:
     lost. Other commands (which run clusters, Spark, threads) exit as usual;
     in-process callers (tests) call `main`.
     """
+    global PROGRAM
+    PROGRAM = True
     try:
         main()
     except SystemExit as e:
-        check_module = sys.modules.get("sleuth.cli.check")
-        if check_module is None or not check_module.FAST_EXIT:
+        if not FAST_EXIT:
             raise
         code = e.code
         if code is not None and not isinstance(code, int):
