@@ -551,6 +551,24 @@ def _line_chunks(fh) -> Iterator[list[_Line]]:
         yield _LINES.decode_lines(carry)
 
 
+LARGE_CHUNK = 4096  # lines from which a chunk's index and time columns are checked with numpy
+
+
+def _columns_checked(lines: list[_Line], pos: int, last_time: int) -> list[int] | None:
+    """For a large chunk: None if its indexes are not pos, pos+1, ..., else the
+    positions whose time is below the one before (`note_backwards`), with numpy
+    (imported here, so small files never load it): no Python int per line."""
+    import numpy as np
+
+    n = len(lines)
+    index = np.fromiter(map(_INDEX, lines), np.int64, n)
+    if not np.array_equal(index, np.arange(pos, pos + n, dtype=np.int64)):
+        return None
+    times = np.fromiter(map(_TIME, lines), np.int64, n)
+    before = np.concatenate([np.array([last_time], dtype=np.int64), times[:-1]])
+    return (np.flatnonzero(times < before) + pos).tolist()
+
+
 def _read_ops_fast(fh, source: str) -> History | None:
     """Like `_read_fast`, but pairs straight into ops and keeps no per-line
     events (only nemesis events): a third of the memory, for checking.
@@ -571,12 +589,20 @@ def _read_ops_fast(fh, source: str) -> History | None:
         if lines is None:
             break
         n = len(lines)
-        if list(map(_INDEX, lines)) != list(range(pos, pos + n)):
-            return None
-        times = list(map(_TIME, lines))
-        backwards += [pos + i for i in note_backwards(times, last_time)]
+        if n >= LARGE_CHUNK:
+            try:
+                late = _columns_checked(lines, pos, last_time)
+            except OverflowError:  # a number past 64 bits: the slow path judges it
+                return None
+            if late is None:
+                return None
+            backwards += late
+        else:
+            if list(map(_INDEX, lines)) != list(range(pos, pos + n)):
+                return None
+            backwards += [pos + i for i in note_backwards(list(map(_TIME, lines)), last_time)]
         if n:
-            last_time = times[-1]
+            last_time = lines[-1].time
         for e in lines:
             p = e.process
             if p == NEMESIS:
