@@ -413,6 +413,7 @@ class Analysis:
     def _edges(self) -> None:
         """ww, wr and rw edges of every ordered key at once, from flat arrays."""
         flat, r_op, r_at, r_len, r_of = (np.frombuffer(a, dtype=np.int64) for a in self._flat)
+        del self._flat  # needed only here: 70 MB at a million transactions
         node_of = np.asarray(self.node_of + [-1], dtype=np.int64)  # index -1 -> -1
         wn = node_of[flat]  # node of each element's writer
         gr = self.graph
