@@ -228,7 +228,9 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     ps, pd = process_edges(process)
     bs, bd, nb = g.barrier_realtime(invoke, complete)
     gsrc, gdst, gkind = gr.arrays()
-    labels, _ = g.scc_labels(n + nb, np.concatenate([gsrc, ps, bs]), np.concatenate([gdst, pd, bd]))
+    ids = np.int32 if n + nb < 2**31 else np.int64  # half the memory, while ids fit
+    labels, _ = g.scc_labels(n + nb, np.concatenate([gsrc, ps, bs], dtype=ids),
+                             np.concatenate([gdst, pd, bd], dtype=ids))
     explainer = Explainer(history, gr, explain_data)
     search = cycles.CycleSearch(classify, explainer.cycle, timeout)
     oc = cycles.on_cycles(n, labels, gsrc, gdst, gkind, invoke, complete, ps, pd)
