@@ -1,22 +1,24 @@
-"""Benchmark: list-append strict-serializable checking at 10k, 100k, 1M txns.
+"""Benchmark: `sleuth check` beside adya on list-append histories, and start-up.
 
-For each size: generate a `sleuth sim --db serializable` history (cached in
-bench/out/), then in a fresh process time (a) merely parsing the file with
-Python's json module and (b) the whole `sleuth check` path (load + analyze),
-and report seconds, transactions per second, peak memory and the ratio
-check / json-parse. Also times one `sleuth check` call on 1,000 small
-histories.
+For each simulated database (`sleuth sim --db`) and size (10k, 100k, 1M
+transactions; histories cached in bench/out/), both checkers judge the same
+file as a user would run them, each in a fresh process: `sleuth check
+--workload list-append --json FILE` (strict-serializable, start-up included)
+and `adya check FILE --json` (the Rust checker: `cargo install adya
+--no-default-features`; found on PATH or in ~/.cargo/bin, and said so when
+absent: it is the measuring stick, never a dependency). Printed per row:
+wall seconds, CPU seconds (user + system of the child, from getrusage: the
+figure that other load on the machine disturbs least), peak memory, the
+verdict and the anomaly types, and sleuth's share of adya's time. Each row is
+the median of `--repeat` runs (1M rows: `--repeat-large`). `uptime`'s load
+is printed before and after: on a shared machine, compare CPU seconds.
 
-If `adya` (the Rust checker: `cargo install adya --no-default-features`) is
-on PATH or in ~/.cargo/bin, the same history is checked by `adya check
---json` too, side by side: its seconds, peak memory and verdict. Both search
-cycles per strongly connected component with a time limit per component
-(adya 1 s by default, sleuth 10 s), so a cut-short search shows as unknown.
+Start-up: `sleuth check` on a 50-transaction history, median of 11 runs,
+beside the bare interpreter (`python -c pass`) and adya on the same file.
+Also times one `sleuth check` call on 1,000 small histories.
 
-`--db read-committed` gives histories full of cycles: the cycle search's
-own cost (sleuth's `cycle-seconds` is printed beside the total).
-
-    .venv/bin/python bench/bench_check.py [--sizes 10000,100000,1000000] [--db read-committed]
+    .venv/bin/python bench/bench_check.py [--sizes 10000,100000,1000000]
+        [--dbs serializable,snapshot-isolation,read-committed,stale-reads] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -32,47 +35,20 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out")
 PY = sys.executable
+SLEUTH = os.path.join(os.path.dirname(PY), "sleuth")
 
-PARSE = """
-import json, resource, sys, time
-t = time.perf_counter()
-with open(sys.argv[1], 'rb') as fh:
-    n = sum(1 for line in fh if json.loads(line) is not None)
-dt = time.perf_counter() - t
-print(json.dumps({"seconds": dt, "lines": n,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-CHECK = """
-import json, resource, sys, time
-t = time.perf_counter()
-from sleuth.history import read_jsonl
-from sleuth.checker import list_append
-t_import = time.perf_counter() - t
-t = time.perf_counter()
-h = read_jsonl(sys.argv[1], events=False)  # what `sleuth check` does for JSON Lines
-t_load = time.perf_counter() - t
-r = list_append.check(h, model=sys.argv[2])
-dt = time.perf_counter() - t
-ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": dt, "load_seconds": t_load, "import_seconds": t_import,
-                  "cycle_seconds": r.stats["cycle-seconds"],
-                  "user": ru.ru_utime, "sys": ru.ru_stime, "valid": r.valid,
-                  "anomalies": r.anomaly_types, "txns": r.stats["txns"],
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
-"""
-
-ADYA = """
+# Runs a command in a fresh process and reports its wall time, CPU time and
+# peak memory (the wrapper has no other children, so RUSAGE_CHILDREN is the
+# command's own) and its stdout.
+MEASURE = """
 import json, resource, subprocess, sys, time
 t = time.perf_counter()
-p = subprocess.run([sys.argv[1], "check", sys.argv[2], "--json"], capture_output=True, text=True)
-dt = time.perf_counter() - t
-try:
-    valid = json.loads(p.stdout)["valid"]
-except ValueError:
-    valid = f"exit {p.returncode}"
-print(json.dumps({"seconds": dt, "valid": valid,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+wall = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "user": ru.ru_utime,
+                  "sys": ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024, "exit": p.returncode,
+                  "stdout": p.stdout}))
 """
 
 
@@ -81,9 +57,34 @@ def adya_binary() -> str | None:
     return found if os.path.exists(found) else None
 
 
-def run(code: str, *args: str) -> dict:
-    out = subprocess.run([PY, "-c", code, *args], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def measure(*cmd: str) -> dict:
+    out = subprocess.run([PY, "-c", MEASURE, *cmd], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def verdict(stdout: str, exit_code: int) -> tuple[str, list[str]]:
+    """(valid / invalid / unknown, anomaly types) from either checker's JSON."""
+    try:
+        d = json.loads(stdout)
+    except ValueError:
+        return f"exit {exit_code}", []
+    valid = d.get("valid")
+    types = d.get("anomaly-types", d.get("anomaly_types", [])) or []
+    word = {True: "valid", False: "invalid"}.get(valid, str(valid))
+    return word, sorted(types)
+
+
+def median_run(cmd: list[str], repeat: int) -> dict:
+    runs = [measure(*cmd) for _ in range(repeat)]
+    out = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "user", "sys", "rss_mb")}
+    out["verdict"], out["types"] = verdict(runs[0]["stdout"], runs[0]["exit"])
+    out["runs"] = repeat
+    return out
+
+
+def uptime() -> str:
+    with open("/proc/loadavg") as fh:
+        return "load average " + " ".join(fh.read().split()[:3])
 
 
 def history(db: str, n: int, seed: int = 1) -> str:
@@ -98,29 +99,54 @@ def history(db: str, n: int, seed: int = 1) -> str:
     return path
 
 
-def bench_sizes(sizes: list[int], db: str) -> None:
-    print(f"\nlist-append, strict-serializable, sim --db {db}")
-    print("(json s: a bare json.loads pass over the lines; check s: load + analysis, after the\n"
-          " one-time imports (numpy, scipy), which are shown apart, as json's own import is)")
+def side_by_side(dbs: list[str], sizes: list[int], repeat: int, repeat_large: int) -> None:
     adya = adya_binary()
-    print(f"{'txns':>9} {'MB':>7} {'json s':>8} {'check s':>8} {'load s':>7} {'cycle s':>7} {'import s':>8} "
-          f"{'txn/s':>9} {'peak MiB':>9} {'user s':>7} {'sys s':>6} {'check/json':>10}"
-          + (f" {'adya s':>7} {'adya MiB':>8} {'adya':>7}" if adya else "") + "  verdict")
-    for n in sizes:
-        path = history(db, n)
-        mb = os.path.getsize(path) / 1e6
-        p = run(PARSE, path)
-        c = run(CHECK, path, "strict-serializable")
-        verdict = "valid" if c["valid"] is True else f"{c['valid']} {','.join(c['anomalies'])}"
-        side = ""
-        if adya:
-            a = run(ADYA, adya, path)
-            side = f" {a['seconds']:>7.2f} {a['rss_mb']:>8.0f} {str(a['valid']):>7}"
-        print(f"{n:>9} {mb:>7.1f} {p['seconds']:>8.2f} {c['seconds']:>8.2f} "
-              f"{c['load_seconds']:>7.2f} {c['cycle_seconds']:>7.2f} {c['import_seconds']:>8.2f} "
-              f"{n / c['seconds']:>9.0f} {c['rss_mb']:>9.0f} "
-              f"{c['user']:>7.2f} {c['sys']:>6.2f} {c['seconds'] / p['seconds']:>10.2f}{side}  "
-              f"{verdict}", flush=True)
+    print("\nlist-append, strict-serializable: sleuth check beside adya, same file, fresh processes")
+    print("(wall and CPU seconds, peak MiB; cpu% = sleuth's CPU seconds as a share of adya's; "
+          "medians of the runs shown)")
+    if adya is None:
+        print("adya is not installed (cargo install adya --no-default-features): sleuth alone")
+    print(f"  [{uptime()}]")
+    head = f"{'db':<19} {'txns':>9} {'runs':>4} | {'wall':>6} {'cpu':>6} {'MiB':>5} {'verdict':<8}"
+    if adya:
+        head += f" | {'adya wall':>9} {'cpu':>6} {'MiB':>5} {'verdict':<8} | {'cpu%':>5} {'wall%':>5}"
+    print(head)
+    for db in dbs:
+        for n in sizes:
+            path = history(db, n)
+            r = repeat if n < 1_000_000 else repeat_large
+            s = median_run([SLEUTH, "check", "--workload", "list-append", "--json", path], r)
+            line = (f"{db:<19} {n:>9} {r:>4} | {s['wall']:>6.2f} {s['cpu']:>6.2f} {s['rss_mb']:>5.0f} "
+                    f"{s['verdict']:<8}")
+            a = None
+            if adya:
+                a = median_run([adya, "check", path, "--json"], r)
+                line += (f" | {a['wall']:>9.2f} {a['cpu']:>6.2f} {a['rss_mb']:>5.0f} {a['verdict']:<8} | "
+                         f"{100 * s['cpu'] / a['cpu']:>4.0f}% {100 * s['wall'] / a['wall']:>4.0f}%")
+            print(line, flush=True)
+            if s["types"]:
+                print(f"{'':>20} sleuth: {', '.join(s['types'])}")
+            if a is not None and a["types"]:
+                print(f"{'':>20} adya:   {', '.join(a['types'])}")
+    print(f"  [{uptime()}]")
+
+
+def startup(runs: int = 11) -> None:
+    from sleuth.workloads.sim_list_append import write_sim
+
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, "small-startup.jsonl")
+    if not os.path.exists(path):
+        write_sim(path, "serializable", 50, concurrency=5, keys=4, seed=1)
+    rows = [("python -c pass (floor)", [PY, "-c", "pass"]),
+            ("sleuth check, 50 txns", [SLEUTH, "check", "--workload", "list-append", path])]
+    adya = adya_binary()
+    if adya:
+        rows.append(("adya check, 50 txns", [adya, "check", path]))
+    print(f"\nstart-up: median of {runs} runs  [{uptime()}]")
+    for name, cmd in rows:
+        m = median_run(cmd, runs)
+        print(f"  {name:<24} wall {m['wall']:.3f} s  cpu {m['cpu']:.3f} s  {m['rss_mb']:.0f} MiB")
 
 
 def bench_many_small(count: int = 1000) -> None:
@@ -135,8 +161,8 @@ def bench_many_small(count: int = 1000) -> None:
             write_sim(p, ["serializable", "read-committed"][i % 2], 50, concurrency=5, keys=4, seed=i)
         paths.append(p)
     t = time.perf_counter()
-    proc = subprocess.run([os.path.join(os.path.dirname(PY), "sleuth"), "check", "--workload",
-                           "list-append", "--json", *paths], capture_output=True, text=True)
+    proc = subprocess.run([SLEUTH, "check", "--workload", "list-append", "--json", *paths],
+                          capture_output=True, text=True)
     dt = time.perf_counter() - t
     lines = proc.stdout.strip().splitlines()
     invalid = sum(1 for line in lines if json.loads(line)["valid"] is not True)
@@ -147,10 +173,13 @@ def bench_many_small(count: int = 1000) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000,1000000")
-    ap.add_argument("--db", default="serializable")
+    ap.add_argument("--dbs", default="serializable,snapshot-isolation,read-committed,stale-reads")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per row below 1M transactions")
+    ap.add_argument("--repeat-large", type=int, default=1, help="runs per 1M-transaction row")
     ap.add_argument("--small", type=int, default=1000)
     a = ap.parse_args()
-    bench_sizes([int(s) for s in a.sizes.split(",")], a.db)
+    startup()
+    side_by_side(a.dbs.split(","), [int(s) for s in a.sizes.split(",")], a.repeat, a.repeat_large)
     if a.small:
         bench_many_small(a.small)
 

@@ -76,6 +76,45 @@ def test_scc_labels():
     assert list(sizes[labels] > 1) == [True, True, True, False, False, False]  # on a cycle
 
 
+def partition(labels):
+    """The components as a set of node sets: labels differ between implementations."""
+    parts = {}
+    for v, lab in enumerate(labels.tolist()):
+        parts.setdefault(lab, set()).add(v)
+    return {frozenset(p) for p in parts.values()}
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_small_graph_sccs_are_mutual_reachability(seed):
+    # Tarjan in Python (graphs up to SMALL_GRAPH) against the definition:
+    # u and v share a component iff each reaches the other.
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 14)
+    edges = [(rnd.randrange(n), rnd.randrange(n)) for _ in range(rnd.randint(0, 3 * n))]
+    src = np.array([a for a, _ in edges], dtype=np.int64)
+    dst = np.array([b for _, b in edges], dtype=np.int64)
+    labels, sizes = g.scc_labels(n, src, dst)
+    r = reach(n, edges)
+    expected = {frozenset(v for v in range(n) if v == u or ((u, v) in r and (v, u) in r)) for u in range(n)}
+    assert partition(labels) == expected
+    assert sizes.tolist() == np.bincount(labels).tolist()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_small_and_large_graph_sccs_agree(seed, monkeypatch):
+    # the same graph through Tarjan in Python and through scipy
+    rnd = np.random.default_rng(seed)
+    n = 3000
+    src, dst = rnd.integers(0, n, 4000), rnd.integers(0, n, 4000)
+    chain = np.arange(n - 1)  # a long path, closed into one big cycle below: deep for a DFS
+    src, dst = np.concatenate([src, chain, [n - 1]]), np.concatenate([dst, chain + 1, [n // 2]])
+    small = g.scc_labels(n, src, dst)[0]
+    monkeypatch.setattr(g, "SMALL_GRAPH", 0)
+    large = g.scc_labels(n, src, dst)[0]
+    assert partition(small) == partition(large)
+    assert max(map(len, partition(small))) > 1
+
+
 def _search(n, src, dst, kind, spec_name, label=None):
     from sleuth.checker import cycles
     spec = next(s for s in cycles.SPECS if s.name == spec_name)

@@ -1,11 +1,13 @@
 """The `sleuth` command line (click): one module per family of commands.
 
-Imports of the heavier subsystems happen inside each command, so `sleuth
-check` on a register history starts in a fraction of a second.
+A command's module is imported only when that command runs (`LAZY`), and
+imports of the heavier subsystems happen inside each command, so `sleuth
+check` on a small history starts in a fraction of a second.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -13,11 +15,11 @@ import traceback
 import click
 
 from sleuth import exits
-from sleuth.cli.campaign import campaign
-from sleuth.cli.check import check, sim
-from sleuth.cli.cluster import cluster
-from sleuth.cli.run import report, run, serve
-from sleuth.cli.shrink import shrink
+
+# command name -> the module that defines it (a click command of that name)
+LAZY = {"check": "sleuth.cli.check", "sim": "sleuth.cli.check", "shrink": "sleuth.cli.shrink",
+        "run": "sleuth.cli.run", "report": "sleuth.cli.run", "serve": "sleuth.cli.run",
+        "cluster": "sleuth.cli.cluster", "campaign": "sleuth.cli.campaign"}
 
 
 class _Sleuth(click.Group):
@@ -42,6 +44,16 @@ class _Sleuth(click.Group):
             exits.die(f"sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback", exits.CRASHED)
         sys.exit(status if isinstance(status, int) else 0)
 
+    lazy: dict[str, str] = {}  # commands imported when first asked for (LAZY, on `main`)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in self.lazy:
+            self.add_command(getattr(importlib.import_module(self.lazy[name]), name), name)
+        return super().get_command(ctx, name)
+
 
 @click.group(cls=_Sleuth, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="sleuth")
@@ -49,5 +61,38 @@ def main() -> None:
     """sleuth: a Jepsen-style consistency checker for SQL systems."""
 
 
-for command in (check, sim, shrink, run, report, serve, cluster, campaign):
-    main.add_command(command)
+main.lazy = LAZY
+
+
+PROGRAM = False  # running as the `sleuth` program (`entry`), not called in-process (tests)
+FAST_EXIT = False  # set by a command (check) after which the program may leave at once
+
+
+def entry() -> None:
+    """The `sleuth` program: `main`, and after `sleuth check` an exit that
+    skips tearing down the heap.
+
+    A check of a million transactions leaves tens of millions of small
+    objects that the interpreter would free one by one on the way out (over
+    a second, for nothing). `check` starts no threads or child processes and
+    closes what it writes, so once stdout and stderr are flushed nothing is
+    lost. Other commands (which run clusters, Spark, threads) exit as usual;
+    in-process callers (tests) call `main`.
+    """
+    global PROGRAM
+    PROGRAM = True
+    try:
+        main()
+    except SystemExit as e:
+        if not FAST_EXIT:
+            raise
+        code = e.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # the reader went away (`| head`): as Python itself would, quietly
+            pass
+        os._exit(code or 0)

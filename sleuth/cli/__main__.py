@@ -1,3 +1,3 @@
-from sleuth.cli import main
+from sleuth.cli import entry
 
-main()
+entry()
