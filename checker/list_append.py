@@ -106,10 +106,25 @@ class Analysis:
         self.intermediate: dict[Key, set] = {}  # values appended and then appended past, in one txn
         self.failed: set[int] = set()  # failed ops
         self._scan()
-        self._version_orders()
+        try:
+            self._version_orders()
+        except TypeError:  # a read's element is a list or a map: bad input, not a crash
+            self._unhashable_read()
+            raise
         self._read_anomalies()
         self._dirty_updates()
         self._edges()
+
+    def _unhashable_read(self) -> None:
+        """Name the first ok read that returned an element no key or appended value can be."""
+        for k, reads in self.reads_by_key.items():
+            for i, r in reads:
+                for v in r:
+                    try:
+                        hash(v)
+                    except TypeError:
+                        raise self.history.error(self.ops[i].complete_pos, f"read of key {k!r} returned "
+                                                 f"{r!r}: list elements must be scalars") from None
 
     def _scan(self) -> None:
         """One pass over every micro-op: validate, index writers and reads, and

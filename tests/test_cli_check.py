@@ -103,6 +103,20 @@ def test_bad_micro_op_names_its_line(tmp_path):
     assert f"{path}:1:" in p.stderr and "unknown micro-op 'put'" in p.stderr
 
 
+@pytest.mark.parametrize("longest", [True, False])
+def test_a_read_of_a_list_element_is_bad_input_naming_its_line(tmp_path, longest):
+    """A read holding a list (or map) element is bad input at the read's line, whether it is its
+    key's longest read or a shorter one (both crashed the checker: 255 and a TypeError)."""
+    other = [["r", "x", [1, 2]]] if not longest else [["r", "x", [1]]]
+    path = txn_history(tmp_path / "h.jsonl", [
+        (0, 0, 1, [["append", "x", 1], ["append", "x", 2]], [["append", "x", 1], ["append", "x", 2]]),
+        (1, 2, 3, [["r", "x", None]], other),
+        (2, 4, 5, [["r", "x", None]], [["r", "x", [[1], 2]]] if not longest else [["r", "x", [1, [2], 3]]])])
+    p = run("check", path, "--workload", "list-append")
+    assert p.returncode == 254 and "Traceback" not in p.stderr, p.stderr
+    assert f"{path}:6:" in p.stderr and "must be scalars" in p.stderr, p.stderr
+
+
 def test_unknown_model_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "list-append", "--model", "snapshot")
     assert p.returncode == 254 and "--model" in p.stderr and "Traceback" not in p.stderr
