@@ -220,8 +220,9 @@ class Pairer:
         op.complete_pos = pos
         if typ == "ok":
             op.value = value
-            if not self.keep:
-                op.invoke_value = value
+            if not self.keep and not _names_another_key(f, op.invoke_value, value):
+                op.invoke_value = value  # a compact load keeps one value, unless the checker must
+                #                          see the invoke's to say the two disagree
             op.complete_time = time
         elif typ == "fail":
             op.complete_time = time
@@ -260,6 +261,13 @@ def _same_micro_ops(invoked: Any, completed: list) -> bool:
     except (TypeError, IndexError, KeyError):
         return True
     return True
+
+
+def _names_another_key(f: str, invoked: Any, completed: Any) -> bool:
+    """Is this a [key, value] operation whose completion names another key than its invoke?
+    (The register checker says so, naming the line; it needs the invoke's value for that.)"""
+    return (f != "txn" and type(invoked) is list and type(completed) is list
+            and len(invoked) == 2 == len(completed) and invoked[0] != completed[0])
 
 
 def note_backwards(times: list[int], last_time: int) -> list[int]:

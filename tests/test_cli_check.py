@@ -117,6 +117,21 @@ def test_a_read_of_a_list_element_is_bad_input_naming_its_line(tmp_path, longest
     assert f"{path}:6:" in p.stderr and "must be scalars" in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("f, invoked, completed", [("write", ["a", 1], ["b", 1]),
+                                                  ("read", ["a", None], ["b", 1]),
+                                                  ("cas", ["a", [1, 2]], ["b", [1, 2]])])
+def test_a_register_op_completing_on_another_key_is_bad_input(tmp_path, f, invoked, completed):
+    """The compact load keeps one value per ok op; it used to keep the completion's only, so the
+    register checker never saw that the invoke named another key, and judged the file."""
+    path = tmp_path / "h.jsonl"
+    path.write_text(json.dumps({"index": 0, "time": 0, "type": "invoke", "process": 0, "f": f, "value": invoked})
+                    + "\n" + json.dumps({"index": 1, "time": 1, "type": "ok", "process": 0, "f": f,
+                                         "value": completed}) + "\n")
+    p = run("check", str(path), "--workload", "register")
+    assert p.returncode == 254 and "Traceback" not in p.stderr, p.stderr
+    assert f"{path}:2:" in p.stderr and 'completes with key "b" but was invoked on key "a"' in p.stderr
+
+
 def test_unknown_model_is_a_usage_error(fine):
     p = run("check", fine, "--workload", "list-append", "--model", "snapshot")
     assert p.returncode == 254 and "--model" in p.stderr and "Traceback" not in p.stderr
