@@ -236,24 +236,40 @@ def test_txn_completion_that_differs_from_its_invoke_is_bad_input(tmp_path):
 
 
 def crashing_history(tmp_path):
-    # A list element that is itself a list: the list-append checker cannot
-    # hash it (a sleuth bug, reported as exit 255: sleuth failed, not the input).
+    # Reads of a key named "crash": `buggy` below plants a bug that fires on them only.
     return write_events(tmp_path / "crash.jsonl", [
-        inv(0, "txn", [R("x")]), done("ok", 0, "txn", [R("x", [[1]])])])
+        inv(0, "txn", [R("crash")]), done("ok", 0, "txn", [R("crash", [1])])])
+
+
+def buggy(*args, env=None):
+    """`sleuth` with a bug planted in the list-append checker: a TypeError on a history that
+    reads the key "crash" (sleuth's own failure, whatever the input)."""
+    code = ("import sys\n"
+            "from sleuth.checker.list_append import Analysis\n"
+            "orders = Analysis._version_orders\n"
+            "def planted(self):\n"
+            "    if 'crash' in self.reads_by_key:\n"
+            "        raise TypeError('a planted bug')\n"
+            "    return orders(self)\n"
+            "Analysis._version_orders = planted\n"
+            "from sleuth.cli import main\n"
+            "sys.argv = ['sleuth'] + sys.argv[1:]\n"
+            "main()\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
 
 
 def test_sleuth_failing_is_255_one_line_and_combines_highest(tmp_path, fine, stale):
     crash = crashing_history(tmp_path)
-    p = run("check", fine, stale, crash, str(tmp_path / "missing.jsonl"), "-w", "list-append", "--json")
+    p = buggy("check", fine, stale, crash, str(tmp_path / "missing.jsonl"), "-w", "list-append", "--json")
     assert p.returncode == 255
     rows = [json.loads(line) for line in p.stdout.splitlines()]
     assert [r["exit"] for r in rows] == [0, 1, 255, 254]
     assert rows[2]["valid"] == "unknown" and "sleuth failed (TypeError" in rows[2]["error"]
     assert rows[2]["error"].endswith("SLEUTH_DEBUG=1 shows the traceback")
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 2
-    debug = subprocess.run([SLEUTH, "check", crash, "-w", "list-append"], capture_output=True, text=True,
-                           timeout=120, env={**os.environ, "SLEUTH_DEBUG": "1"})
-    assert debug.returncode == 255 and "Traceback" in debug.stderr
+    debug = buggy("check", crash, "-w", "list-append", env={"SLEUTH_DEBUG": "1"})
+    assert debug.returncode == 255 and "Traceback" in debug.stderr and "a planted bug" in debug.stderr
 
 
 @pytest.mark.parametrize("files,status", [
