@@ -26,11 +26,14 @@ RUN_BUDGET = 20.0  # seconds a run spends shrinking its anomaly (sleuth run --sh
 JSONL, JSON = "counterexample.jsonl", "counterexample.json"
 
 
-def check_command(path: str, workload: str, model: str | None, options: dict[str, Any]) -> str:
+def check_command(path: str, workload: str, model: str | None, options: dict[str, Any],
+                  timestamps: bool = False) -> str:
     """The `sleuth check` command that judges `path` as the original was judged."""
     words = ["sleuth", "check", path, "--workload", workload]
     if model:
         words += ["--model", model]
+    if timestamps:
+        words.append("--timestamps")
     for name, value in options.items():
         option = OPTIONS[name]
         if option.type is None:
@@ -62,20 +65,21 @@ def _summary_path(path: str) -> str:
 
 def for_run(run_dir: str, history: History, checks: Any, budget: float = RUN_BUDGET,
             say: Callable[[str], None] | None = None) -> dict[str, Any] | None:
-    """Shrink an invalid run's history into `run_dir/counterexample.jsonl`; None when the
-    workload's checker finds it valid (an anomaly of the timestamp rules alone has no
-    counterexample here)."""
-    from sleuth.judge import check_workload
+    """Shrink an invalid run's history into `run_dir/counterexample.jsonl`, judged as the run
+    was: by the workload's checker and, on the reference cluster, the timestamp rules too;
+    None when neither finds an anomaly."""
+    from sleuth.judge import check_judged
 
-    original = check_workload(history, checks)
+    original = check_judged(history, checks)
     if original.valid is not False or not original.anomaly_types:
         return None
-    ce = shrink(history, checks.checker, lambda h: check_workload(h, checks), original, budget=budget)
+    ce = shrink(history, checks.checker, lambda h: check_judged(h, checks), original, budget=budget)
     options = {"linearizable_keys": True} if checks.linearizable_keys else {}
     if checks.total is not None:
         options["total"] = checks.total
     path = os.path.join(run_dir, JSONL)
-    summary = write(ce, path, check_command(JSONL, checks.checker, checks.model, options))
+    command = check_command(JSONL, checks.checker, checks.model, options, timestamps=checks.timestamps)
+    summary = write(ce, path, command)
     if say is not None:
         say(f"counterexample: {ce.summary()} -> {path}")
     return summary

@@ -96,6 +96,27 @@ def check_workload(history: History, checks: Checks) -> Any:
     return checker_for(checks.checker)(history, **kwargs)
 
 
+def with_timestamps(result: Any, history: History, workload: str) -> tuple[Any, Any]:
+    """`result` (a `Result`) with the grey-box timestamp rules' findings merged in (one invalid
+    part makes the whole invalid), and those findings on their own."""
+    from sleuth.checker import timestamps
+    from sleuth.checker.result import merge_valid
+
+    ts = timestamps.check(history, workload)
+    result.valid = merge_valid(result.valid, ts.valid)
+    result.anomaly_types = sorted(set(result.anomaly_types) | set(ts.anomaly_types))
+    for k, v in ts.anomalies.items():
+        result.anomalies.setdefault(k, v)
+    return result, ts
+
+
+def check_judged(history: History, checks: Checks) -> Any:
+    """What a run's verdict rests on, as one `Result`: the workload's checker and, where the
+    checks say so, the timestamp rules (`judge` without the run's reason and counts)."""
+    result = check_workload(history, checks)
+    return with_timestamps(result, history, checks.checker)[0] if checks.timestamps else result
+
+
 def judge(history: History, checks: Checks, reason: str | None = None, *,
           workload: bool = True) -> dict[str, Any]:
     """The results of `history` under `checks` (results.json's content).
@@ -106,22 +127,15 @@ def judge(history: History, checks: Checks, reason: str | None = None, *,
     the reason): the campaign's Spark judge runs a register checker per key
     and these once per run. Pure: reads nothing but its arguments.
     """
-    from sleuth.checker.result import merge_valid
+    from sleuth.checker.result import Result
 
-    if workload:
-        result = check_workload(history, checks)
-        results = result.to_json()
-    else:
-        results = {"valid": True, "anomaly-types": [], "anomalies": {}}
+    result = check_workload(history, checks) if workload else Result(True, checks.model or "")
+    ts = None
     if checks.timestamps:
-        from sleuth.checker import timestamps
-
-        ts = timestamps.check(history, checks.checker)
+        result, ts = with_timestamps(result, history, checks.checker)
+    results = result.to_json()
+    if ts is not None:
         results["timestamps"] = ts.to_json()
-        results["valid"] = merge_valid(results["valid"], ts.valid)
-        results["anomaly-types"] = sorted(set(results["anomaly-types"]) | set(ts.anomaly_types))
-        for k, v in ts.anomalies.items():
-            results["anomalies"].setdefault(k, v)
     counts = op_counts(history)
     results["counts"] = counts
     if reason is None and counts["ok"] == 0:

@@ -388,3 +388,51 @@ def test_a_real_invalid_run_leaves_a_counterexample_and_shrink_budget_0_turns_it
     assert page.index('id="counterexample"') < page.index('id="anomalies"')
     assert not os.path.exists(os.path.join(dirs["0"], "counterexample.jsonl"))
     assert 'id="counterexample"' not in open(os.path.join(dirs["0"], "index.html")).read()
+
+
+def _register_history_with_a_stale_ts(n: int = 400):
+    """A linearizable register history whose ts (the reference cluster's grey-box `ts`) go back
+    once: after a write at ts 10*i+5 completes, a later read of that same value claims a lower
+    ts. The workload's checker finds nothing; the timestamp rules find read-ts-below-write."""
+    events, t = [], 0
+    for i in range(n):
+        p = i % 4
+        events.append({"type": "invoke", "process": p, "f": "write", "value": ["k", i]})
+        events.append({"type": "ok", "process": p, "f": "write", "value": ["k", i], "ts": 10 * i + 5})
+        ts = 10 * i + 7 if i != n // 2 else 10 * i  # the stale one
+        events.append({"type": "invoke", "process": p, "f": "read", "value": ["k", None]})
+        events.append({"type": "ok", "process": p, "f": "read", "value": ["k", i], "ts": ts})
+    for j, e in enumerate(events):
+        e.update(index=j, time=t + j)
+    return events
+
+
+def test_a_verdict_of_the_timestamp_rules_alone_shrinks_and_replays_with_timestamps(tmp_path):
+    path = write(tmp_path / "ts.jsonl", _register_history_with_a_stale_ts())
+    plain = subprocess.run([sys.executable, "-m", "sleuth.cli", "check", path, "-w", "register"],
+                           capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr  # the workload's checker alone: valid
+    out = tmp_path / "ce.jsonl"
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "shrink", path, "-w", "register", "--timestamps",
+                        "-o", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    summary = json.loads(p.stdout)["counterexample"]
+    assert summary["command"].endswith("--timestamps") and summary["minimal"] is True
+    h = read_jsonl(str(out))
+    assert [(o.f, o.ts) for o in h.ops()] == [("write", 2005), ("read", 2000)]
+    replay = subprocess.run([sys.executable, "-m", "sleuth.cli", "check", str(out), "-w", "register",
+                             "--timestamps", "--json"], capture_output=True, text=True, timeout=120)
+    assert replay.returncode == 1 and json.loads(replay.stdout)["anomaly-types"] == ["read-ts-below-write"]
+
+
+def test_a_run_invalid_by_its_timestamp_rules_alone_still_leaves_a_counterexample(tmp_path):
+    from sleuth import counterexample
+    from sleuth.judge import Checks
+
+    h = read_jsonl(write(tmp_path / "history.jsonl", _register_history_with_a_stale_ts()))
+    checks = Checks(checker="register", timestamps=True)
+    summary = counterexample.for_run(str(tmp_path), h, checks, budget=30)
+    assert summary is not None and "--timestamps" in summary["command"]
+    ce = read_jsonl(str(tmp_path / counterexample.JSONL))
+    assert len(ce.ops()) == 2
+    assert counterexample.for_run(str(tmp_path), h, Checks(checker="register"), budget=30) is None

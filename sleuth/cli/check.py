@@ -76,10 +76,11 @@ def _crash_message(path: str, e: BaseException) -> str:
 
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
 def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
-               events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
+               events: bool = False, timestamps: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
     """Load and judge one history: (exit status, JSON record, Result or None, the History or None).
 
     `events=True` keeps every event (a report draws them); checkers need only ops.
+    `timestamps=True` also applies the grey-box timestamp rules (`--timestamps`).
 
     Bad input is 254 with the reader's one-line error; any other exception is
     sleuth's own failure, 255 (with its traceback on stderr when SLEUTH_DEBUG=1).
@@ -92,6 +93,10 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
                        f"time, the first at line {line}); the file order is the real-time order "
                        "and times are for display only", err=True)
         result = spec.checker()(history, **kwargs)
+        if timestamps:
+            from sleuth.judge import with_timestamps
+
+            result = with_timestamps(result, history, spec.name)[0]
     except HistoryError as e:
         return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
     except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
@@ -123,6 +128,12 @@ def _option_flags(fn):
     return fn
 
 
+timestamps_flag = click.option(
+    "--timestamps", is_flag=True,
+    help="Grey-box: also apply the reference cluster's timestamp rules to ok operations that carry "
+         "`ts` (what sleuth run checks on the reference cluster at strict serializability).")
+
+
 @click.command()
 @click.argument("files", nargs=-1, required=True)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
@@ -132,13 +143,14 @@ def _option_flags(fn):
               help="Consistency model to judge against (default: linearizable for registers, "
                    "strict-serializable for transactional workloads; none for bank and counter).")
 @_option_flags
+@timestamps_flag
 @click.option("--json", "as_json", is_flag=True,
               help="One JSON object per file on stdout (JSON Lines); notes go to stderr.")
 @click.option("--explain/--no-explain", default=True, show_default=True,
               help="Print the first example of each anomaly, explained.")
 @click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the HTML report of the (one) history into this directory.")
-def check(files, workload, model, as_json, explain, report_dir, **options) -> None:
+def check(files, workload, model, timestamps, as_json, explain, report_dir, **options) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
@@ -172,7 +184,8 @@ def check(files, workload, model, as_json, explain, report_dir, **options) -> No
     for path in files:
         # Each file is judged by (spec, kwargs); an argument that brings its
         # own settings (a run directory) would resolve them here, then judge.
-        status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None)
+        status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
+                                                     timestamps=timestamps)
         statuses.append(status)
         if report_dir and result is not None:
             from sleuth.cli.run import report_history

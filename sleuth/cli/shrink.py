@@ -17,7 +17,13 @@ import click
 
 from sleuth import exits
 from sleuth.checker import WORKLOADS
-from sleuth.cli.check import _checker_options, _model_for, _option_flags, judge_file
+from sleuth.cli.check import (
+    _checker_options,
+    _model_for,
+    _option_flags,
+    judge_file,
+    timestamps_flag,
+)
 
 
 @click.command()
@@ -26,6 +32,7 @@ from sleuth.cli.check import _checker_options, _model_for, _option_flags, judge_
               help="What the history's operations are.")
 @click.option("--model", "-m", default=None, help="Consistency model to judge against (as sleuth check).")
 @_option_flags
+@timestamps_flag
 @click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
               help="Where to write the counterexample (default: FILE.counterexample.jsonl).")
 @click.option("--budget", type=click.FloatRange(min=0), default=60.0, show_default=True,
@@ -33,7 +40,7 @@ from sleuth.cli.check import _checker_options, _model_for, _option_flags, judge_
 @click.option("--anomaly", default=None, metavar="TYPE",
               help="The anomaly type to keep (default: the one whose example names the fewest operations).")
 @click.option("--json", "as_json", is_flag=True, help="stdout carries one JSON object, nothing else.")
-def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -> None:
+def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, **options) -> None:
     """Shrink an invalid history to a minimal counterexample that is still invalid.
 
     Exit status: 1 invalid (counterexample written); 0 valid, 2 unknown (nothing to
@@ -50,7 +57,7 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
     kwargs = _checker_options(spec, options)
     if model:
         kwargs["model"] = model
-    status, record, result, history = judge_file(file, spec, kwargs, events=True)
+    status, record, result, history = judge_file(file, spec, kwargs, events=True, timestamps=timestamps)
     if result is None:
         exits.die(record["error"].removeprefix("sleuth: error: "), status)
     if result.valid is not False:
@@ -67,6 +74,9 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
     checker = spec.checker()
 
     def check(h):
+        if timestamps:
+            from sleuth.judge import with_timestamps
+            return with_timestamps(checker(h, **kwargs), h, workload)[0]
         return checker(h, **kwargs)
 
     def progress(stage: str, ops: int) -> None:
@@ -77,7 +87,7 @@ def shrink(file, workload, model, output, budget, anomaly, as_json, **options) -
     ce = Shrinker(history, workload, check, result, anomaly, budget, progress,
                   initial_value=kwargs.get("initial_value")).run()
     given = {k: v for k, v in kwargs.items() if k != "model"}
-    command = counterexample.check_command(output, workload, model, given)
+    command = counterexample.check_command(output, workload, model, given, timestamps=timestamps)
     try:
         summary = counterexample.write(ce, output, command)
     except OSError as e:
