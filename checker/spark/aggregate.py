@@ -36,7 +36,7 @@ STATS_SCHEMA = ("`ops` BIGINT, `ok` BIGINT, `fail` BIGINT, `info` BIGINT, `laten
 def run_stats(ops) -> dict:
     """One run's STATS_SCHEMA columns from its operations (pandas: outcome, invoke_time,
     complete_time, fault_active). Computed in the task that consolidates the run, where its
-    operations already are: a Spark groupBy with exact percentiles over the cached operations
+    operations already are: a Spark groupBy with exact percentiles over the operations
     cost more than the rest of the aggregation together. Percentiles interpolate linearly,
     as Spark's `percentile` does."""
     import numpy as np

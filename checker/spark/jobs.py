@@ -12,15 +12,17 @@ an active session with the same master is reused and left running). The four
 jobs write into `out_dir`:
 
 - `operations/`: Parquet partitioned by campaign and run, one row per client
-  operation (consolidate.OPS_COLUMNS + workload), paired by Spark;
+  operation (consolidate.FILE_COLUMNS), paired in one Spark task per run;
 - `campaign.parquet` and `campaign.csv`: the campaign table (aggregate.COLUMNS),
   one row per run; also returned as a pandas DataFrame;
 - `durability.parquet`: every lost or phantom write (run, anomaly, key,
   value, process, f, history line, the operation's value).
 
-Judging (judge.py) runs in `groupBy(...).applyInPandas` tasks: per run and
-key for register workloads, per run otherwise, plus one whole-run task for
-the rules that span keys (grey-box timestamps). `say` gets one line per job.
+Judging (judge.py) runs in the task that consolidates each run (the whole
+run; for register workloads the rules that span keys), plus
+`groupBy(run, key).applyInPandas` tasks for register workloads' keys.
+`say` gets one line per job; the returned table's `attrs["timings"]` holds
+each job's seconds.
 """
 
 from __future__ import annotations
@@ -144,7 +146,6 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
                master: str | None = None, say=print):
     """Consolidate, judge, audit and aggregate `run_dirs`; write into `out_dir`; return the table."""
     import pandas as pd
-    from pyspark.sql import functions as F
 
     from sleuth.checker.spark import aggregate, consolidate, durability
 
@@ -154,18 +155,13 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in aggregate.COLUMNS.items()})
     t0 = time.monotonic()
     spark, owned = session(master)
-    rows = None
     try:
         say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start)")
-        from pyspark import StorageLevel
-
         timings: dict[str, float] = {}
         t = time.monotonic()
-        rows = consolidate.consolidate(spark, meta).persist(StorageLevel.MEMORY_AND_DISK)
-        ops = rows.where(F.col("kind") == "op").select(*consolidate.OPS_COLUMNS)
         ops_path = os.path.join(out_dir, "operations")
-        (ops.drop("run_dir").write.mode("overwrite").partitionBy("campaign", "run").parquet(ops_path))
-        runs = rows.where(F.col("kind") == "run").select("run", *consolidate.RUN_COLUMNS).toPandas()
+        runs = consolidate.consolidate(spark, meta, ops_path).toPandas()
+        ops = consolidate.operations(spark, ops_path, meta)
         timings["consolidate"] = time.monotonic() - t
         say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
@@ -187,7 +183,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         say(f"spark: audited durability of {len(audited)} runs: {len(anomalies)} lost or phantom writes "
             f"({timings['audit']:.1f} s)")
         t = time.monotonic()
-        stats = runs.drop(columns=["valid", "anomaly_types", "reason", "readable"])
+        stats = runs.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
         meta_df = pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta])
         table = aggregate.campaign_table(meta_df, stats, verdicts, anomalies, audited)
         table.to_parquet(os.path.join(out_dir, "campaign.parquet"), index=False)
@@ -198,7 +194,5 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
             f"{out_dir} ({time.monotonic() - t0:.1f} s in all)")
         return table
     finally:
-        if rows is not None:
-            rows.unpersist()
         if owned:
             spark.stop()
