@@ -88,7 +88,7 @@ def spark(master: str, a) -> dict:
 
 
 def row(name: str, r: dict, ops: int) -> str:
-    stages = "".join(f"{r[s]:>12.1f}" if s in r else f"{'':>12}" for s in STAGES)
+    stages = "".join(f"{r[s]:>14.1f}" if s in r else f"{'':>14}" for s in STAGES)
     start = f"{r['start']:>8.1f}" if r["start"] else f"{'—':>8}"
     return f"{name:<16}{start}{r['jobs']:>8.1f}{ops / r['jobs']:>10,.0f}{stages}"
 
@@ -106,7 +106,7 @@ def main() -> None:
         return
     print(f"Spark campaign jobs: {a.runs} runs x {a.ops:,} list-append txns (sleuth sim), "
           f"consolidate + judge + audit + aggregate; {a.repeat} rounds on {os.cpu_count()} cores", flush=True)
-    head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>12}" for s in STAGES))
+    head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>14}" for s in STAGES))
     names = ("plain loop", *(f"spark {m}" for m in MASTERS))
     results: dict[str, list[dict]] = {n: [] for n in names}
     loads = []

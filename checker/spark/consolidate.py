@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import os
 
+import orjson
+
 from sleuth.checker.spark.aggregate import STATS_SCHEMA, run_stats
 from sleuth.history import gc_paused
 
@@ -75,8 +77,6 @@ def keyed_workloads() -> list[str]:
 def tolerant_events(path: str) -> list:
     """The lines of a file sleuth's reader refused that are still JSON events (index, type and
     process of the right kinds), as Events: what the dataset keeps of a damaged history."""
-    import orjson
-
     from sleuth.history import NEMESIS, TYPES, Event
 
     out = []
@@ -98,8 +98,6 @@ def tolerant_events(path: str) -> list:
 
 def _text(v) -> str | None:
     """A JSON value as the dataset keeps it: its JSON text (None for null)."""
-    import orjson
-
     return None if v is None else orjson.dumps(v).decode()
 
 
