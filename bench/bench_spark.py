@@ -1,6 +1,6 @@
 """Spark campaign jobs: seconds to consolidate and judge a campaign, local[1] vs local[2] vs a plain loop.
 
-    python bench/bench_spark.py [--runs 50] [--ops 20000]
+    python bench/bench_spark.py [--runs 50] [--ops 20000] [--repeat 3]
 
 A campaign of `runs` list-append histories of `ops` transactions each
 (`sleuth sim --db serializable`, seeds 0..runs-1, in run-directory shape,
@@ -8,8 +8,13 @@ cached in bench/out/spark/) is handed to `judge_runs` in a fresh process per
 master, so each pays its own JVM start (shown apart). The baseline does the
 same judging as a plain sequential loop in one Python process: read each
 history (sleuth's reader pairs the operations) and judge it with the same
-function the Spark tasks call. Printed side by side; `speedup` is local[1]'s
-jobs time over local[2]'s (the goal: >= 1.6 from the second core).
+function the Spark tasks call.
+
+Each round measures the three side by side, in a rotating order (the
+machine is shared: a burst of other work should not always land on the same
+one); the table shows each round, then the medians, with the load average
+beside them. `speedup` is local[1]'s jobs time over local[2]'s (the goal:
+>= 1.6 from the second core); `vs loop` is the loop's time over Spark's.
 """
 
 from __future__ import annotations
@@ -17,12 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "spark")
+STAGES = ("consolidate", "judge", "audit", "aggregate")
+MASTERS = ("local[1]", "local[2]")
 
 
 def make_campaign(runs: int, ops: int) -> list[str]:
@@ -41,7 +49,7 @@ def make_campaign(runs: int, ops: int) -> list[str]:
     return dirs
 
 
-def sequential(dirs: list[str]) -> float:
+def sequential(dirs: list[str]) -> dict:
     from sleuth.checker.spark.judge import judge_history
     from sleuth.history import read_jsonl
 
@@ -51,7 +59,7 @@ def sequential(dirs: list[str]) -> float:
             test = json.load(f)
         r = judge_history(read_jsonl(os.path.join(d, "history.jsonl")), test)
         assert r["valid"] is True, (d, r)
-    return time.perf_counter() - t
+    return {"start": 0.0, "jobs": time.perf_counter() - t}
 
 
 def spark_child(master: str, dirs: list[str], out: str) -> None:
@@ -66,13 +74,30 @@ def spark_child(master: str, dirs: list[str], out: str) -> None:
     table = judge_runs(dirs, out, campaign="bench", master=master, say=lambda m: None)
     jobs = time.perf_counter() - t
     assert (table["valid"] == "true").all(), table[["run", "valid"]]
-    print(json.dumps({"start": start, "jobs": jobs, "ops": int(table["ops"].sum())}))
+    print(json.dumps({"start": start, "jobs": jobs, "ops": int(table["ops"].sum()),
+                      **table.attrs.get("timings", {})}))
+
+
+def spark(master: str, a) -> dict:
+    out = os.path.join(OUT, "out-" + master[len("local["):-1])
+    p = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--ops", str(a.ops),
+                        "--child", master, out], capture_output=True, text=True, timeout=3600)
+    if p.returncode:
+        sys.exit(f"{master} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def row(name: str, r: dict, ops: int) -> str:
+    stages = "".join(f"{r[s]:>14.1f}" if s in r else f"{'':>14}" for s in STAGES)
+    start = f"{r['start']:>8.1f}" if r["start"] else f"{'—':>8}"
+    return f"{name:<16}{start}{r['jobs']:>8.1f}{ops / r['jobs']:>10,.0f}{stages}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--ops", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds; the medians are reported")
     ap.add_argument("--child", nargs=2, metavar=("MASTER", "OUT"))
     a = ap.parse_args()
     dirs = make_campaign(a.runs, a.ops)
@@ -80,22 +105,35 @@ def main() -> None:
         spark_child(a.child[0], dirs, a.child[1])
         return
     print(f"Spark campaign jobs: {a.runs} runs x {a.ops:,} list-append txns (sleuth sim), "
-          f"consolidate + judge + audit + aggregate", flush=True)
-    rows = [("plain loop, 1 process", 0.0, sequential(dirs), None)]
-    for master in ("local[1]", "local[2]"):
-        out = os.path.join(OUT, "out-" + master[len("local["):-1])
-        p = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--ops", str(a.ops),
-                            "--child", master, out], capture_output=True, text=True, timeout=3600)
-        if p.returncode:
-            sys.exit(f"{master} failed:\n{p.stderr[-3000:]}")
-        r = json.loads(p.stdout.strip().splitlines()[-1])
-        rows.append((f"spark {master}", r["start"], r["jobs"], r["ops"]))
-    print(f"{'':<24}{'session start s':>16}{'jobs s':>10}{'ops/s':>12}")
-    total_ops = rows[-1][3]
-    for name, start, jobs, _ in rows:
-        print(f"{name:<24}{start:>16.1f}{jobs:>10.1f}{total_ops / jobs:>12,.0f}")
-    print(f"speedup local[2] over local[1]: {rows[1][2] / rows[2][2]:.2f}x (goal >= 1.6); "
-          f"local[2] vs plain loop: {rows[0][2] / rows[2][2]:.2f}x")
+          f"consolidate + judge + audit + aggregate; {a.repeat} rounds on {os.cpu_count()} cores", flush=True)
+    head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>14}" for s in STAGES))
+    names = ("plain loop", *(f"spark {m}" for m in MASTERS))
+    results: dict[str, list[dict]] = {n: [] for n in names}
+    loads = []
+    ops = 0
+    for i in range(a.repeat):
+        before = os.getloadavg()[0]
+        order = [names[(i + j) % len(names)] for j in range(len(names))]
+        for name in order:
+            r = sequential(dirs) if name == "plain loop" else spark(name.split()[1], a)
+            ops = r.get("ops", ops)
+            results[name].append(r)
+        loads.append((before, os.getloadavg()[0]))
+        print(f"round {i + 1} (load average {before:.1f} before, {loads[-1][1]:.1f} after):\n{head}")
+        for name in names:
+            print(row(name, results[name][-1], ops))
+        sys.stdout.flush()
+    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "ops"} for n, rs in results.items()}
+    ld = [x for pair in loads for x in pair]
+    print(f"median of {a.repeat} rounds (load average {min(ld):.1f}–{max(ld):.1f}):\n{head}")
+    for name in names:
+        print(row(name, med[name], ops))
+    one, two, loop = (med[n]["jobs"] for n in ("spark local[1]", "spark local[2]", "plain loop"))
+    speedups = sorted(results["spark local[1]"][i]["jobs"] / results["spark local[2]"][i]["jobs"]
+                      for i in range(a.repeat))
+    print(f"speedup local[2] over local[1]: {one / two:.2f}x of the medians (rounds: "
+          f"{', '.join(f'{s:.2f}' for s in speedups)}; goal >= 1.6); plain loop over local[2]: "
+          f"{loop / two:.2f}x, over local[1]: {loop / one:.2f}x")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -61,6 +62,14 @@ def test_campaign_through_spark_writes_table_page_and_junit(tmp_path):
     assert all(i in page for i in ids) and "Spark agrees" in page
     cases = [c.get("name") for c in ET.parse(out["junit"]).getroot().iter("testcase")]
     assert cases == ids
+    from test_run_report import _chromium  # the page, as a user opens it: every image loads
+
+    shown = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
+                            "--virtual-time-budget=5000", "--dump-dom", f"file://{out['page']}"],
+                           capture_output=True, text=True, timeout=120)
+    assert 'class="matrix"' in shown.stdout and all(i in shown.stdout for i in ids)
+    assert re.search(r"<img src=", shown.stdout), "the page has no image to load"
+    assert 'data-images="loaded"' in shown.stdout, shown.stderr[-500:]
 
     again = subprocess.run([SLEUTH, "campaign", "judge", cdir, "--json"], capture_output=True, text=True,
                            env=env, timeout=600)

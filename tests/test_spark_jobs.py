@@ -156,6 +156,15 @@ def test_verdicts_equal_results_json_and_sleuth_check(campaign):
         assert row["valid"] == want == row["run_valid"], name
         assert row["anomaly_types"] == ",".join(sorted(results["anomaly-types"])), name
         assert row["spark_agrees"], name
+    for name in ("stale", "valid", "nemesis", "postgres"):  # and `sleuth check` on the run, now
+        if name not in by:
+            continue
+        p = subprocess.run([SLEUTH, "check", campaign["runs"][name], "--json"], capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode in (0, 1, 2), p.stderr[-2000:]
+        checked = json.loads(p.stdout.strip().splitlines()[-1])
+        assert by[name]["valid"] == {True: "true", False: "false"}.get(checked["valid"], "unknown"), name
+        assert by[name]["anomaly_types"] == ",".join(sorted(checked["anomaly-types"])), name
     assert by["stale"]["valid"] == "false" and "nonlinearizable" in by["stale"]["anomaly_types"]
     assert by["sim-si"]["valid"] == "false" and by["sim-reg"]["valid"] == "false"
     assert by["valid"]["valid"] == by["sim-ser"]["valid"] == "true"

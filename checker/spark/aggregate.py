@@ -1,7 +1,8 @@
 """Job 4, aggregate: the campaign table, one row per run (the campaign page reads these columns).
 
-Counts, latencies and availability come from the consolidated operations in
-Spark; the run's configuration from its test.json, its own verdict from its
+Counts, latencies, availability, the first-to-last time and the faults come
+from the task that consolidated the run (consolidate.py calls `run_stats`);
+the run's configuration from its test.json, its own verdict from its
 results.json; the Spark verdict from the judge and durability jobs.
 
 - `duration_s`: from the run's first to its last history event (what the
@@ -27,27 +28,31 @@ COLUMNS = {  # name: pandas dtype, in the order the campaign page expects
 }
 
 
-def op_stats(ops, events):
-    """Per run: ops, ok, fail, info, duration_s, latencies, availability_fault, fault_events."""
-    from pyspark.sql import functions as F
+STATS_SCHEMA = ("`ops` BIGINT, `ok` BIGINT, `fail` BIGINT, `info` BIGINT, `latency_p50_ms` DOUBLE, "
+                "`latency_p99_ms` DOUBLE, `latency_p50_fault_ms` DOUBLE, `latency_p99_fault_ms` DOUBLE, "
+                "`availability_fault` DOUBLE")
 
-    from sleuth.checker.spark.consolidate import fault_events
 
-    ok = F.col("outcome") == "ok"
-    lat = F.when(ok, (F.col("complete_time") - F.col("invoke_time")) / 1e6)
-    lat_fault = F.when(ok & F.col("fault_active"), (F.col("complete_time") - F.col("invoke_time")) / 1e6)
-    per_run = ops.groupBy("run").agg(
-        F.count("*").alias("ops"), F.sum(ok.cast("long")).alias("ok"),
-        F.sum((F.col("outcome") == "fail").cast("long")).alias("fail"),
-        F.sum((F.col("outcome") == "info").cast("long")).alias("info"),
-        F.percentile(lat, F.lit(0.5)).alias("latency_p50_ms"),
-        F.percentile(lat, F.lit(0.99)).alias("latency_p99_ms"),
-        F.percentile(lat_fault, F.lit(0.5)).alias("latency_p50_fault_ms"),
-        F.percentile(lat_fault, F.lit(0.99)).alias("latency_p99_fault_ms"),
-        F.try_divide(F.sum((ok & F.col("fault_active")).cast("long")),
-                     F.sum(F.col("fault_active").cast("long"))).alias("availability_fault"))
-    span = events.groupBy("run").agg(((F.max("time") - F.min("time")) / 1e9).alias("duration_s"))
-    return per_run.join(span, "run").join(fault_events(events), "run")
+def run_stats(ops) -> dict:
+    """One run's STATS_SCHEMA columns from its operations (pandas: outcome, invoke_time,
+    complete_time, fault_active). Computed in the task that consolidates the run, where its
+    operations already are: a Spark groupBy with exact percentiles over the operations
+    cost more than the rest of the aggregation together. Percentiles interpolate linearly,
+    as Spark's `percentile` does."""
+    import numpy as np
+
+    ok = (ops["outcome"] == "ok").to_numpy()
+    fault = ops["fault_active"].to_numpy(bool)
+    lat = ((ops["complete_time"] - ops["invoke_time"]).to_numpy("float64", na_value=np.nan)) / 1e6
+
+    def pct(xs, q):
+        return float(np.percentile(xs, q)) if len(xs) else None
+
+    return {"ops": len(ops), "ok": int(ok.sum()), "fail": int((ops["outcome"] == "fail").sum()),
+            "info": int((ops["outcome"] == "info").sum()),
+            "latency_p50_ms": pct(lat[ok], 50), "latency_p99_ms": pct(lat[ok], 99),
+            "latency_p50_fault_ms": pct(lat[ok & fault], 50), "latency_p99_fault_ms": pct(lat[ok & fault], 99),
+            "availability_fault": float((ok & fault).sum() / fault.sum()) if fault.any() else None}
 
 
 def durability_text(lost: int, phantom: int, audited: bool) -> str:
@@ -61,13 +66,15 @@ def campaign_table(meta, stats, verdicts, anomalies, audited: set[str]):
 
     meta: run, campaign, run_dir, workload, target, nemesis, fault, isolation, model, seed, run_valid,
     run_anomaly_types (list);
-    stats: op_stats; verdicts: run, valid, anomaly_types (list); anomalies: run, anomaly (per write).
+    stats: the consolidation's run rows (run_stats, span_ns, fault_events); verdicts: run, valid, anomaly_types (list); anomalies: run, anomaly (per write).
     """
     import numpy as np
     import pandas as pd
 
     from sleuth.checker.spark.judge import verdict_text
 
+    stats = stats.assign(duration_s=stats["span_ns"].astype("float64") / 1e9)
+    stats = stats[[c for c in stats.columns if c in COLUMNS or c == "run"]]
     t = meta.merge(stats, on="run", how="left").merge(verdicts, on="run", how="left")
     counts = anomalies.groupby(["run", "anomaly"]).size().unstack(fill_value=0) if len(anomalies) else None
     lost = [int(counts.at[r, "lost-write"]) if counts is not None and "lost-write" in counts and r in counts.index

@@ -49,13 +49,19 @@ def data_dirs(run_dir: str) -> list[str]:
     return sorted(d for d in glob.glob(os.path.join(run_dir, "nodes", "*", "data")) if os.path.isdir(d))
 
 
+def file_dir(col: str, suffix: str):
+    """The absolute directory a file sits in, from Spark's `_metadata.file_path` URI, minus `suffix`."""
+    from pyspark.sql import functions as F
+
+    path = F.expr(f"url_decode(regexp_replace({col}, '^file:(//)?', ''))")
+    return F.regexp_replace(path, suffix + "$", "")
+
+
 def read_updates(spark, run_dirs: list[str]):
     """Every update the storage nodes of these runs kept: run_dir, table, k, v (text), ts, diff."""
     from pyspark.sql import functions as F
 
     from sleuth.checker.spark import shard_history
-    from sleuth.checker.spark.consolidate import file_dir
-
     dirs = [d for r in run_dirs for d in data_dirs(r)]
     parts = []
     files = shard_history.parquet_files(dirs)

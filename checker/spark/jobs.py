@@ -12,15 +12,17 @@ an active session with the same master is reused and left running). The four
 jobs write into `out_dir`:
 
 - `operations/`: Parquet partitioned by campaign and run, one row per client
-  operation (consolidate.OPS_COLUMNS + workload), paired by Spark;
+  operation (consolidate.FILE_COLUMNS), paired in one Spark task per run;
 - `campaign.parquet` and `campaign.csv`: the campaign table (aggregate.COLUMNS),
   one row per run; also returned as a pandas DataFrame;
 - `durability.parquet`: every lost or phantom write (run, anomaly, key,
   value, process, f, history line, the operation's value).
 
-Judging (judge.py) runs in `groupBy(...).applyInPandas` tasks: per run and
-key for register workloads, per run otherwise, plus one whole-run task for
-the rules that span keys (grey-box timestamps). `say` gets one line per job.
+Judging (judge.py) runs in the task that consolidates each run (the whole
+run; for register workloads the rules that span keys), plus
+`groupBy(run, key).applyInPandas` tasks for register workloads' keys.
+`say` gets one line per job; the returned table's `attrs["timings"]` holds
+each job's seconds.
 """
 
 from __future__ import annotations
@@ -106,43 +108,44 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
                          "error": [error]})
 
 
-def judge(ops, meta: list[dict]):
-    """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list)."""
+def judge(ops, runs, meta: list[dict]):
+    """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list, errors).
+
+    `runs`: the consolidation's `run` rows (pandas), which hold each run's whole-run verdict
+    (consolidate.py judges it in the task that reads the run). Register runs add one
+    verdict per (run, key), judged here in `groupBy(run, key).applyInPandas` tasks.
+    """
+    import pandas as pd
     from pyspark.sql import functions as F
 
     from sleuth.checker.result import merge_valid
     from sleuth.checker.spark.consolidate import keyed_workloads
 
     tests = {m["run"]: m["test"] for m in meta}
-    keyed = keyed_workloads()
-    cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
-            "outcome", "invoke_value", "complete_value", "node", "error", "ts"]
-    per_key = (ops.where(F.col("workload").isin(*keyed)).select(*cols, "key").groupBy("run", "key")
-               .applyInPandas(functools.partial(_judge_group, tests, "checker"), JUDGED_SCHEMA))
-    whole = (ops.select(*cols, F.col("workload").isin(*keyed).alias("keyed")).groupBy("run", "keyed")
-             .applyInPandas(functools.partial(_judge_whole, tests), JUDGED_SCHEMA))
-    parts = per_key.unionByName(whole).toPandas()
+    keyed = [m["run"] for m in meta if m["workload"] in keyed_workloads()]
+    parts = runs[["run", "valid", "anomaly_types", "reason"]].rename(columns={"reason": "error"})
+    readable = set(runs.loc[runs["readable"].astype(bool), "run"])
+    keyed = [r for r in keyed if r in readable]  # an unreadable run is unknown already
+    if keyed:
+        cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
+                "outcome", "invoke_value", "complete_value", "node", "error", "ts", "key"]
+        per_key = (ops.where(F.col("run").isin(*keyed)).select(*cols).groupBy("run", "key")
+                   .applyInPandas(functools.partial(_judge_group, tests, "checker"), JUDGED_SCHEMA))
+        parts = pd.concat([parts, per_key.toPandas()[["run", "valid", "anomaly_types", "error"]]],
+                          ignore_index=True)
     rows = []
     for run, g in parts.groupby("run"):
         valid = merge_valid(*[True if v == "true" else False if v == "false" else "unknown" for v in g["valid"]])
         types = sorted({t for ts in g["anomaly_types"] for t in ts})
         rows.append({"run": run, "valid": "true" if valid is True else "false" if valid is False else "unknown",
-                     "anomaly_types": types, "errors": [e for e in g["error"] if e]})
-    import pandas as pd
-
+                     "anomaly_types": types, "errors": [e for e in g["error"] if isinstance(e, str) and e]})
     return pd.DataFrame(rows, columns=["run", "valid", "anomaly_types", "errors"])
-
-
-def _judge_whole(tests: dict[str, dict], key, pdf):
-    """A whole run: everything for unkeyed workloads, only the cross-key rules for keyed ones."""
-    return _judge_group(tests, "extras" if key[1] else "all", key, pdf)
 
 
 def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
                master: str | None = None, say=print):
     """Consolidate, judge, audit and aggregate `run_dirs`; write into `out_dir`; return the table."""
     import pandas as pd
-    from pyspark.sql import functions as F
 
     from sleuth.checker.spark import aggregate, consolidate, durability
 
@@ -154,40 +157,41 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     spark, owned = session(master)
     try:
         say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start)")
-        runs = spark.createDataFrame([(m["campaign"], m["run"], m["run_dir"], m["workload"]) for m in meta],
-                                     "campaign STRING, run STRING, run_dir STRING, workload STRING")
-        events = consolidate.read_events(spark, runs)
+        timings: dict[str, float] = {}
+        t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
+        runs = consolidate.consolidate(spark, meta, ops_path).toPandas()
+        ops = consolidate.operations(spark, ops_path, meta)
+        timings["consolidate"] = time.monotonic() - t
+        say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
-        (consolidate.operations(events).drop("run_dir")
-         .write.mode("overwrite").partitionBy("campaign", "run").parquet(ops_path))
-        ops = (spark.read.parquet(ops_path).where(F.col("campaign") == campaign)
-               .join(F.broadcast(runs.select("run", "run_dir")), "run"))
-        say(f"spark: consolidated into {ops_path} ({time.monotonic() - t:.1f} s)")
-        t = time.monotonic()
-        verdicts = judge(ops, meta)
-        torn = consolidate.torn_runs(events)
-        for i in verdicts.index[verdicts["run"].isin(torn)]:
-            verdicts.at[i, "valid"], verdicts.at[i, "anomaly_types"] = "unknown", []
-        say(f"spark: judged {len(verdicts)} runs ({time.monotonic() - t:.1f} s)")
+        verdicts = judge(ops, runs, meta)
+        timings["judge"] = time.monotonic() - t
+        say(f"spark: judged {len(verdicts)} runs ({timings['judge']:.1f} s)")
         t = time.monotonic()
         audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
                    and durability.data_dirs(m["run_dir"])}
         anomalies = pd.DataFrame(columns=["run", "anomaly", "key", "value", "process", "f", "line", "op"])
         if audited:
-            to_audit = runs.where(F.col("run").isin(*audited)).select("run_dir", "workload")
+            to_audit = spark.createDataFrame([(m["run_dir"], m["workload"]) for m in meta if m["run"] in audited],
+                                             "run_dir STRING, workload STRING")
             found = durability.audit(spark, ops, to_audit)
             if found is not None:
                 anomalies = found.toPandas()
         anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
+        timings["audit"] = time.monotonic() - t
         say(f"spark: audited durability of {len(audited)} runs: {len(anomalies)} lost or phantom writes "
-            f"({time.monotonic() - t:.1f} s)")
-        stats = aggregate.op_stats(ops, events).toPandas()
+            f"({timings['audit']:.1f} s)")
+        t = time.monotonic()
+        stats = runs.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
         meta_df = pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta])
         table = aggregate.campaign_table(meta_df, stats, verdicts, anomalies, audited)
         table.to_parquet(os.path.join(out_dir, "campaign.parquet"), index=False)
         table.to_csv(os.path.join(out_dir, "campaign.csv"), index=False)
-        say(f"spark: campaign table of {len(table)} runs in {out_dir} ({time.monotonic() - t0:.1f} s in all)")
+        timings["aggregate"] = time.monotonic() - t
+        table.attrs["timings"] = timings  # seconds per job, for bench/bench_spark.py
+        say(f"spark: aggregated ({timings['aggregate']:.1f} s); campaign table of {len(table)} runs in "
+            f"{out_dir} ({time.monotonic() - t0:.1f} s in all)")
         return table
     finally:
         if owned:

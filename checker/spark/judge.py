@@ -52,6 +52,12 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
     return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 
+def part_of(keyed: bool) -> str:
+    """What the task that reads a whole run judges of it: everything, or for a register run only
+    the whole-run rules (its keys are judged one (run, key) group each)."""
+    return "extras" if keyed else "all"
+
+
 def history_of(rows, source: str) -> History:
     """A History from operation rows (the consolidated Parquet's columns), in index order.
 
