@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -105,6 +106,32 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
     return status, {"file": path, **result.to_json(), "exit": status}, result, history
 
 
+_SPARK_MASTER = re.compile(r"^(local(\[[0-9*]+(,[0-9]+)?\])?|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
+
+
+def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
+                quiet: bool) -> tuple[int, dict[str, Any], Any, None]:
+    """`judge_file` on Spark (sleuth/checker/spark/history_check.py): the same statuses and record."""
+    from sleuth.checker.spark.history_check import check as spark_check
+
+    def say(s: str) -> None:
+        click.echo(f"sleuth: {s}", err=True)
+
+    try:
+        result = spark_check(path, spec.name, kwargs, master, say)
+    except HistoryError as e:
+        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
+    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
+        if os.environ.get("SLEUTH_DEBUG") == "1":
+            import traceback
+
+            traceback.print_exc()
+        message = _crash_message(path, e)
+        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None, None
+    status = exits.of_valid(result.valid)
+    return status, {"file": path, **result.to_json(), "exit": status}, result, None
+
+
 def _option_flags(fn):
     """One click option per entry of the registry's OPTIONS table."""
     for option in reversed(OPTIONS.values()):
@@ -124,7 +151,7 @@ def _option_flags(fn):
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
               help="What the history's operations are (not needed for a run directory: the run's own "
                    "checks apply).")
@@ -138,7 +165,12 @@ def _option_flags(fn):
               help="Print the first example of each anomaly, explained.")
 @click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the HTML report of the (one) history into this directory.")
-def check(files, workload, model, as_json, explain, report_dir, **options) -> None:
+@click.option("--spark", "spark_master", is_flag=False, flag_value="local[*]", default=None,
+              metavar="[MASTER]",
+              help="Judge on Spark (a history larger than this machine; JSON Lines file, directory of "
+                   "shards, or campaign Parquet): embedded local[*], or the MASTER given "
+                   "(local[N], spark://HOST:PORT). docs/spark.md.")
+def check(files, workload, model, as_json, explain, report_dir, spark_master, **options) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
@@ -147,6 +179,12 @@ def check(files, workload, model, as_json, explain, report_dir, **options) -> No
     (or its history.jsonl beside test.json) needs no --workload: the run's
     own checks apply, so the verdict is the run's.
     """
+    if spark_master is not None and not _SPARK_MASTER.match(spark_master):
+        files, spark_master = (spark_master, *files), "local[*]"  # `--spark FILE`: the file is no master
+    if not files:
+        exits.die("missing argument FILES")
+    if spark_master is not None and (workload is None or report_dir):
+        exits.die("--spark needs --workload and takes no --report")
     if workload is None:
         _check_runs(files, as_json)
     if report_dir and len(files) != 1:
@@ -165,7 +203,10 @@ def check(files, workload, model, as_json, explain, report_dir, **options) -> No
     for path in files:
         # Each file is judged by (spec, kwargs); an argument that brings its
         # own settings (a run directory) would resolve them here, then judge.
-        status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None)
+        if spark_master is not None:
+            status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
+        else:
+            status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None)
         statuses.append(status)
         if report_dir and result is not None:
             from sleuth.cli.run import report_history
