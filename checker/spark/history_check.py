@@ -176,12 +176,21 @@ def _example_line(ex: dict) -> int:
     return op.get("line") or 0
 
 
+def _described(example: dict) -> list[dict]:
+    """The transactions an example describes (`txn.describe_txn` dicts: name, line, value)."""
+    out = []
+    for v in example.values():
+        for d in v if isinstance(v, list) else [v]:
+            if isinstance(d, dict) and "name" in d and "line" in d and "value" in d:
+                out.append(d)
+    return out
+
+
 def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
     """Examples describe transactions cut to one bucket's keys: put back their whole values."""
     import pyarrow.dataset as ds
 
-    described = [d for examples in found.values() for ex in examples[:MAX_EXAMPLES]
-                 for d in [ex.get("op"), ex.get("writer"), *(ex.get("ops") or [])] if isinstance(d, dict)]
+    described = [d for examples in found.values() for ex in examples for d in _described(ex)]
     ids = sorted({int(d["name"][1:]) for d in described if "name" in d})
     if not ids:
         return
