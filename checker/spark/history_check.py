@@ -77,7 +77,9 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
 def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: dict, say) -> str:
     """The executors' per-bucket answers, as Parquet in the cache (reused while valid)."""
     n = hk.buckets_for(meta["ops"])
-    digest = hashlib.sha1(json.dumps([workload, sorted(options.items()), n, meta["inputs"]],
+    per_key = {k: v for k, v in options.items() if k not in ("model", "cycle_search_timeout")
+               or workload in hk.REGISTERS}  # the driver's concern for transactions
+    digest = hashlib.sha1(json.dumps([workload, sorted(per_key.items()), n, meta["inputs"]],
                                      default=repr).encode()).hexdigest()[:12]
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
     if os.path.exists(os.path.join(out_dir, "_SUCCESS")):
