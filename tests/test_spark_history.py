@@ -159,6 +159,25 @@ def test_shards_check_as_one_file(spark, tmp_path):
     assert want["valid"] is False
 
 
+def test_campaign_consolidation_parquet(spark, tmp_path):
+    """One run's partition of the consolidation's Parquet checks as its history.jsonl does."""
+    from sleuth.checker.spark import consolidate
+    from sleuth.workloads.sim_list_append import write_sim
+
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    write_sim(str(run / "history.jsonl"), "read-committed", 400, concurrency=6, keys=4, seed=8)
+    runs = spark.createDataFrame([("c", "r1", str(run), "list-append")], "campaign string, run string, "
+                                 "run_dir string, workload string")
+    events = consolidate.read_events(spark, runs)
+    (consolidate.operations(events).drop("run_dir").write.partitionBy("campaign", "run")
+     .parquet(str(tmp_path / "operations")))
+    got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
+    want = single_check(run / "history.jsonl", "list-append")
+    assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
+    assert want["valid"] is False
+
+
 def _register_events(rnd, keyed: bool, n: int) -> list[Event]:
     """n random register histories end to end (keys and processes renamed apart)."""
     out: list[Event] = []

@@ -242,7 +242,9 @@ def consolidated(spark, path: str):
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(path)
-    value = F.when(F.col("outcome") == "ok", F.col("complete_value")).otherwise(F.col("invoke_value"))
+    # Spark's JSON reader made a JSON null a SQL null there
+    value = F.coalesce(F.when(F.col("outcome") == "ok", F.col("complete_value")), F.col("invoke_value"),
+                       F.lit("null"))
     ops = df.select("process", "f", F.col("outcome").alias("type"), value.alias("value"),
                     F.col("invoke_index").alias("invoke_pos"), F.col("complete_index").alias("complete_pos"),
                     "invoke_time", F.when(F.col("outcome") != "info", F.col("complete_time"))
