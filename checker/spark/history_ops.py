@@ -184,17 +184,15 @@ def number(ops):
 
 
 def _pairing_error(spark, events, files: list[str], r) -> HistoryError:
+    """The Pairer's message for the event `r` that breaks a per-process rule, with
+    lines counted in each file (a file's first index is its line 1)."""
     from pyspark.sql import functions as F
 
     starts = {x["file"]: x["s"] for x in events.groupBy("file").agg(F.min("index").alias("s")).collect()}
     src, line = _line_of(files, starts, r["file"], r["index"])
-    fno_of = {}  # the earlier event's file: the one whose index range holds it
-    for fno, s in sorted(starts.items(), key=lambda x: x[1]):
-        fno_of[fno] = s
 
-    def line_at(index: int) -> int:
-        fno = max((f for f, s in fno_of.items() if s <= index), key=lambda f: fno_of[f])
-        return index - fno_of[fno] + 1
+    def line_at(index: int) -> int:  # an earlier event: in the last file starting at or before it
+        return index - max(s for s in starts.values() if s <= index) + 1
 
     p, typ = r["process"], r["type"]
     if typ != "invoke" and r["p_type"] != "invoke":

@@ -73,6 +73,19 @@ def _crash_message(path: str, e: BaseException) -> str:
     return f"{path}: sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback"
 
 
+def _failed(path: str, e: Exception) -> tuple[int, dict[str, Any], None, None]:
+    """A file that could not be judged: bad input (HistoryError) is 254 with the
+    reader's one-line error; any other exception is sleuth's own failure, 255
+    (with its traceback on stderr when SLEUTH_DEBUG=1)."""
+    if isinstance(e, HistoryError):
+        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
+    if os.environ.get("SLEUTH_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
+    return exits.CRASHED, _error_record(path, _crash_message(path, e), exits.CRASHED), None, None
+
+
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
 def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
                events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
@@ -93,15 +106,8 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
                        f"time, the first at line {line}); the file order is the real-time order "
                        "and times are for display only", err=True)
         result = spec.checker()(history, **kwargs)
-    except HistoryError as e:
-        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
-    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
-        if os.environ.get("SLEUTH_DEBUG") == "1":
-            import traceback
-
-            traceback.print_exc()
-        message = _crash_message(path, e)
-        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None, None
+    except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
+        return _failed(path, e)
     status = exits.of_valid(result.valid)
     return status, {"file": path, **result.to_json(), "exit": status}, result, history
 
@@ -119,15 +125,8 @@ def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
 
     try:
         result = spark_check(path, spec.name, kwargs, master, say)
-    except HistoryError as e:
-        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
-    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
-        if os.environ.get("SLEUTH_DEBUG") == "1":
-            import traceback
-
-            traceback.print_exc()
-        message = _crash_message(path, e)
-        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None, None
+    except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
+        return _failed(path, e)
     status = exits.of_valid(result.valid)
     return status, {"file": path, **result.to_json(), "exit": status}, result, None
 
