@@ -22,15 +22,54 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
 
 
+def descendants_rss() -> int:
+    """Bytes resident in this process's descendants (the JVM, its Python workers), from /proc."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/statm") as f:
+                rss[int(d)] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    mine, total = {os.getpid()}, 0
+    for _ in range(4):  # JVM -> pyspark daemon -> workers
+        for pid, pp in parent.items():
+            if pp in mine and pid not in mine:
+                mine.add(pid)
+                total += rss.get(pid, 0)
+    return total
+
+
+class Sampler(threading.Thread):
+    """Peak resident bytes of the descendants, sampled twice a second."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self.stop = 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.peak = max(self.peak, descendants_rss())
+
+
 def worker(path: str, master: str | None) -> dict:
     """In a fresh process: one check, timed, with peak memory."""
     from sleuth.checker.spark.history_ops import cache_dir
+
+    sampler = Sampler()
+    sampler.start()
 
     shutil.rmtree(cache_dir(path), ignore_errors=True)
     t0 = time.perf_counter()
@@ -54,7 +93,7 @@ def worker(path: str, master: str | None) -> dict:
     return {"valid": result.valid, "types": result.anomaly_types, "start_s": round(start, 1),
             "check_s": round(total - start, 1),
             "driver_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB,
-            "children_rss_gib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024 / GIB}
+            "children_rss_gib": sampler.peak / GIB}
 
 
 def measure(path: str, master: str | None) -> dict:

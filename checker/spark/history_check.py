@@ -102,12 +102,16 @@ def _read(judged: str):
     return t.to_pandas()
 
 
-def _edges(judged: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _edges(judged: str) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency edges' ends (op ids, int32)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    t = ds.dataset(judged, format="parquet").to_table(columns=["a", "b", "k"],
-                                                       filter=ds.field("tag") == hk.EDGE)
-    return (t["a"].to_numpy(), t["b"].to_numpy(), t["k"].to_numpy().astype(np.int64))
+    t = ds.dataset(judged, format="parquet").to_table(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE)
+    a = pc.cast(t["a"], pa.int32()).to_numpy()
+    b = pc.cast(t["b"], pa.int32()).to_numpy()
+    return a, b
 
 
 def _merge_registers(parts: list[str], n_ops: int) -> Result:
@@ -204,30 +208,46 @@ def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
             d["value"] = orjson.loads(v)
 
 
+def _on_cycles(ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) -> tuple[np.ndarray, int, int]:
+    """Op ids of the transactions in non-trivial strongly connected components,
+    the number of transactions, and of dependency edges. Nodes are ok
+    transactions and observed info ones, as `txn.analyze` has them; process
+    and real-time order are added as it adds them. int32 node numbers and
+    early frees keep the driver small: this is its largest moment."""
+    from sleuth.checker import txn
+
+    node = ops["ok"].copy()
+    node[observed] |= ops["info"][observed]
+    n = int(node.sum())
+    index = (np.cumsum(node) - 1).astype(np.int32)
+    a, b = _edges(judged)
+    keep = node[a] & node[b]
+    src, dst = index[a[keep]], index[b[keep]]  # kinds matter only on cycles: the sub-history has them
+    del a, b, keep, index
+    ps, pd = (x.astype(np.int32) for x in txn.process_edges(ops["process"][node]))
+    complete = np.where(ops["info"], g.INF_TIME, ops["complete"])[node]
+    bs, bd, nb = g.barrier_realtime(ops["invoke"][node], complete)
+    del complete
+    edges = len(src)
+    s = np.concatenate([src, ps, bs.astype(np.int32)])
+    del src, ps, bs
+    d = np.concatenate([dst, pd, bd.astype(np.int32)])
+    del dst, pd, bd
+    labels, _ = g.scc_labels(n + nb, s, d)
+    del s, d
+    lab = labels[:n]
+    on_cycles = np.flatnonzero(np.bincount(lab, minlength=1)[lab] > 1) if n else np.zeros(0, np.int64)
+    return np.flatnonzero(node)[on_cycles], n, edges
+
+
 def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, workload: str,
             options: dict, say) -> Result:
     from sleuth.checker import txn
 
     ops = _ops_arrays(ops_dir)
     observed = out[out["tag"] == hk.OBSERVED]["a"].to_numpy().astype(np.int64)
-    node = ops["ok"].copy()
-    node[observed] |= ops["info"][observed]
-    n = int(node.sum())
-    index = np.cumsum(node) - 1
-    a, b, k = _edges(judged)
-    keep = node[a] & node[b]
-    src, dst = index[a[keep]], index[b[keep]]  # kinds matter only on cycles: the sub-history has them
-    del a, b, k, keep
-    process = ops["process"][node]
-    invoke = ops["invoke"][node]
-    complete = np.where(ops["info"], g.INF_TIME, ops["complete"])[node]
-    ps, pd = txn.process_edges(process)
-    bs, bd, nb = g.barrier_realtime(invoke, complete)
-    labels, _ = g.scc_labels(n + nb, np.concatenate([src, ps, bs]), np.concatenate([dst, pd, bd]))
-    lab = labels[:n]
-    on_cycles = np.flatnonzero(np.bincount(lab, minlength=1)[lab] > 1) if n else np.zeros(0, np.int64)
-    ids = np.flatnonzero(node)[on_cycles]
-    say(f"{n} transactions, {len(src)} dependency edges; {len(ids)} in strongly connected components")
+    ids, n, edges = _on_cycles(ops, observed, judged)
+    say(f"{n} transactions, {edges} dependency edges; {len(ids)} in strongly connected components")
     non_cycle = _non_cycle(out)
     counts = {name: len(v) for name, v in non_cycle.items()}
     non_cycle = {name: v[:MAX_EXAMPLES] for name, v in non_cycle.items()}
@@ -258,7 +278,7 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
     else:
         valid = True
     r.valid, r.notes = valid, notes
-    r.stats = {**r.stats, "ops": meta["ops"], "txns": n, "edges": int(len(src)),
+    r.stats = {**r.stats, "ops": meta["ops"], "txns": n, "edges": edges,
                "anomaly-counts": {**r.stats.get("anomaly-counts", {}), **counts},
                "sub-history-ops": len(sub.ops()), "spark": True}
     return r
