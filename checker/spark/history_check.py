@@ -37,6 +37,7 @@ import hashlib
 import json
 import os
 import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -61,7 +62,14 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
     input_files(path)  # a missing input is bad input before a JVM starts
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    t0 = time.perf_counter()
+    told = say
+
+    def say(s: str) -> None:  # each step with the seconds since the check began
+        told(f"{s} ({time.perf_counter() - t0:.1f} s)")
+
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
+    say(f"Spark session on {master or DEFAULT_MASTER}")
     ops_dir, meta = load_ops(spark, path, say)
     judged = _judge(spark, path, ops_dir, meta, workload, options, say)
     out = _read(judged)

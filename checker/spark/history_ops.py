@@ -133,7 +133,9 @@ def _line_of(files: list[str], starts: dict[int, int], fno: int, index: int) -> 
 
 
 def pair(spark, events, files: list[str]):
-    """Operations (OPS_COLUMNS) from client events; HistoryError if a process breaks its rules."""
+    """Operations (OPS_COLUMNS) from client events, and the cached paired events
+    they come from (unpersist once the operations are written); HistoryError if
+    a process breaks its rules."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -143,13 +145,14 @@ def pair(spark, events, files: list[str]):
         "*", *(F.lead(c).over(w).alias("n_" + c) for c in ("type", "index", "value", "f", "time", "node",
                                                             "error", "ts")),
         F.lag("type").over(w).alias("p_type"), F.lag("index").over(w).alias("p_index"),
-        F.lag("f").over(w).alias("p_f"))
+        F.lag("f").over(w).alias("p_f")).persist()  # read thrice: rule check, block counts, write
     bad = ev.where(
         ((F.col("type") != "invoke") & (F.col("p_type").isNull() | (F.col("p_type") != "invoke")))
         | ((F.col("type") == "invoke") & F.col("p_type").isin("invoke", "info"))
         | ((F.col("type") != "invoke") & (F.col("p_type") == "invoke") & (F.col("f") != F.col("p_f"))))
     first = bad.orderBy("index").limit(1).collect()
     if first:
+        ev.unpersist()
         raise _pairing_error(spark, events, files, first[0])
     inv = ev.where(F.col("type") == "invoke")
     typ = F.coalesce(F.col("n_type"), F.lit("info"))
@@ -163,7 +166,7 @@ def pair(spark, events, files: list[str]):
         F.when(typ.isin("ok", "fail"), F.col("n_time")).alias("complete_time"),
         F.coalesce(F.col("n_node"), F.col("node")).alias("node"), F.col("n_error").alias("error"),
         F.col("n_ts").alias("ts"))
-    return number(ops)
+    return number(ops), ev
 
 
 def number(ops):
@@ -218,7 +221,8 @@ def _check_events(spark, events, files: list[str]) -> dict:
     # (exact arithmetic; cheaper than counting distinct values, which shuffles every index)
     big = F.col("index").cast("decimal(38,0)")
     s = events.agg(F.count("*").alias("n"), F.count("problem").alias("bad"), F.min("index").alias("lo"),
-                   F.max("index").alias("hi"), F.sum(big).alias("s1"), F.sum(big * big).alias("s2")).collect()[0]
+                   F.max("index").alias("hi"), F.sum(big).alias("s1"), F.sum(big * big).alias("s2"),
+                   F.min_by("time", "index").alias("start")).collect()[0]
     n = s["n"]
     fine = s["bad"] == 0 and (n == 0 or (s["lo"] == 0 and s["hi"] == n - 1 and s["s1"] == n * (n - 1) // 2
                                         and s["s2"] == (n - 1) * n * (2 * n - 1) // 6))
@@ -231,8 +235,7 @@ def _check_events(spark, events, files: list[str]) -> dict:
         if err is None:
             err = HistoryError(files[0], None, "the files' indexes do not run 0, 1, 2, ... in name order")
         raise err
-    start = events.where(F.col("index") == 0).select("time").collect()
-    return {"events": s["n"], "start_time": start[0]["time"] if start else 0}
+    return {"events": s["n"], "start_time": s["start"] or 0}
 
 
 def consolidated(spark, path: str):
@@ -272,8 +275,9 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
         events = read_events(spark, files).persist()
         try:
             info = _check_events(spark, events, files)
-            ops = pair(spark, events, files)
+            ops, paired = pair(spark, events, files)
             ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+            paired.unpersist()
         finally:
             events.unpersist()
     else:
