@@ -106,20 +106,26 @@ def _read(judged: str):
     """Everything but the edges, as pandas (edges are read as arrays by `_edges`)."""
     import pyarrow.dataset as ds
 
-    t = ds.dataset(judged, format="parquet").to_table(filter=ds.field("tag") != hk.EDGE)
-    return t.to_pandas()
+    scan = ds.dataset(judged, format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
+                                                        batch_readahead=1, fragment_readahead=1)
+    return scan.to_table().to_pandas()
 
 
-def _edges(judged: str) -> tuple[np.ndarray, np.ndarray]:
-    """The dependency edges' ends (op ids, int32)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency edges between nodes, as node numbers (int32), a Parquet
+    batch at a time (edges with an end that is no node are dropped, as
+    `txn.Graph` drops them)."""
     import pyarrow.dataset as ds
 
-    t = ds.dataset(judged, format="parquet").to_table(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE)
-    a = pc.cast(t["a"], pa.int32()).to_numpy()
-    b = pc.cast(t["b"], pa.int32()).to_numpy()
-    return a, b
+    src, dst = [], []
+    for b in ds.dataset(judged, format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
+                                                              batch_readahead=1, fragment_readahead=1):
+        a, d = b["a"].to_numpy(), b["b"].to_numpy()
+        keep = node[a] & node[d]
+        src.append(index[a[keep]])
+        dst.append(index[d[keep]])
+    empty = [np.zeros(0, np.int32)]
+    return np.concatenate(src or empty), np.concatenate(dst or empty)
 
 
 def _merge_registers(parts: list[str], n_ops: int) -> Result:
@@ -159,20 +165,25 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
                   anomalies={"nonlinearizable": examples} if examples else {}, stats=stats, notes=notes)
 
 
-def _ops_arrays(ops_dir: str) -> dict[str, np.ndarray]:
-    """Per operation, in id order: ok/info/fail flags, process, invoke and completion positions."""
+def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:
+    """Per operation, in id order (ids are 0..n-1): ok and info flags, process,
+    invoke and completion positions; filled a Parquet batch at a time, so the
+    driver never holds the table besides the arrays."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    t = ds.dataset(ops_dir, format="parquet").to_table(
-        columns=["id", "type", "process", "invoke_pos", "complete_pos"])
-    order = np.argsort(t["id"].to_numpy(), kind="stable")
-    out = {"ok": pc.equal(t["type"], "ok").to_numpy(zero_copy_only=False),
-           "info": pc.equal(t["type"], "info").to_numpy(zero_copy_only=False),
-           "process": t["process"].to_numpy(),
-           "invoke": t["invoke_pos"].to_numpy(),
-           "complete": pc.fill_null(t["complete_pos"], g.INF_TIME).to_numpy()}
-    return {k: v[order] for k, v in out.items()}
+    out = {"ok": np.zeros(n, bool), "info": np.zeros(n, bool), "process": np.zeros(n, np.int64),
+           "invoke": np.zeros(n, np.int64), "complete": np.zeros(n, np.int64)}
+    columns = ["id", "type", "process", "invoke_pos", "complete_pos"]
+    for b in ds.dataset(ops_dir, format="parquet").to_batches(columns=columns, batch_readahead=1,
+                                                              fragment_readahead=1):
+        i = b["id"].to_numpy()
+        out["ok"][i] = pc.equal(b["type"], "ok").to_numpy(zero_copy_only=False)
+        out["info"][i] = pc.equal(b["type"], "info").to_numpy(zero_copy_only=False)
+        out["process"][i] = b["process"].to_numpy()
+        out["invoke"][i] = b["invoke_pos"].to_numpy()
+        out["complete"][i] = pc.fill_null(b["complete_pos"], g.INF_TIME).to_numpy()
+    return out
 
 
 def _non_cycle(out) -> dict[str, list[dict]]:
@@ -228,21 +239,25 @@ def _on_cycles(ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) ->
     node[observed] |= ops["info"][observed]
     n = int(node.sum())
     index = (np.cumsum(node) - 1).astype(np.int32)
-    a, b = _edges(judged)
-    keep = node[a] & node[b]
-    src, dst = index[a[keep]], index[b[keep]]  # kinds matter only on cycles: the sub-history has them
-    del a, b, keep, index
-    ps, pd = (x.astype(np.int32) for x in txn.process_edges(ops["process"][node]))
-    complete = np.where(ops["info"], g.INF_TIME, ops["complete"])[node]
-    bs, bd, nb = g.barrier_realtime(ops["invoke"][node], complete)
+    src, dst = _edges(judged, node, index)  # kinds matter only on cycles: the sub-history has them
+    del index
+    ps, pd = (x.astype(np.int32) for x in txn.process_edges(ops.pop("process")[node]))
+    complete = np.where(ops["info"], g.INF_TIME, ops.pop("complete"))[node]
+    bs, bd, nb = g.barrier_realtime(ops.pop("invoke")[node], complete, np.int32)
     del complete
     edges = len(src)
-    s = np.concatenate([src, ps, bs.astype(np.int32)])
+    s = np.concatenate([src, ps, bs])
     del src, ps, bs
-    d = np.concatenate([dst, pd, bd.astype(np.int32)])
+    d = np.concatenate([dst, pd, bd])
     del dst, pd, bd
-    labels, _ = g.scc_labels(n + nb, s, d)
+    # g.scc_labels, but with the edge arrays freed before scipy copies the matrix to float64
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    adjacency = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n + nb, n + nb))
     del s, d
+    _, labels = connected_components(adjacency, directed=True, connection="strong")
+    del adjacency
     lab = labels[:n]
     on_cycles = np.flatnonzero(np.bincount(lab, minlength=1)[lab] > 1) if n else np.zeros(0, np.int64)
     return np.flatnonzero(node)[on_cycles], n, edges
@@ -252,7 +267,7 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
             options: dict, say) -> Result:
     from sleuth.checker import txn
 
-    ops = _ops_arrays(ops_dir)
+    ops = _ops_arrays(ops_dir, meta["ops"])
     observed = out[out["tag"] == hk.OBSERVED]["a"].to_numpy().astype(np.int64)
     ids, n, edges = _on_cycles(ops, observed, judged)
     say(f"{n} transactions, {edges} dependency edges; {len(ids)} in strongly connected components")
