@@ -216,6 +216,14 @@ def test_bad_input_is_named_as_sleuth_check_names_it(spark, tmp_path):
         single_check(path, "list-append")
     assert str(spark_error.value) == str(single_error.value)
     assert spark_error.value.line == 4
+    # a value appended twice: found by a key bucket on an executor, named as sleuth check names it
+    twice = [(0, 0, 1, "ok", [["append", "x", 1]]), (1, 2, 3, "ok", [["append", "y", 1], ["append", "x", 1]])]
+    write_txns(tmp_path / "twice.jsonl", twice)
+    with pytest.raises(HistoryError) as spark_error:
+        spark_check(tmp_path / "twice.jsonl", "list-append")
+    with pytest.raises(HistoryError) as single_error:
+        single_check(tmp_path / "twice.jsonl", "list-append")
+    assert str(spark_error.value) == str(single_error.value)
     # a completion with no invoke: the per-process rules, on Spark
     events = [Event(0, 0, "invoke", 0, "txn", [["r", "x", None]]), Event(1, 1, "ok", 1, "txn", [["r", "x", []]])]
     write_jsonl(events, tmp_path / "orphan.jsonl")

@@ -76,7 +76,7 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
     errors = out[out["tag"] == hk.ERROR]
     if len(errors):
         first = errors.sort_values("a").iloc[0]
-        raise HistoryError(path, None if first["a"] is None else int(first["a"]), first["text"])
+        raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
     if workload in hk.REGISTERS:
         return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
     return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)

@@ -66,7 +66,7 @@ def bucket_of(key: Any, n: int) -> int:
     return zlib.crc32(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)) % n
 
 
-def _nn(x) -> int | None:
+def optional_int(x) -> int | None:
     """An optional integer from pandas (None, NaN or NA when missing)."""
     try:
         return int(x)
@@ -87,7 +87,7 @@ def split(workload: str, n: int):
             cols = [b[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos",
                                              "complete_pos", "invoke_time", "complete_time")]
             for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
-                row = (i, process, f, typ, value, ip, _nn(cp), it, _nn(ct))
+                row = (i, process, f, typ, value, ip, optional_int(cp), it, optional_int(ct))
                 v = orjson.loads(value)
                 if not txns:
                     key = v[0] if keyed and type(v) is list and len(v) == 2 else None
@@ -101,7 +101,7 @@ def split(workload: str, n: int):
                 for m in v:
                     parts.setdefault(bucket_of(m[1], n), []).append(m)
                 for bk, mops in parts.items():
-                    out.append((bk, i, process, f, typ, orjson.dumps(mops).decode(), ip, _nn(cp), it, _nn(ct), None))
+                    out.append((bk, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct), None))
             yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
                                              "complete_pos", "invoke_time", "complete_time", "key"])
     return run
@@ -114,7 +114,7 @@ def part_history(pdf, source: str, first_time: int) -> Part:
                                        "invoke_time", "complete_time")]
     for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
         v = orjson.loads(value)
-        ops.append(Op(int(i), int(process), f, typ, v, v, int(ip), _nn(cp), int(it), _nn(ct)))
+        ops.append(Op(int(i), int(process), f, typ, v, v, int(ip), optional_int(cp), int(it), optional_int(ct)))
     return Part(events=[], source=source, _ops=ops, first_time=first_time)
 
 
@@ -206,7 +206,7 @@ def restrict(keys: list[str]):
             for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
                 mops = [m for m in orjson.loads(value) if orjson.dumps(m[1]).decode() in wanted]
                 if mops:
-                    out.append((0, i, process, f, typ, orjson.dumps(mops).decode(), ip, _nn(cp), it, _nn(ct),
+                    out.append((0, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct),
                                 None))
             yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
                                              "complete_pos", "invoke_time", "complete_time", "key"])
