@@ -43,7 +43,7 @@ OPS_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_po
 CACHE_VERSION = 1
 BLOCK = 1 << 16  # indexes per block when numbering operations
 NEMESIS_PROCESS = -1
-SHUFFLE_BYTES = 64 << 20  # input bytes per shuffle partition when pairing  # `process: "nemesis"` in the long column
+SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing  # `process: "nemesis"` in the long column
 
 
 def input_files(path: str) -> list[str]:
@@ -270,7 +270,11 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
             say(f"reusing paired operations in {cache}")
             return os.path.join(cache, "ops"), meta
     size = sum(os.path.getsize(f) for f in sources)
-    spark.conf.set("spark.sql.shuffle.partitions", str(max(4, size // SHUFFLE_BYTES)))
+    # enough tasks for every core: text splits and shuffle partitions of SPLIT_BYTES (128 MiB by
+    # default would leave a core idle: a 300 MB file is 3 splits)
+    parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, min(SPLIT_BYTES, size // parallel))))
     if files:
         events = read_events(spark, files).persist()
         try:
