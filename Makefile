@@ -29,9 +29,11 @@ bench: install
 	$(BIN)/python bench/bench_shrink.py
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_spark.py
+	$(BIN)/python bench/bench_spark_history.py
 
 bench-spark: install
 	$(BIN)/python bench/bench_spark.py
+	$(BIN)/python bench/bench_spark_history.py
 
 # A standalone Spark master and worker on 127.0.0.1 (docs/spark.md); pids in $(SPARK_STATE).
 SPARK_STATE ?= $(or $(SLEUTH_HOME),$(HOME)/.sleuth)/spark

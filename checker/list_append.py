@@ -498,7 +498,7 @@ class Analysis:
                                 f"shows, and {nb}'s committed append of {w!r}, never observed, came later")
         if kind == g.WR:
             for k, r in _reads_of(tb):
-                if r and self.writer.get(k, {}).get(r[-1]) == ta.id:
+                if r and self.writer.get(k, {}).get(r[-1]) == txn.op_index(self.ops, ta):
                     return f"{nb} observed {na}'s append of {r[-1]!r} to key {k!r} (read {_show(r)})"
         if kind == g.RW:
             for k, r in _reads_of(ta):

@@ -321,10 +321,11 @@ class Analysis:
     def explain(self, a: int, b: int, kind: int) -> str:
         ta, tb = self.graph.txns[a], self.graph.txns[b]
         na, nb = txn.txn_name(ta), txn.txn_name(tb)
-        ma, mb = self.mops[ta.id], self.mops[tb.id]
+        ia = txn.op_index(self.ops, ta)
+        ma, mb = self.mops[ia], self.mops[txn.op_index(self.ops, tb)]
         if kind == g.WR:
             for f, k, v in mb:
-                if f == "r" and v is not None and self.writer.get((k, v)) == ta.id:
+                if f == "r" and v is not None and self.writer.get((k, v)) == ia:
                     return f"{nb} read key {k!r} = {v!r}, written by {na}"
         writes_b = {k: w for f, k, w in mb if f == "w"}
         if kind == g.WW:

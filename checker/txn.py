@@ -15,6 +15,7 @@ does.
 
 from __future__ import annotations
 
+import bisect
 import operator
 import time
 from array import array
@@ -72,6 +73,14 @@ class Graph:
 
 def txn_name(op: Op) -> str:
     return f"T{op.id}"
+
+
+def op_index(ops: list[Op], op: Op) -> int:
+    """Where `op` is in `ops` (ids increase along a history's ops). For a whole
+    history that is `op.id`; for some of its ops with their own ids (Spark's
+    sub-histories, checker/spark/history_check.py) it is not."""
+    i = bisect.bisect_left(ops, op.id, key=lambda o: o.id)
+    return i if i < len(ops) and ops[i] is op else op.id
 
 
 def txn_label(history: History, op: Op) -> str:

@@ -33,6 +33,7 @@ import bisect
 import heapq
 import random
 import time as _time
+from array import array
 from collections.abc import Iterator
 
 import orjson
@@ -69,6 +70,14 @@ class Store:
     def commit(self) -> None:
         self.commits += 1
 
+    def freeze(self, k: int) -> None:
+        """Key k will only be read once more, now, as of the end: keep its list
+        compactly and forget its stamps (a long history's store then grows by a
+        few bytes per retired key, not by two objects per append)."""
+        self.stamps.pop(k, None)
+        if k in self.lists:
+            self.lists[k] = array("q", self.lists[k])  # type: ignore[assignment]
+
 
 class Sim:
     def __init__(self, db: str, txns: int, concurrency: int, keys: int, seed: int,
@@ -82,6 +91,7 @@ class Sim:
         self.active = list(range(keys))
         self.next_key = keys
         self.next_value: dict[int, int] = {}
+        self.touching: dict[int, int] = {}  # key -> generated txns on it not yet committed
         self.events: list[tuple] = []  # heap of (time, seq, action, txn)
         self.seq = 0
         self.index = 0
@@ -129,6 +139,8 @@ class Sim:
         elif r < FAIL_RATE + CRASH_RATE:
             txn["fate"] = "info"
             txn["applied"] = rnd.random() < 0.5
+        for k in {k for _, k, _ in mops}:
+            self.touching[k] = self.touching.get(k, 0) + 1
         self.schedule(t0, "invoke", txn)
         self.stats["txns"] += 1
 
@@ -153,6 +165,16 @@ class Sim:
         txn["reads"][j] = self.store.read(k)
 
     def on_commit(self, t: int, txn: dict) -> None:
+        self._commit(txn)
+        active = self.active
+        for k in {k for _, k, _ in txn["mops"]}:  # nothing reads the store for this txn again
+            left = self.touching.pop(k) - 1
+            if left:
+                self.touching[k] = left
+            elif k not in active and self.next_value.get(k, 0) >= self.max_appends:
+                self.store.freeze(k)  # retired, and no txn left on it: only the final read remains
+
+    def _commit(self, txn: dict) -> None:
         fate = txn["fate"]
         if fate == "fail" or (fate == "info" and not txn["applied"]):
             return

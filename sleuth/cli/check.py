@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -74,6 +75,19 @@ def _crash_message(path: str, e: BaseException) -> str:
     return f"{path}: sleuth failed ({what}); SLEUTH_DEBUG=1 shows the traceback"
 
 
+def _failed(path: str, e: Exception) -> tuple[int, dict[str, Any], None, None]:
+    """A file that could not be judged: bad input (HistoryError) is 254 with the
+    reader's one-line error; any other exception is sleuth's own failure, 255
+    (with its traceback on stderr when SLEUTH_DEBUG=1)."""
+    if isinstance(e, HistoryError):
+        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
+    if os.environ.get("SLEUTH_DEBUG") == "1":
+        import traceback
+
+        traceback.print_exc()
+    return exits.CRASHED, _error_record(path, _crash_message(path, e), exits.CRASHED), None, None
+
+
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
 def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
                events: bool = False, timestamps: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
@@ -97,17 +111,29 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
             from sleuth.judge import with_timestamps
 
             result = with_timestamps(result, history, spec.name)[0]
-    except HistoryError as e:
-        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
-    except Exception as e:  # noqa: BLE001 - a crash is reported per file, as exit 255
-        if os.environ.get("SLEUTH_DEBUG") == "1":
-            import traceback
-
-            traceback.print_exc()
-        message = _crash_message(path, e)
-        return exits.CRASHED, _error_record(path, message, exits.CRASHED), None, None
+    except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
+        return _failed(path, e)
     status = exits.of_valid(result.valid)
     return status, {"file": path, **result.to_json(), "exit": status}, result, history
+
+
+_SPARK_MASTER = re.compile(r"^(local(\[[0-9*]+(,[0-9]+)?\])?|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
+
+
+def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
+                quiet: bool) -> tuple[int, dict[str, Any], Any, None]:
+    """`judge_file` on Spark (sleuth/checker/spark/history_check.py): the same statuses and record."""
+    from sleuth.checker.spark.history_check import check as spark_check
+
+    def say(s: str) -> None:
+        click.echo(f"sleuth: {s}", err=True)
+
+    try:
+        result = spark_check(path, spec.name, kwargs, master, say)
+    except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
+        return _failed(path, e)
+    status = exits.of_valid(result.valid)
+    return status, {"file": path, **result.to_json(), "exit": status}, result, None
 
 
 def _option_flags(fn):
@@ -135,7 +161,7 @@ timestamps_flag = click.option(
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
               help="What the history's operations are (not needed for a run directory: the run's own "
                    "checks apply).")
@@ -150,7 +176,12 @@ timestamps_flag = click.option(
               help="Print the first example of each anomaly, explained.")
 @click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
               help="Also write the HTML report of the (one) history into this directory.")
-def check(files, workload, model, timestamps, as_json, explain, report_dir, **options) -> None:
+@click.option("--spark", "spark_master", is_flag=False, flag_value="local[*]", default=None,
+              metavar="[MASTER]",
+              help="Judge on Spark (a history larger than this machine; JSON Lines file, directory of "
+                   "shards, or campaign Parquet): embedded local[*], or the MASTER given "
+                   "(local[N], spark://HOST:PORT). docs/spark.md.")
+def check(files, workload, model, timestamps, as_json, explain, report_dir, spark_master, **options) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
@@ -159,7 +190,13 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, **op
     (or its history.jsonl beside test.json) needs no --workload: the run's
     own checks apply, so the verdict is the run's.
     """
-    if cli.PROGRAM:
+    if spark_master is not None and not _SPARK_MASTER.match(spark_master):
+        files, spark_master = (spark_master, *files), "local[*]"  # `--spark FILE`: the file is no master
+    if not files:
+        exits.die("missing argument FILES")
+    if spark_master is not None and (workload is None or report_dir or timestamps):
+        exits.die("--spark needs --workload and takes no --report or --timestamps")
+    if cli.PROGRAM and spark_master is None:
         # The program will leave without freeing its heap (sleuth.cli.entry),
         # so the cyclic collector is not needed again, and must not run: the
         # first collection after a long pause walks every object the check
@@ -184,8 +221,11 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, **op
     for path in files:
         # Each file is judged by (spec, kwargs); an argument that brings its
         # own settings (a run directory) would resolve them here, then judge.
-        status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
-                                                     timestamps=timestamps)
+        if spark_master is not None:
+            status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
+        else:
+            status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
+                                                         timestamps=timestamps)
         statuses.append(status)
         if report_dir and result is not None:
             from sleuth.cli.run import report_history

@@ -1,0 +1,154 @@
+"""One large list-append history checked by `sleuth check --spark` (issue 14).
+
+For each size (default 1M transactions; `--sizes 1000000,10000000` adds
+10M, which takes long on a busy 2-core machine): a `sleuth sim` history,
+checked on Spark with `local[1]` and with `local[2]`, and at the first size
+by the single-process checker too, each in a fresh process, with the paired
+operations rebuilt every time (the cache beside the input is removed).
+Printed: seconds (session start apart), seconds per million transactions,
+local[2] over local[1], and the peak memory of the driver's Python process
+(where the integer graph lives) beside the JVM's (in local mode it hosts the
+executors; their Python workers are its children).
+
+    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GIB = 1 << 30
+
+
+def descendants_rss() -> int:
+    """Bytes resident in this process's descendants (the JVM, its Python workers), from /proc."""
+    parent: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/statm") as f:
+                rss[int(d)] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    mine, total = {os.getpid()}, 0
+    for _ in range(4):  # JVM -> pyspark daemon -> workers
+        for pid, pp in parent.items():
+            if pp in mine and pid not in mine:
+                mine.add(pid)
+                total += rss.get(pid, 0)
+    return total
+
+
+class Sampler(threading.Thread):
+    """Peak resident bytes of the descendants, sampled twice a second."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self.stop = 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.5):
+            self.peak = max(self.peak, descendants_rss())
+
+
+def worker(path: str, master: str | None) -> dict:
+    """In a fresh process: one check, timed, with peak memory."""
+    from sleuth.checker.spark.history_ops import cache_dir
+
+    sampler = Sampler()
+    sampler.start()
+
+    shutil.rmtree(cache_dir(path), ignore_errors=True)
+    t0 = time.perf_counter()
+    if master is None:
+        from sleuth.checker import WORKLOADS
+        from sleuth.imports import load
+
+        spec = WORKLOADS["list-append"]
+        result = spec.checker()(load(path, events=False), model=spec.default_model)
+        start = 0.0
+    else:
+        from sleuth.checker.spark import history_check
+        from sleuth.checker.spark.shard_history import spark_session
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = spark_session(master, "sleuth-bench-history")
+        start = time.perf_counter() - t0
+        result = history_check.check(path, "list-append", {"model": "strict-serializable"}, master)
+        spark.stop()
+    total = time.perf_counter() - t0
+    return {"valid": result.valid, "types": result.anomaly_types, "start_s": round(start, 1),
+            "check_s": round(total - start, 1),
+            "driver_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB,
+            "children_rss_gib": sampler.peak / GIB}
+
+
+def measure(path: str, master: str | None) -> dict:
+    argv = [sys.executable, __file__, "--worker", path, *(["--master", master] if master else [])]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"{master or 'single process'} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def history(out: str, db: str, txns: int) -> str:
+    from sleuth.workloads.sim_list_append import write_sim
+
+    path = os.path.join(out, f"sim-{db}-{txns}.jsonl")
+    if not os.path.exists(path):
+        print(f"writing {path} ...", flush=True)
+        stats = write_sim(path + ".tmp", db, txns)
+        os.replace(path + ".tmp", path)
+        print(f"  {stats}", flush=True)
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="1000000", help="comma-separated transaction counts")
+    ap.add_argument("--db", default="serializable")
+    ap.add_argument("--out", default=os.path.join(HERE, "out", "spark-history"))
+    ap.add_argument("--worker")
+    ap.add_argument("--master")
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.master)))
+        return
+    os.makedirs(args.out, exist_ok=True)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"sleuth check --spark, list-append sim ({args.db}); load average {os.getloadavg()[0]:.1f}")
+    print(f"{'txns':>10} {'checker':>16} {'start s':>8} {'check s':>8} {'s/M txns':>9} "
+          f"{'driver GiB':>10} {'JVM+workers GiB':>15}  verdict")
+    for i, n in enumerate(sizes):
+        path = history(args.out, args.db, n)
+        runs = [("local[1]", "local[1]"), ("local[2]", "local[2]")]
+        if i == 0:
+            runs.insert(0, ("single process", None))
+        got = {}
+        for name, master in runs:
+            r = got[name] = measure(path, master)
+            print(f"{n:>10} {name:>16} {r['start_s']:>8} {r['check_s']:>8} {r['check_s'] / n * 1e6:>9.1f} "
+                  f"{r['driver_rss_gib']:>10.2f} {r['children_rss_gib'] if master else 0:>15.2f}  "
+                  f"{r['valid']} {','.join(r['types'])}", flush=True)
+        same = len({(r["valid"], tuple(r["types"])) for r in got.values()}) == 1
+        speedup = got["local[1]"]["check_s"] / got["local[2]"]["check_s"]
+        print(f"{n:>10} local[2] over local[1]: {speedup:.2f}x (goal >= 1.6x); driver under 2 GiB: "
+              f"{got['local[2]']['driver_rss_gib'] < 2}; verdicts equal: {same}; "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

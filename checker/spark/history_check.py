@@ -1,0 +1,321 @@
+"""`sleuth check --spark`: one history larger than a machine, judged on Spark.
+
+The work that grows with the history runs on executors over Parquet
+(`history_ops`: reading, validating, pairing; `history_keys`: per-key
+linearizability, version orders, non-cycle anomalies, ww/wr/rw edges). The
+driver then holds only integer arrays: per operation its type, process and
+positions, and the dependency edges as (src, dst, kind) op ids.
+
+For list-append and rw-register, the driver adds process order and real-time
+order in linear size (`checker.txn.process_edges`, `checker.graph.
+barrier_realtime`, exactly as `checker.txn.analyze` does) and finds the
+strongly connected components with scipy. Only the operations that touch a
+key of some transaction in a non-trivial component are fetched (from the
+Parquet, by id, micro-ops cut to those keys) and judged by the single-process
+checker itself (`Analysis` + `txn.analyze`), with the non-cycle anomalies the
+executors found. Why that sub-history has the same cycles:
+
+- every transaction on a cycle is in a non-trivial component, and every key
+  it touches is fetched with all its operations, so every data edge between
+  two such transactions is rebuilt, from the same reads and writes;
+- between two transactions of one component, every transaction of the same
+  process in between is in that component too (it is reachable from the
+  first and reaches the second), so process edges inside a component are
+  unchanged; real-time order is a relation on positions, unchanged;
+- every edge of the sub-history is an edge of the whole history, or a
+  process edge that shortcuts a chain of them, so it has no cycle the whole
+  history lacks.
+
+So its components on cycles are the whole history's, with the same edges in
+the same relative order, and the cycle search (`checker.cycles`) finds the
+same cycles and explains them with the same words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import orjson
+
+from sleuth.checker import graph as g
+from sleuth.checker import models
+from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
+from sleuth.checker.spark import history_keys as hk
+from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
+from sleuth.history import HistoryError
+
+DEFAULT_MASTER = "local[*]"
+MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are exact
+
+
+def check(path: str, workload: str, options: dict[str, Any], master: str | None = None,
+          say=lambda s: None) -> Result:
+    """Judge the history at `path` (file, directory of shards, consolidation Parquet)."""
+    from sleuth.checker.spark.shard_history import spark_session
+
+    input_files(path)  # a missing input is bad input before a JVM starts
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    t0 = time.perf_counter()
+    told = say
+
+    def say(s: str) -> None:  # each step with the seconds since the check began
+        told(f"{s} ({time.perf_counter() - t0:.1f} s)")
+
+    spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
+    say(f"Spark session on {master or DEFAULT_MASTER}")
+    ops_dir, meta = load_ops(spark, path, say)
+    judged = _judge(spark, path, ops_dir, meta, workload, options, say)
+    out = _read(judged)
+    errors = out[out["tag"] == hk.ERROR]
+    if len(errors):
+        first = errors.sort_values("a").iloc[0]
+        raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
+    if workload in hk.REGISTERS:
+        return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
+    return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
+
+
+def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: dict, say) -> str:
+    """The executors' per-bucket answers, as Parquet in the cache (reused while valid)."""
+    n = hk.buckets_for(meta["ops"])
+    per_key = {k: v for k, v in options.items() if k not in ("model", "cycle_search_timeout")
+               or workload in hk.REGISTERS}  # the driver's concern for transactions
+    digest = hashlib.sha1(json.dumps([workload, sorted(per_key.items()), n, meta["inputs"]],
+                                     default=repr).encode()).hexdigest()[:12]
+    out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
+    if os.path.exists(os.path.join(out_dir, "_SUCCESS")):
+        return out_dir
+    spark.conf.set("spark.sql.shuffle.partitions", str(min(n, 200)))
+    first_time = meta["start_time"]
+    parts = spark.read.parquet(ops_dir).mapInPandas(hk.split(workload, n), hk.SPLIT_SCHEMA)
+    judged = parts.groupBy("bucket").applyInPandas(hk.judge(workload, path, first_time, options),
+                                                   hk.OUT_SCHEMA)
+    judged.write.mode("overwrite").parquet(out_dir)
+    say(f"judged {meta['ops']} operations in {n} key buckets")
+    return out_dir
+
+
+def _read(judged: str):
+    """Everything but the edges, as pandas (edges are read as arrays by `_edges`)."""
+    import pyarrow.dataset as ds
+
+    scan = ds.dataset(judged, format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
+                                                        batch_readahead=1, fragment_readahead=1)
+    return scan.to_table().to_pandas()
+
+
+def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency edges between nodes, as node numbers (int32), a Parquet
+    batch at a time (edges with an end that is no node are dropped, as
+    `txn.Graph` drops them)."""
+    import pyarrow.dataset as ds
+
+    src, dst = [], []
+    for b in ds.dataset(judged, format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
+                                                              batch_readahead=1, fragment_readahead=1):
+        a, d = b["a"].to_numpy(), b["b"].to_numpy()
+        keep = node[a] & node[d]
+        src.append(index[a[keep]])
+        dst.append(index[d[keep]])
+    empty = [np.zeros(0, np.int32)]
+    return np.concatenate(src or empty), np.concatenate(dst or empty)
+
+
+def _merge_registers(parts: list[str], n_ops: int) -> Result:
+    """Merge per-bucket register results as `check_registers` merges keys."""
+    from sleuth.checker.linearizable import MAX_EXAMPLES as REG_EXAMPLES
+
+    valid: bool | str = True
+    examples: list[tuple[int, dict]] = []
+    notes: list[str] = []
+    stats: dict[str, int] = {}
+    keys = judged = 0
+    for text in parts:
+        p = orjson.loads(text)
+        r, first = p["result"], p["first"]
+        keys += p["keys"]
+        st = r["stats"]
+        judged += st["keys-judged"]
+        part_valid = False if st["nonlinearizable-keys"] else UNKNOWN if st["unknown-keys"] else True
+        valid = merge_valid(valid, part_valid)
+        for ex in r["anomalies"].get("nonlinearizable", []):
+            examples.append((first.get(orjson.dumps(ex.get("key")).decode(), 0), ex))
+        notes += [x for x in r["notes"] if "search stopped after" in x]
+        for k, v in st.items():
+            stats[k] = stats.get(k, 0) + v
+    examples = [ex for _, ex in sorted(examples, key=lambda x: x[0])][:REG_EXAMPLES]
+    bad = stats.get("nonlinearizable-keys", 0)
+    idle = keys - judged
+    if not judged:
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
+    elif idle:
+        notes.append(f"{idle} of {keys} keys had nothing to judge (no operation on them "
+                     "completed ok); the verdict covers the others")
+    if bad > len(examples):
+        notes.append(f"{bad} keys are not linearizable; the first {len(examples)} are explained")
+    return Result(valid=valid, model="linearizable", anomaly_types=["nonlinearizable"] if examples else [],
+                  anomalies={"nonlinearizable": examples} if examples else {}, stats=stats, notes=notes)
+
+
+def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:
+    """Per operation, in id order (ids are 0..n-1): ok and info flags, process,
+    invoke and completion positions; filled a Parquet batch at a time, so the
+    driver never holds the table besides the arrays."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    out = {"ok": np.zeros(n, bool), "info": np.zeros(n, bool), "process": np.zeros(n, np.int64),
+           "invoke": np.zeros(n, np.int64), "complete": np.zeros(n, np.int64)}
+    columns = ["id", "type", "process", "invoke_pos", "complete_pos"]
+    for b in ds.dataset(ops_dir, format="parquet").to_batches(columns=columns, batch_readahead=1,
+                                                              fragment_readahead=1):
+        i = b["id"].to_numpy()
+        out["ok"][i] = pc.equal(b["type"], "ok").to_numpy(zero_copy_only=False)
+        out["info"][i] = pc.equal(b["type"], "info").to_numpy(zero_copy_only=False)
+        out["process"][i] = b["process"].to_numpy()
+        out["invoke"][i] = b["invoke_pos"].to_numpy()
+        out["complete"][i] = pc.fill_null(b["complete_pos"], g.INF_TIME).to_numpy()
+    return out
+
+
+def _non_cycle(out) -> dict[str, list[dict]]:
+    found: dict[str, list[dict]] = {}
+    for text in out[out["tag"] == hk.ANOMALIES]["text"].tolist():
+        for name, examples in orjson.loads(text).items():
+            found.setdefault(name, []).extend(examples)
+    for examples in found.values():
+        examples.sort(key=_example_line)
+    return found
+
+
+def _example_line(ex: dict) -> int:
+    op = ex.get("op") or (ex.get("ops") or [{}])[0]
+    return op.get("line") or 0
+
+
+def _described(example: dict) -> list[dict]:
+    """The transactions an example describes (`txn.describe_txn` dicts: name, line, value)."""
+    out = []
+    for v in example.values():
+        for d in v if isinstance(v, list) else [v]:
+            if isinstance(d, dict) and "name" in d and "line" in d and "value" in d:
+                out.append(d)
+    return out
+
+
+def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
+    """Examples describe transactions cut to one bucket's keys: put back their whole values."""
+    import pyarrow.dataset as ds
+
+    described = [d for examples in found.values() for ex in examples for d in _described(ex)]
+    ids = sorted({int(d["name"][1:]) for d in described if "name" in d})
+    if not ids:
+        return
+    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
+    values = dict(zip(t["id"].to_pylist(), t["value"].to_pylist(), strict=True))
+    for d in described:
+        v = values.get(int(d["name"][1:]))
+        if v is not None:
+            d["value"] = orjson.loads(v)
+
+
+def _on_cycles(ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) -> tuple[np.ndarray, int, int]:
+    """Op ids of the transactions in non-trivial strongly connected components,
+    the number of transactions, and of dependency edges. Nodes are ok
+    transactions and observed info ones, as `txn.analyze` has them; process
+    and real-time order are added as it adds them. int32 node numbers and
+    early frees keep the driver small: this is its largest moment."""
+    from sleuth.checker import txn
+
+    node = ops["ok"].copy()
+    node[observed] |= ops["info"][observed]
+    n = int(node.sum())
+    index = (np.cumsum(node) - 1).astype(np.int32)
+    src, dst = _edges(judged, node, index)  # kinds matter only on cycles: the sub-history has them
+    del index
+    ps, pd = (x.astype(np.int32) for x in txn.process_edges(ops.pop("process")[node]))
+    complete = np.where(ops["info"], g.INF_TIME, ops.pop("complete"))[node]
+    bs, bd, nb = g.barrier_realtime(ops.pop("invoke")[node], complete, np.int32)
+    del complete
+    edges = len(src)
+    s = np.concatenate([src, ps, bs])
+    del src, ps, bs
+    d = np.concatenate([dst, pd, bd])
+    del dst, pd, bd
+    # g.scc_labels, but with the edge arrays freed before scipy copies the matrix to float64
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    adjacency = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n + nb, n + nb))
+    del s, d
+    _, labels = connected_components(adjacency, directed=True, connection="strong")
+    del adjacency
+    lab = labels[:n]
+    on_cycles = np.flatnonzero(np.bincount(lab, minlength=1)[lab] > 1) if n else np.zeros(0, np.int64)
+    return np.flatnonzero(node)[on_cycles], n, edges
+
+
+def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, workload: str,
+            options: dict, say) -> Result:
+    from sleuth.checker import txn
+
+    ops = _ops_arrays(ops_dir, meta["ops"])
+    observed = out[out["tag"] == hk.OBSERVED]["a"].to_numpy().astype(np.int64)
+    ids, n, edges = _on_cycles(ops, observed, judged)
+    say(f"{n} transactions, {edges} dependency edges; {len(ids)} in strongly connected components")
+    non_cycle = _non_cycle(out)
+    counts = {name: len(v) for name, v in non_cycle.items()}
+    non_cycle = {name: v[:MAX_EXAMPLES] for name, v in non_cycle.items()}
+    _full_values(spark, ops_dir, non_cycle)
+    sub = _sub_history(spark, path, ops_dir, meta, workload, ids)
+    model = options.get("model", "strict-serializable")
+    if workload == "list-append":
+        from sleuth.checker.list_append import Analysis
+
+        an = Analysis(sub)
+    else:
+        from sleuth.checker.rw_register import Analysis
+
+        an = Analysis(sub, **{x: options[x] for x in ("linearizable_keys", "sequential_keys", "wfr_keys")
+                              if x in options})
+    r = txn.analyze(sub, an.graph, an.explain, non_cycle, model, {},
+                    cycle_search_timeout=options.get("cycle_search_timeout"))
+    # the verdict of `txn.analyze`, over the whole history rather than the sub-history
+    notes = [x for x in r.notes if not x.startswith(nothing_to_judge(""))]
+    if r.anomaly_types:
+        valid: bool | str = False
+    elif not ops["ok"].any():
+        valid = UNKNOWN
+        notes.append(nothing_to_judge("no transaction completed ok" if meta["ops"]
+                                      else "the history has no transactions"))
+    elif any(models.forbids(r.model, t) for t in r.incomplete):
+        valid = UNKNOWN
+    else:
+        valid = True
+    r.valid, r.notes = valid, notes
+    r.stats = {**r.stats, "ops": meta["ops"], "txns": n, "edges": edges,
+               "anomaly-counts": {**r.stats.get("anomaly-counts", {}), **counts},
+               "sub-history-ops": len(sub.ops()), "spark": True}
+    return r
+
+
+def _sub_history(spark, path: str, ops_dir: str, meta: dict, workload: str, ids: np.ndarray) -> hk.Part:
+    """Every operation touching a key of the transactions `ids`, cut to those keys."""
+    import pyarrow.dataset as ds
+
+    empty = hk.Part(events=[], source=path, _ops=[], first_time=meta["start_time"])
+    if not len(ids):
+        return empty
+    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["value"],
+                                                       filter=ds.field("id").isin(ids.tolist()))
+    keys = sorted({orjson.dumps(m[1]).decode() for v in t["value"].to_pylist() for m in orjson.loads(v)})
+    rows = spark.read.parquet(ops_dir).mapInPandas(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
+    return hk.part_history(rows, path, meta["start_time"]) if len(rows) else empty

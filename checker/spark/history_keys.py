@@ -1,0 +1,213 @@
+"""Per-key work of `sleuth check --spark`, on the executors.
+
+Keys are hashed into buckets (many keys per task: a pandas group costs a few
+milliseconds, so one group per key would cost more than the work). Each
+operation goes to every bucket of a key it touches, with its micro-ops cut
+down to that bucket's keys; a bucket is then judged by the single-process
+checker's own code on a `Part` history of exactly those operations, with
+their global ids and positions (so line numbers, names and explanations are
+the ones `sleuth check` prints):
+
+- register workloads: the whole checker (`checker.linearizable`), which
+  splits by key itself; parts merge on the driver as `check_registers` merges
+  keys;
+- list-append and rw-register: the datatype's `Analysis` (version orders,
+  non-cycle anomalies, ww/wr/rw edges). Everything it infers for a key uses
+  only that key's micro-ops, except which `info` transactions are nodes (one
+  is iff a read of *any* key observed it): here every `info` transaction is a
+  node, the ones observed are reported, and the driver drops the edges of the
+  others, as the single-process checker never adds them.
+
+Each bucket answers rows of OUT_SCHEMA: tag EDGE (a -> b of kind k, op ids),
+OBSERVED (info op a was observed), ANOMALIES (text: JSON name -> examples),
+REGISTER (text: the part's Result as JSON, plus its key count), ERROR (a: the
+line, text: the problem).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from sleuth.checker import list_append, rw_register, txn
+from sleuth.history import History, HistoryError, Op
+
+EDGE, OBSERVED, ANOMALIES, REGISTER, ERROR = 0, 1, 2, 3, 4
+OUT_SCHEMA = "`bucket` INT, `tag` INT, `a` BIGINT, `b` BIGINT, `k` INT, `text` STRING"
+SPLIT_SCHEMA = ("`bucket` INT, `id` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, `value` STRING, "
+                "`invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, `complete_time` BIGINT, "
+                "`key` STRING")
+REGISTERS = ("register", "cas-register")
+OPS_PER_BUCKET = 40_000
+
+
+def buckets_for(ops: int) -> int:
+    return max(4, math.ceil(ops / OPS_PER_BUCKET))
+
+
+@dataclass
+class Part(History):
+    """Some of a history's operations, with their global ids and positions;
+    times are shown from the whole history's first event."""
+
+    first_time: int = 0
+
+    @property
+    def start_time(self) -> int:
+        return self.first_time
+
+
+def bucket_of(key: Any, n: int) -> int:
+    return zlib.crc32(orjson.dumps(key, option=orjson.OPT_SORT_KEYS)) % n
+
+
+def optional_int(x) -> int | None:
+    """An optional integer from pandas (None, NaN or NA when missing)."""
+    try:
+        return int(x)
+    except (TypeError, ValueError):
+        return None
+
+
+def split(workload: str, n: int):
+    """mapInPandas: each op -> (bucket, op with the micro-ops of that bucket's keys)."""
+    keyed = workload == "register"
+    txns = workload not in REGISTERS
+
+    def run(batches: Iterator) -> Iterator:
+        import pandas as pd
+
+        for b in batches:
+            out = []
+            cols = [b[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos",
+                                             "complete_pos", "invoke_time", "complete_time")]
+            for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
+                row = (i, process, f, typ, value, ip, optional_int(cp), it, optional_int(ct))
+                v = orjson.loads(value)
+                if not txns:
+                    key = v[0] if keyed and type(v) is list and len(v) == 2 else None
+                    k = orjson.dumps(key).decode()
+                    out.append((bucket_of(key, n), *row, k))
+                    continue
+                if f != "txn" or type(v) is not list or not all(type(m) is list and len(m) == 3 for m in v):
+                    out.append((0, *row, None))  # malformed: the checker on bucket 0 names the problem
+                    continue
+                parts: dict[int, list] = {}
+                for m in v:
+                    parts.setdefault(bucket_of(m[1], n), []).append(m)
+                for bk, mops in parts.items():
+                    out.append((bk, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct), None))
+            yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
+                                             "complete_pos", "invoke_time", "complete_time", "key"])
+    return run
+
+
+def part_history(pdf, source: str, first_time: int) -> Part:
+    pdf = pdf.sort_values("id")
+    ops = []
+    cols = [pdf[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos", "complete_pos",
+                                       "invoke_time", "complete_time")]
+    for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
+        v = orjson.loads(value)
+        ops.append(Op(int(i), int(process), f, typ, v, v, int(ip), optional_int(cp), int(it), optional_int(ct)))
+    return Part(events=[], source=source, _ops=ops, first_time=first_time)
+
+
+class _ListAppend(list_append.Analysis):
+    """list-append's Analysis, with every info transaction a node (module docstring)."""
+
+    def _version_orders(self) -> None:
+        super()._version_orders()
+        self.observed_info = [op.id for op in self.graph.txns if op.type == "info"]
+        self.node_of = node_of = [-1] * len(self.ops)
+        txns = []
+        for i, op in enumerate(self.ops):
+            if op.type in ("ok", "info"):
+                node_of[i] = len(txns)
+                txns.append(op)
+        self.graph = txn.Graph(txns)
+
+
+class _RwRegister(rw_register.Analysis):
+    """rw-register's Analysis, with every info transaction a node (module docstring)."""
+
+    def _read_anomalies(self) -> set[int]:
+        observed = super()._read_anomalies()
+        self.observed_info = [self.ops[i].id for i in observed if self.ops[i].type == "info"]
+        return set(range(len(self.ops)))
+
+
+def _frame(bucket: int, rows: list[tuple], edges=None):
+    import numpy as np
+    import pandas as pd
+
+    df = pd.DataFrame(rows, columns=["tag", "a", "b", "k", "text"])
+    if edges is not None and len(edges[0]):
+        s, d, k = edges
+        df = pd.concat([df, pd.DataFrame({"tag": np.full(len(s), EDGE), "a": s, "b": d, "k": k,
+                                          "text": None})], ignore_index=True)
+    df.insert(0, "bucket", bucket)
+    return df
+
+
+def judge(workload: str, source: str, first_time: int, options: dict[str, Any]):
+    """applyInPandas: one bucket -> OUT_SCHEMA rows."""
+    import numpy as np
+
+    def run(pdf):
+        bucket = int(pdf["bucket"].iloc[0])
+        try:
+            h = part_history(pdf, source, first_time)
+            if workload in REGISTERS:
+                from sleuth.checker import checker_for
+
+                result = checker_for(workload)(h, **options)
+                text = orjson.dumps({"result": result.to_json(), "keys": int(pdf["key"].nunique()),
+                                     "first": _first_positions(pdf)}, default=repr).decode()
+                return _frame(bucket, [(REGISTER, None, None, None, text)])
+            if workload == "list-append":
+                a = _ListAppend(h)
+            else:
+                a = _RwRegister(h, **{k: v for k, v in options.items()
+                                      if k in ("linearizable_keys", "sequential_keys", "wfr_keys")})
+        except HistoryError as e:
+            return _frame(bucket, [(ERROR, e.line, None, None, e.problem)])
+        ids = np.asarray([op.id for op in a.graph.txns], dtype=np.int64)
+        s, d, k = a.graph.arrays()
+        rows = [(OBSERVED, i, None, None, None) for i in a.observed_info]
+        if a.anomalies:
+            rows.append((ANOMALIES, None, None, None, orjson.dumps(a.anomalies, default=repr).decode()))
+        return _frame(bucket, rows, (ids[s], ids[d], k))
+    return run
+
+
+def _first_positions(pdf) -> dict[str, int]:
+    """Each key's first invoke position: the order `check_registers` meets keys in."""
+    first = pdf.groupby("key")["invoke_pos"].min()
+    return {k: int(v) for k, v in first.items()}
+
+
+def restrict(keys: list[str]):
+    """mapInPandas: the ops touching any of `keys` (JSON texts), micro-ops cut to them (bucket 0)."""
+    wanted = set(keys)
+
+    def run(batches: Iterator) -> Iterator:
+        import pandas as pd
+
+        for b in batches:
+            out = []
+            cols = [b[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos",
+                                             "complete_pos", "invoke_time", "complete_time")]
+            for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
+                mops = [m for m in orjson.loads(value) if orjson.dumps(m[1]).decode() in wanted]
+                if mops:
+                    out.append((0, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct),
+                                None))
+            yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
+                                             "complete_pos", "invoke_time", "complete_time", "key"])
+    return run

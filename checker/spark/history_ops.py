@@ -1,0 +1,297 @@
+"""One history, read and paired by Spark: JSON Lines (a file or a directory of
+shards) or the campaign consolidation's Parquet, to a Parquet table of
+operations written beside the input and reused by the next check.
+
+Reading: Spark reads the text, and each line is decoded on the executors by
+the very rules `sleuth check` applies (`sleuth.history.event_from_dict`), into
+an explicit schema (`EVENT_SCHEMA`); `value` and `error` stay JSON text, so a
+string value keeps its quotes. Shards are read in name order; their `index`
+fields continue one another, as if the files were one (that is what makes a
+split history check the same as the whole).
+
+Pairing: a process has at most one operation in flight (HISTORY.md), so an
+invoke's completion is the next event of its process: a window per process
+ordered by `index` pairs them with `lead`, and `lag` finds what breaks the
+per-process rules, with the messages of `sleuth.history.Pairer`. Operation
+ids are invoke ordinals (so a transaction is named `T<id>` as `sleuth check`
+names it), numbered by counting invokes per block of indexes.
+
+Bad input: when some line breaks a rule, the driver streams the files once
+more through `event_from_dict` (constant memory) to name the first bad line,
+file and problem exactly as `sleuth check` does.
+
+Cache: `<input>.sleuth-ops/` holds `ops/` (Parquet) and `meta.json`, which
+records each input file's size and modification time; a check whose input
+changed rebuilds it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Iterator
+
+import orjson
+
+from sleuth.history import NEMESIS, HistoryError, event_from_dict
+
+EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
+                "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
+OPS_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_pos", "invoke_time",
+               "complete_time", "node", "error", "ts")
+CACHE_VERSION = 1
+BLOCK = 1 << 16  # indexes per block when numbering operations
+NEMESIS_PROCESS = -1
+SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing  # `process: "nemesis"` in the long column
+
+
+def input_files(path: str) -> list[str]:
+    """The JSON Lines files of a history: the file itself, or a directory's
+    `*.jsonl` in name order. Missing or empty: HistoryError (bad input)."""
+    if os.path.isdir(path):
+        files = sorted(glob.glob(os.path.join(path, "*.jsonl")))
+        if not files and not parquet_files(path):
+            raise HistoryError(path, None, "no *.jsonl or *.parquet files in this directory")
+        return files
+    if not os.path.exists(path):
+        raise HistoryError(path, None, "No such file or directory")
+    return [path]
+
+
+def parquet_files(path: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
+
+
+def cache_dir(path: str) -> str:
+    return os.path.normpath(os.path.abspath(path)) + ".sleuth-ops"
+
+
+def fingerprint(files: list[str]) -> list[list]:
+    return [[os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns] for f in files]
+
+
+def _decode(files: list[str]):
+    """mapInPandas function: text lines (+ their file number) -> EVENT_SCHEMA rows."""
+    def run(batches: Iterator) -> Iterator:
+        import pandas as pd
+
+        for b in batches:
+            rows = []
+            for fno, line in zip(b["file"].tolist(), b["value"].tolist(), strict=True):
+                if not line.strip():
+                    continue
+                source = files[fno]
+                try:
+                    d = orjson.loads(line)
+                    e = event_from_dict(d, source, 0, None)
+                except orjson.JSONDecodeError as x:
+                    rows.append((fno, None, None, None, None, None, None, None, None, None, f"not valid JSON ({x})"))
+                    continue
+                except HistoryError as x:
+                    rows.append((fno, None, None, None, None, None, None, None, None, None, x.problem))
+                    continue
+                rows.append((fno, e.index, e.time, e.type, NEMESIS_PROCESS if e.process == NEMESIS else e.process,
+                             e.f, orjson.dumps(e.value).decode(), e.node,
+                             None if e.error is None else orjson.dumps(e.error).decode(), e.ts, None))
+            yield pd.DataFrame(rows, columns=["file", "index", "time", "type", "process", "f", "value", "node",
+                                              "error", "ts", "problem"])
+    return run
+
+
+def first_bad_line(files: list[str]) -> HistoryError | None:
+    """Stream the files as `sleuth check` reads one (blank lines skipped, index
+    continuing across files); the first problem, or None. Constant memory."""
+    expect = 0
+    for source in files:
+        with open(source, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    event_from_dict(orjson.loads(raw), source, lineno, expect)
+                except orjson.JSONDecodeError as e:
+                    return HistoryError(source, lineno, f"not valid JSON ({e})")
+                except HistoryError as e:
+                    return e
+                expect += 1
+    return None
+
+
+def read_events(spark, files: list[str]):
+    from pyspark.sql import functions as F
+
+    parts = [spark.read.text(f).withColumn("file", F.lit(i)) for i, f in enumerate(files)]
+    text = parts[0]
+    for p in parts[1:]:
+        text = text.unionByName(p)
+    return text.mapInPandas(_decode(files), EVENT_SCHEMA)
+
+
+def _line_of(files: list[str], starts: dict[int, int], fno: int, index: int) -> tuple[str, int]:
+    return files[fno], index - starts[fno] + 1
+
+
+def pair(spark, events, files: list[str]):
+    """Operations (OPS_COLUMNS) from client events, and the cached paired events
+    they come from (unpersist once the operations are written); HistoryError if
+    a process breaks its rules."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    client = events.where(F.col("process") != NEMESIS_PROCESS)
+    w = Window.partitionBy("process").orderBy("index")
+    ev = client.select(
+        "*", *(F.lead(c).over(w).alias("n_" + c) for c in ("type", "index", "value", "f", "time", "node",
+                                                            "error", "ts")),
+        F.lag("type").over(w).alias("p_type"), F.lag("index").over(w).alias("p_index"),
+        F.lag("f").over(w).alias("p_f")).persist()  # read thrice: rule check, block counts, write
+    bad = ev.where(
+        ((F.col("type") != "invoke") & (F.col("p_type").isNull() | (F.col("p_type") != "invoke")))
+        | ((F.col("type") == "invoke") & F.col("p_type").isin("invoke", "info"))
+        | ((F.col("type") != "invoke") & (F.col("p_type") == "invoke") & (F.col("f") != F.col("p_f"))))
+    first = bad.orderBy("index").limit(1).collect()
+    if first:
+        ev.unpersist()
+        raise _pairing_error(spark, events, files, first[0])
+    inv = ev.where(F.col("type") == "invoke")
+    typ = F.coalesce(F.col("n_type"), F.lit("info"))
+    ops = inv.select(
+        "process", "f", typ.alias("type"),
+        # an ok completion's value is authoritative; one with none (some adapters) keeps the invoke's
+        F.when((typ == "ok") & (F.col("n_value") != "null"), F.col("n_value"))
+        .otherwise(F.col("value")).alias("value"),
+        F.col("index").alias("invoke_pos"), F.col("n_index").alias("complete_pos"),
+        F.col("time").alias("invoke_time"),
+        F.when(typ.isin("ok", "fail"), F.col("n_time")).alias("complete_time"),
+        F.coalesce(F.col("n_node"), F.col("node")).alias("node"), F.col("n_error").alias("error"),
+        F.col("n_ts").alias("ts"))
+    return number(ops), ev
+
+
+def number(ops):
+    """Add `id`: the operation's ordinal in invoke order, from per-block invoke counts."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ops = ops.withColumn("block", (F.col("invoke_pos") / BLOCK).cast("long"))
+    counts = {r["block"]: r["n"] for r in ops.groupBy("block").agg(F.count("*").alias("n")).collect()}
+    before, total = {}, 0
+    for b in sorted(counts):
+        before[b] = total
+        total += counts[b]
+    offsets = F.create_map(*(x for b, o in before.items() for x in (F.lit(b), F.lit(o)))) if before else None
+    rank = F.row_number().over(Window.partitionBy("block").orderBy("invoke_pos")) - 1
+    base = offsets[F.col("block")] if offsets is not None else F.lit(0)
+    return ops.select((base + rank).cast("long").alias("id"), *OPS_COLUMNS[1:])
+
+
+def _pairing_error(spark, events, files: list[str], r) -> HistoryError:
+    """The Pairer's message for the event `r` that breaks a per-process rule, with
+    lines counted in each file (a file's first index is its line 1)."""
+    from pyspark.sql import functions as F
+
+    starts = {x["file"]: x["s"] for x in events.groupBy("file").agg(F.min("index").alias("s")).collect()}
+    src, line = _line_of(files, starts, r["file"], r["index"])
+
+    def line_at(index: int) -> int:  # an earlier event: in the last file starting at or before it
+        return index - max(s for s in starts.values() if s <= index) + 1
+
+    p, typ = r["process"], r["type"]
+    if typ != "invoke" and r["p_type"] != "invoke":
+        problem = f"{typ} for process {p} with no invoke before it"
+    elif typ == "invoke" and r["p_type"] == "invoke":
+        problem = (f"process {p} invokes while its operation from line {line_at(r['p_index'])} is still "
+                   "in flight")
+    elif typ == "invoke":
+        problem = (f"process {p} is used again after its info at line {line_at(r['p_index'])} (a crashed "
+                   "process must not be reused)")
+    else:
+        problem = (f"{typ} of f={r['f']!r} completes an invoke of f={r['p_f']!r} "
+                   f"(line {line_at(r['p_index'])})")
+    return HistoryError(src, line, problem)
+
+
+def _check_events(spark, events, files: list[str]) -> dict:
+    """Every line obeys the rules and indexes run 0, 1, ... across the files;
+    returns {events, start_time}; else the first bad line's HistoryError."""
+    from pyspark.sql import functions as F
+
+    # 0..n-1 each once: n values in [0, n-1] whose sum and sum of squares are those of 0..n-1
+    # (exact arithmetic; cheaper than counting distinct values, which shuffles every index)
+    big = F.col("index").cast("decimal(38,0)")
+    s = events.agg(F.count("*").alias("n"), F.count("problem").alias("bad"), F.min("index").alias("lo"),
+                   F.max("index").alias("hi"), F.sum(big).alias("s1"), F.sum(big * big).alias("s2"),
+                   F.min_by("time", "index").alias("start")).collect()[0]
+    n = s["n"]
+    fine = s["bad"] == 0 and (n == 0 or (s["lo"] == 0 and s["hi"] == n - 1 and s["s1"] == n * (n - 1) // 2
+                                        and s["s2"] == (n - 1) * n * (2 * n - 1) // 6))
+    if fine and len(files) > 1:  # shards in name order must hold consecutive ranges
+        ranges = events.groupBy("file").agg(F.min("index").alias("lo"), F.max("index").alias("hi")).collect()
+        ranges = sorted((r["file"], r["lo"], r["hi"]) for r in ranges)
+        fine = all(a[2] + 1 == b[1] for a, b in zip(ranges, ranges[1:], strict=False))
+    if not fine:
+        err = first_bad_line(files)
+        if err is None:
+            err = HistoryError(files[0], None, "the files' indexes do not run 0, 1, 2, ... in name order")
+        raise err
+    return {"events": s["n"], "start_time": s["start"] or 0}
+
+
+def consolidated(spark, path: str):
+    """The campaign consolidation's operations (checker/spark/consolidate.py) as OPS_COLUMNS."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(path)
+    # Spark's JSON reader made a JSON null a SQL null there
+    value = F.coalesce(F.when(F.col("outcome") == "ok", F.col("complete_value")), F.col("invoke_value"),
+                       F.lit("null"))
+    ops = df.select("process", "f", F.col("outcome").alias("type"), value.alias("value"),
+                    F.col("invoke_index").alias("invoke_pos"), F.col("complete_index").alias("complete_pos"),
+                    "invoke_time", F.when(F.col("outcome") != "info", F.col("complete_time"))
+                    .alias("complete_time"), "node", "error", "ts")
+    ops = ops.withColumn("process", F.col("process").cast("long"))
+    return number(ops)
+
+
+def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
+    """The paired operations of the history at `path` as a Parquet directory
+    (built, or reused when its input is unchanged), and its meta
+    (events, start_time, ops, files)."""
+    files = input_files(path)
+    cache = cache_dir(path)
+    meta_path = os.path.join(cache, "meta.json")
+    sources = files or parquet_files(path)
+    want = {"version": CACHE_VERSION, "inputs": fingerprint(sources)}
+    if os.path.exists(meta_path):
+        with open(meta_path) as fh:
+            meta = json.load(fh)
+        if {k: meta.get(k) for k in want} == want and os.path.isdir(os.path.join(cache, "ops")):
+            say(f"reusing paired operations in {cache}")
+            return os.path.join(cache, "ops"), meta
+    size = sum(os.path.getsize(f) for f in sources)
+    # enough tasks for every core: text splits and shuffle partitions of SPLIT_BYTES (128 MiB by
+    # default would leave a core idle: a 300 MB file is 3 splits)
+    parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, min(SPLIT_BYTES, size // parallel))))
+    if files:
+        events = read_events(spark, files).persist()
+        try:
+            info = _check_events(spark, events, files)
+            ops, paired = pair(spark, events, files)
+            ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+            paired.unpersist()
+        finally:
+            events.unpersist()
+    else:
+        ops = consolidated(spark, path)
+        ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+        info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0}
+    n = spark.read.parquet(os.path.join(cache, "ops")).count()
+    meta = {**want, **info, "ops": n}
+    with open(meta_path + ".tmp", "w") as fh:
+        json.dump(meta, fh)
+    os.replace(meta_path + ".tmp", meta_path)
+    say(f"paired {n} operations into {cache}")
+    return os.path.join(cache, "ops"), meta

@@ -1,0 +1,271 @@
+"""`sleuth check --spark` against `sleuth check`, on histories with known answers.
+
+Every comparison is of the whole result: verdict, anomaly types, the models
+ruled out and still possible, and every explanation (the Spark path judges
+the transactions on cycles with the single-process code, fetched from
+Parquet; the non-cycle anomalies come from per-key buckets on executors).
+
+Spark costs seconds per check, so the many small histories of the
+literature and of the brute-force tests are laid end to end into one history
+each (keys and processes renamed apart, each after the last in real time: no
+cycle can cross two of them), and that history's anomaly types are the union
+of theirs; a few are also checked alone, against brute force. One embedded
+SparkSession (local[2]) serves the module; the standalone test starts a
+master and a worker and runs the CLI against them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytest.importorskip("pyspark")
+
+from brute import serial_order_exists  # noqa: E402
+from test_cycles_bruteforce import brute_txns, generate, to_history  # noqa: E402
+from test_cycles_literature import CASES  # noqa: E402
+from test_linearizable import random_history as register_history  # noqa: E402
+from test_rw_register_options import random_history as rw_history  # noqa: E402
+
+from sleuth.checker import WORKLOADS, list_append, rw_register  # noqa: E402
+from sleuth.history import Event, HistoryError, write_jsonl  # noqa: E402
+from sleuth.imports import load  # noqa: E402
+
+SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
+FIELDS = ("valid", "anomaly-types", "not", "also-not", "possible", "also-found", "incomplete")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from sleuth.checker.spark.shard_history import spark_session
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    s = spark_session("local[2]", "sleuth-test-history")
+    yield s
+    s.stop()
+
+
+def spark_check(path, workload, **options):
+    from sleuth.checker.spark import history_check
+
+    said = []
+    options.setdefault("model", WORKLOADS[workload].default_model)
+    return history_check.check(str(path), workload, options, "local[2]", said.append).to_json(), said
+
+
+def single_check(path, workload, **options):
+    options.setdefault("model", WORKLOADS[workload].default_model)
+    return WORKLOADS[workload].checker()(load(str(path), events=False), **options).to_json()
+
+
+def assert_same(path, workload, **options):
+    """The two checkers agree on everything but statistics; returns the result."""
+    want = single_check(path, workload, **options)
+    got, _ = spark_check(path, workload, **options)
+    assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
+    assert got["anomalies"].keys() == want["anomalies"].keys()
+    for name, examples in want["anomalies"].items():
+        assert sorted(got["anomalies"][name], key=_explanation) == sorted(examples, key=_explanation), name
+    return got
+
+
+def _explanation(example: dict) -> str:
+    return example["explanation"]
+
+
+def end_to_end(histories: list[list[tuple]]) -> list[tuple]:
+    """Txn shapes (process, start, end, type, micro-ops) of several histories,
+    one after another, keys and processes renamed apart."""
+    out, shift = [], 0
+    for i, txns in enumerate(histories):
+        for p, start, end, typ, mops in txns:
+            out.append((p + 1000 * i, start + shift, end + shift, typ,
+                        [[f, f"{i}-{k}", v] for f, k, v in mops]))
+        shift += max(t[2] for t in txns) + 10
+    return out
+
+
+def write_txns(path, txns) -> str:
+    write_jsonl(to_history(txns).events, path)
+    return str(path)
+
+
+def test_literature_anomalies(spark, tmp_path):
+    for module, name in ((list_append, "list-append"), (rw_register, "rw-register")):
+        cases = [txns for checker, txns, _, _ in CASES.values() if checker is module]
+        path = write_txns(tmp_path / f"{name}.jsonl", end_to_end(cases))
+        got = assert_same(path, name)
+        wanted = {a for checker, _, a, _ in CASES.values() if checker is module}
+        assert wanted <= set(got["anomaly-types"]) | set(got["also-found"])
+
+
+def test_brute_force_histories(spark, tmp_path):
+    """60 random histories end to end agree; 2 alone agree with brute force too."""
+    rnd = random.Random(14)
+    histories = [generate(rnd, final_read=rnd.random() < 0.8) for _ in range(60)]
+    assert_same(write_txns(tmp_path / "all.jsonl", end_to_end(histories)), "list-append")
+    for model in ("serializable", "strict-serializable"):
+        assert_same(tmp_path / "all.jsonl", "list-append", model=model)
+    verdicts = set()
+    for i, txns in enumerate(histories[:2]):
+        got = assert_same(write_txns(tmp_path / f"{i}.jsonl", txns), "list-append")
+        if any(t[3] == "ok" for t in txns) and got["valid"] is not False and txns[-1][0] == 9:
+            assert serial_order_exists(brute_txns(txns), "strict-serializable")
+        verdicts.add(got["valid"])
+
+
+def test_rw_register_histories(spark, tmp_path):
+    rnd = random.Random(7)
+    histories = [rw_history(rnd, rnd.randint(2, 6)) for _ in range(40)]
+    path = write_txns(tmp_path / "rw.jsonl", end_to_end(histories))
+    got = assert_same(path, "rw-register")
+    assert got["valid"] is False  # random reads: some history has a cycle
+    assert_same(path, "rw-register", linearizable_keys=True)
+
+
+def test_sim_databases(spark, tmp_path):
+    from sleuth.workloads.sim_list_append import write_sim
+
+    seen = set()
+    for db in ("serializable", "snapshot-isolation", "read-committed", "stale-reads"):
+        path = tmp_path / f"{db}.jsonl"
+        write_sim(str(path), db, 400, concurrency=6, keys=4, seed=3)
+        got = assert_same(path, "list-append")
+        seen.add(got["valid"])
+    assert seen == {True, False}
+
+
+def test_shards_check_as_one_file(spark, tmp_path):
+    from sleuth.workloads.sim_list_append import write_sim
+
+    whole = tmp_path / "whole.jsonl"
+    write_sim(str(whole), "snapshot-isolation", 600, concurrency=6, keys=4, seed=5)
+    lines = whole.read_bytes().splitlines(keepends=True)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    cut = [0, len(lines) // 3, 2 * len(lines) // 3 + 1, len(lines)]
+    for i in range(3):
+        (shards / f"part-{i}.jsonl").write_bytes(b"".join(lines[cut[i]:cut[i + 1]]))
+    got, _ = spark_check(shards, "list-append")
+    want = single_check(whole, "list-append")
+    assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
+    assert want["valid"] is False
+
+
+def test_campaign_consolidation_parquet(spark, tmp_path):
+    """One run's partition of the consolidation's Parquet checks as its history.jsonl does."""
+    from sleuth.checker.spark import consolidate
+    from sleuth.workloads.sim_list_append import write_sim
+
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    write_sim(str(run / "history.jsonl"), "read-committed", 400, concurrency=6, keys=4, seed=8)
+    runs = spark.createDataFrame([("c", "r1", str(run), "list-append")], "campaign string, run string, "
+                                 "run_dir string, workload string")
+    events = consolidate.read_events(spark, runs)
+    (consolidate.operations(events).drop("run_dir").write.partitionBy("campaign", "run")
+     .parquet(str(tmp_path / "operations")))
+    got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
+    want = single_check(run / "history.jsonl", "list-append")
+    assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
+    assert want["valid"] is False
+
+
+def _register_events(rnd, keyed: bool, n: int) -> list[Event]:
+    """n random register histories end to end (keys and processes renamed apart)."""
+    out: list[Event] = []
+    shift = 0
+    for i in range(n):
+        events, _ = register_history(rnd, keyed, None)
+        for e in events:
+            value = e.value
+            if keyed and isinstance(value, list):
+                value = [value[0] + 10 * i, value[1]]
+            out.append(Event(len(out), e.time + shift, e.type, e.process + 1000 * i, e.f, value))
+        shift = out[-1].time + 10
+    return out
+
+
+def test_registers(spark, tmp_path):
+    rnd = random.Random(3)
+    path = tmp_path / "register.jsonl"
+    write_jsonl(_register_events(rnd, True, 40), path)
+    got = assert_same(path, "register")
+    assert got["valid"] is False
+    cas = tmp_path / "cas.jsonl"
+    write_jsonl(_register_events(rnd, False, 1), cas)
+    assert_same(cas, "cas-register")
+
+
+def test_bad_input_is_named_as_sleuth_check_names_it(spark, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    write_txns(path, generate(random.Random(1)))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[3] = b'{"index": 3, "type": "ok"\n'
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(HistoryError) as spark_error:
+        spark_check(path, "list-append")
+    with pytest.raises(HistoryError) as single_error:
+        single_check(path, "list-append")
+    assert str(spark_error.value) == str(single_error.value)
+    assert spark_error.value.line == 4
+    # a value appended twice: found by a key bucket on an executor, named as sleuth check names it
+    twice = [(0, 0, 1, "ok", [["append", "x", 1]]), (1, 2, 3, "ok", [["append", "y", 1], ["append", "x", 1]])]
+    write_txns(tmp_path / "twice.jsonl", twice)
+    with pytest.raises(HistoryError) as spark_error:
+        spark_check(tmp_path / "twice.jsonl", "list-append")
+    with pytest.raises(HistoryError) as single_error:
+        single_check(tmp_path / "twice.jsonl", "list-append")
+    assert str(spark_error.value) == str(single_error.value)
+    # a completion with no invoke: the per-process rules, on Spark
+    events = [Event(0, 0, "invoke", 0, "txn", [["r", "x", None]]), Event(1, 1, "ok", 1, "txn", [["r", "x", []]])]
+    write_jsonl(events, tmp_path / "orphan.jsonl")
+    with pytest.raises(HistoryError, match=r"orphan.jsonl:2: ok for process 1 with no invoke before it"):
+        spark_check(tmp_path / "orphan.jsonl", "list-append")
+
+
+def test_cli_bad_input_is_one_line_and_254(tmp_path):
+    p = subprocess.run([SLEUTH, "check", "--spark", str(tmp_path / "missing.jsonl"), "-w", "list-append"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 254
+    assert p.stderr.strip().splitlines() == [f"sleuth: error: {tmp_path / 'missing.jsonl'}: No such file or directory"]
+
+
+def test_paired_operations_are_reused_until_the_input_changes(spark, tmp_path):
+    path = write_txns(tmp_path / "h.jsonl", generate(random.Random(2)))
+    _, said = spark_check(path, "list-append")
+    assert any(s.startswith("paired") for s in said)
+    _, said = spark_check(path, "list-append")
+    assert any(s.startswith("reusing") for s in said)
+    write_txns(path, generate(random.Random(4)))
+    os.utime(path, ns=(1, 1))  # even if the size happened to match
+    got, said = spark_check(path, "list-append")
+    assert any(s.startswith("paired") for s in said)
+    assert got["valid"] == single_check(path, "list-append")["valid"]
+
+
+def test_standalone_master_gives_the_same_result(tmp_path):
+    from sleuth.checker.spark import standalone
+    from sleuth.workloads.sim_list_append import write_sim
+
+    path = tmp_path / "si.jsonl"
+    write_sim(str(path), "stale-reads", 500, concurrency=6, keys=4, seed=9)
+    want = single_check(path, "list-append")
+    state = str(tmp_path / "spark")
+    master = standalone.up(state, standalone.free_port(), cores=2, say=lambda s: None)
+    try:
+        p = subprocess.run([SLEUTH, "check", str(path), "-w", "list-append", "--spark", master, "--json"],
+                           capture_output=True, text=True, timeout=600)
+    finally:
+        standalone.down(state, say=lambda s: None)
+    assert p.returncode == 1, p.stderr[-3000:]
+    got = orjson.loads(p.stdout)
+    assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
+    assert json.loads(p.stdout)["file"] == str(path)
