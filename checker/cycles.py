@@ -188,6 +188,8 @@ class CycleSearch:
             self._adya(oc, len(SPECS) + j, name, left, cut, sccs)
         for c, i in sorted(cut.items()):
             names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
+            if not names:  # every type left is proved absent by a search that finished
+                continue
             self.incomplete.update(names)
             self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
                                   "not-searched": names[1:]})

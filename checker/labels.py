@@ -22,6 +22,7 @@ from typing import Any
 
 from sleuth.checker import graph as g
 from sleuth.checker.list_append import external_reads
+from sleuth.checker.txn import op_index
 
 Fact = tuple[Any, int, int]  # (key, position in the source txn, position in the target txn)
 
@@ -88,7 +89,7 @@ class ListAppendLabels:
                         if iw == iv + 1 or (iw is None and iv == n - 1 and w not in an.seen[k]):
                             out.append((k, pa, pb))
         elif kind == g.WR:
-            wid = an.graph.txns[a].id
+            wid = op_index(an.ops, an.graph.txns[a])  # writers are indexed by position in an.ops
             appends_a = self._ops(a)[0]
             for pb, k, r in self._ops(b)[1]:
                 if r and an.writer.get(k, {}).get(r[-1]) == wid:
@@ -121,12 +122,13 @@ class RwRegisterLabels:
         got = self._txn.get(node)
         if got is None:
             op = self.an.graph.txns[node]
-            value = self.an.mops[op.id]
+            i = op_index(self.an.ops, op)  # its position in an.ops (a sub-history's ids are not)
+            value = self.an.mops[i]
             writes = [(p, k, v) for p, (f, k, v) in enumerate(value) if f == "w"]
             reads, touched = [], set()
             for p, (f, k, v) in enumerate(value):
                 if (op.type == "ok" and f == "r" and k not in touched
-                        and (v is None or self.an.writer.get((k, v)) != op.id)):
+                        and (v is None or self.an.writer.get((k, v)) != i)):
                     reads.append((p, k, v))
                 touched.add(k)
             got = self._txn[node] = (writes, reads)
@@ -149,7 +151,7 @@ class RwRegisterLabels:
         succ = an.succ
         out: list[Fact] = []
         if kind == g.WR:
-            wid = an.graph.txns[a].id
+            wid = op_index(an.ops, an.graph.txns[a])
             for pb, k, v in self._ops(b)[1]:
                 if v is not None and an.writer.get((k, v)) == wid:
                     pa = next(p for p, k2, x in self._ops(a)[0] if k2 == k and x == v)

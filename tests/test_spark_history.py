@@ -167,11 +167,10 @@ def test_campaign_consolidation_parquet(spark, tmp_path):
     run = tmp_path / "runs" / "r1"
     run.mkdir(parents=True)
     write_sim(str(run / "history.jsonl"), "read-committed", 400, concurrency=6, keys=4, seed=8)
-    runs = spark.createDataFrame([("c", "r1", str(run), "list-append")], "campaign string, run string, "
-                                 "run_dir string, workload string")
-    events = consolidate.read_events(spark, runs)
-    (consolidate.operations(events).drop("run_dir").write.partitionBy("campaign", "run")
-     .parquet(str(tmp_path / "operations")))
+    (run / "test.json").write_text(json.dumps({"workload": "list-append", "checks": {
+        "checker": "list-append", "model": "strict-serializable"}}))
+    from sleuth.checker.spark.jobs import run_meta
+    consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations")).collect()
     got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
     want = single_check(run / "history.jsonl", "list-append")
     assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}

@@ -278,16 +278,18 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
     sub = _sub_history(spark, path, ops_dir, meta, workload, ids)
     model = options.get("model", "strict-serializable")
     if workload == "list-append":
+        from sleuth.checker.labels import ListAppendLabels as Labels
         from sleuth.checker.list_append import Analysis
 
         an = Analysis(sub)
     else:
+        from sleuth.checker.labels import RwRegisterLabels as Labels
         from sleuth.checker.rw_register import Analysis
 
         an = Analysis(sub, **{x: options[x] for x in ("linearizable_keys", "sequential_keys", "wfr_keys")
                               if x in options})
     r = txn.analyze(sub, an.graph, an.explain, non_cycle, model, {},
-                    cycle_search_timeout=options.get("cycle_search_timeout"))
+                    cycle_search_timeout=options.get("cycle_search_timeout"), edge_labels=Labels(an))
     # the verdict of `txn.analyze`, over the whole history rather than the sub-history
     notes = [x for x in r.notes if not x.startswith(nothing_to_judge(""))]
     if r.anomaly_types:
