@@ -17,6 +17,34 @@ pytestmark = pytest.mark.cluster
 SECONDS = ["--time-limit", "10"]
 
 
+def cut_was_felt(h: list[dict]) -> bool:
+    """Did cutting the source from its upstream hold real-time-recent reads up? A read invoked
+    while the cut stood cannot learn the upstream's frontier: it fails (57014, past its timeout)
+    or completes only after the heal. (A read takes well under 0.5 s when nothing is cut, so
+    one invoked at least 0.5 s before the heal that ends after it was held up.)"""
+    windows, start = [], None
+    for e in h:
+        if e["process"] == "nemesis" and e["f"] == "start-partition" and isinstance(e["value"], dict):
+            start = e["index"] if e["value"].get("grudge") == "source-from-upstream" else None
+        elif e["process"] == "nemesis" and e["f"] == "stop-partition" and start is not None:
+            windows.append((start, e["index"], e["time"]))
+            start = None
+    pending: dict = {}
+    for e in h:
+        if e["process"] == "nemesis" or e["f"] != "rtr-read":
+            continue
+        if e["type"] == "invoke":
+            pending[e["process"]] = (e["index"], e["time"])
+            continue
+        i, t = pending.pop(e["process"], (None, None))
+        for a, b, healed in windows:
+            if i is None or not a < i < b:
+                continue
+            if "57014" in (e.get("error") or "") or (e["index"] > b and t < healed - 500_000_000):
+                return True
+    return False
+
+
 @pytest.mark.parametrize("nemesis, expected", [
     ("kill", {"source1", "upstream"}),
     ("pause", {"source1", "upstream"}),
