@@ -454,12 +454,10 @@ _RULES_IN_ORDER = tuple(RULES[n] for n in (*_REQUIRED_NAMES, *_OPTIONAL))
 CHUNK_BYTES = 8 << 20
 
 
-def _chunks(fh) -> Iterator[list]:
-    """Decoded events, a chunk of whole lines at a time, one orjson call each.
-
-    Raises orjson.JSONDecodeError for anything that is not one JSON value per
-    line — blank lines included, since they leave an empty array element.
-    """
+def _blocks(fh) -> Iterator[tuple[bytes, bool]]:
+    """The file read CHUNK_BYTES at a time, cut after its last newline: (block, False) for
+    each run of whole lines (with their newlines), then (the rest, True) if it holds
+    anything but whitespace (a last line with no newline)."""
     carry = b""
     while True:
         data = fh.read(CHUNK_BYTES)
@@ -470,10 +468,21 @@ def _chunks(fh) -> Iterator[list]:
         if cut < 0:
             carry = data
             continue
-        body, carry = data[:cut], data[cut + 1:]
-        yield orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        block, carry = data[:cut + 1], data[cut + 1:]
+        yield block, False
     if carry.strip():
-        yield orjson.loads(b"[" + carry + b"]")
+        yield carry, True
+
+
+def _chunks(fh) -> Iterator[list]:
+    """Decoded events, a chunk of whole lines at a time, one orjson call each.
+
+    Raises orjson.JSONDecodeError for anything that is not one JSON value per
+    line — blank lines included, since they leave an empty array element.
+    """
+    for block, last in _blocks(fh):
+        body = block if last else block[:-1]
+        yield orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
 
 
 def _read_fast(fh, source: str) -> History | None:
@@ -540,23 +549,11 @@ def _line_chunks(fh) -> Iterator[list[_Line]]:
     and ValueError for a blank line (msgspec skips them; the slow path keeps
     their line numbers).
     """
-    carry = b""
-    while True:
-        data = fh.read(CHUNK_BYTES)
-        if not data:
-            break
-        data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        body, carry = data[:cut + 1], data[cut + 1:]
-        lines = _LINES.decode_lines(body)
-        if len(lines) != body.count(b"\n"):
+    for block, last in _blocks(fh):
+        lines = _LINES.decode_lines(block)
+        if not last and len(lines) != block.count(b"\n"):
             raise ValueError("a blank line")
         yield lines
-    if carry.strip():
-        yield _LINES.decode_lines(carry)
 
 
 LARGE_CHUNK = 4096  # lines from which a chunk's index and time columns are checked with numpy
