@@ -734,6 +734,16 @@ def _key_ops(history: History, keyed: bool, failed_cas_observes: bool) -> tuple[
     return [(key, calls, False) for key, calls in by_key.items()], len(keys), len(judged)
 
 
+def keys_note(n_keys: int, n_judged: int, n_ops: int) -> str | None:
+    """What a per-key verdict says of keys with nothing to judge (no operation on them completed
+    ok): with none judged the verdict is unknown and this says why; None when all were judged."""
+    if not n_judged:
+        return nothing_to_judge("no operation completed ok" if n_ops else "the history is empty")
+    if n_judged < n_keys:
+        return (f"{n_keys - n_judged} of {n_keys} keys had nothing to judge (no operation on them "
+                "completed ok); the verdict covers the others")
+    return None
+
 def check_registers(history: History, keyed: bool, initial_value: Any = None,
                     max_configurations: int = MAX_CONFIGURATIONS,
                     model: Model = REGISTER, failed_cas_observes: bool = False) -> Result:
@@ -793,13 +803,11 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
                 if make is not None:
                     out.attach = make.attach
                 examples.append(explain_failure(history, key, out, model, initial))
-    idle = n_keys - n_judged
     if not n_judged:
         valid = UNKNOWN
-        notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
-    elif idle:
-        notes.append(f"{idle} of {n_keys} keys had nothing to judge (no operation on them "
-                     "completed ok); the verdict covers the others")
+    note = keys_note(n_keys, n_judged, n_ops)
+    if note:
+        notes.append(note)
     stats = {"keys": len(groups), "ops": n_ops, "ops-searched": searched, "keys-judged": n_judged,
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}

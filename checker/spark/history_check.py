@@ -131,6 +131,7 @@ def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray
 def _merge_registers(parts: list[str], n_ops: int) -> Result:
     """Merge per-bucket register results as `check_registers` merges keys."""
     from sleuth.checker.linearizable import MAX_EXAMPLES as REG_EXAMPLES
+    from sleuth.checker.linearizable import keys_note
 
     valid: bool | str = True
     examples: list[tuple[int, dict]] = []
@@ -152,13 +153,11 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
             stats[k] = stats.get(k, 0) + v
     examples = [ex for _, ex in sorted(examples, key=lambda x: x[0])][:REG_EXAMPLES]
     bad = stats.get("nonlinearizable-keys", 0)
-    idle = keys - judged
     if not judged:
         valid = UNKNOWN
-        notes.append(nothing_to_judge("no operation completed ok" if n_ops else "the history is empty"))
-    elif idle:
-        notes.append(f"{idle} of {keys} keys had nothing to judge (no operation on them "
-                     "completed ok); the verdict covers the others")
+    note = keys_note(keys, judged, n_ops)
+    if note:
+        notes.append(note)
     if bad > len(examples):
         notes.append(f"{bad} keys are not linearizable; the first {len(examples)} are explained")
     return Result(valid=valid, model="linearizable", anomaly_types=["nonlinearizable"] if examples else [],
