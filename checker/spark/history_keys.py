@@ -74,6 +74,18 @@ def optional_int(x) -> int | None:
         return None
 
 
+OP_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_pos", "invoke_time",
+              "complete_time")
+BUCKET_COLUMNS = ["bucket", *OP_COLUMNS, "key"]  # what `split` and `restrict` yield
+
+
+def _op_rows(b) -> Iterator[tuple]:
+    """A batch's operations as tuples in OP_COLUMNS order (a missing completion as None)."""
+    cols = [b[c].tolist() for c in OP_COLUMNS]
+    for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
+        yield i, process, f, typ, value, ip, optional_int(cp), it, optional_int(ct)
+
+
 def split(workload: str, n: int):
     """mapInPandas: each op -> (bucket, op with the micro-ops of that bucket's keys)."""
     keyed = workload == "register"
@@ -84,10 +96,8 @@ def split(workload: str, n: int):
 
         for b in batches:
             out = []
-            cols = [b[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos",
-                                             "complete_pos", "invoke_time", "complete_time")]
-            for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
-                row = (i, process, f, typ, value, ip, optional_int(cp), it, optional_int(ct))
+            for row in _op_rows(b):
+                f, value = row[2], row[4]
                 v = orjson.loads(value)
                 if not txns:
                     key = v[0] if keyed and type(v) is list and len(v) == 2 else None
@@ -101,9 +111,8 @@ def split(workload: str, n: int):
                 for m in v:
                     parts.setdefault(bucket_of(m[1], n), []).append(m)
                 for bk, mops in parts.items():
-                    out.append((bk, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct), None))
-            yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
-                                             "complete_pos", "invoke_time", "complete_time", "key"])
+                    out.append((bk, *row[:4], orjson.dumps(mops).decode(), *row[5:], None))
+            yield pd.DataFrame(out, columns=BUCKET_COLUMNS)
     return run
 
 
@@ -201,13 +210,9 @@ def restrict(keys: list[str]):
 
         for b in batches:
             out = []
-            cols = [b[c].tolist() for c in ("id", "process", "f", "type", "value", "invoke_pos",
-                                             "complete_pos", "invoke_time", "complete_time")]
-            for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
-                mops = [m for m in orjson.loads(value) if orjson.dumps(m[1]).decode() in wanted]
+            for row in _op_rows(b):
+                mops = [m for m in orjson.loads(row[4]) if orjson.dumps(m[1]).decode() in wanted]
                 if mops:
-                    out.append((0, i, process, f, typ, orjson.dumps(mops).decode(), ip, optional_int(cp), it, optional_int(ct),
-                                None))
-            yield pd.DataFrame(out, columns=["bucket", "id", "process", "f", "type", "value", "invoke_pos",
-                                             "complete_pos", "invoke_time", "complete_time", "key"])
+                    out.append((0, *row[:4], orjson.dumps(mops).decode(), *row[5:], None))
+            yield pd.DataFrame(out, columns=BUCKET_COLUMNS)
     return run
