@@ -456,7 +456,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     live = None
     try:
         try:
-            store.write_started(run_dir, started_record(p, run_dir, started).test_json())
+            store.write_record(run_dir, started_record(p, run_dir, started).test_json())
             live = _Live(p, Recorder(store.history_path(run_dir)), signals, say)
             reason = live.run()
         except Interrupted:

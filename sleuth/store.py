@@ -89,19 +89,13 @@ def latest(store: str) -> str | None:
     return os.path.realpath(link) if os.path.isdir(link) else None
 
 
-def write_record(run_dir: str, test: dict[str, Any], results: dict[str, Any]) -> None:
-    """test.json and results.json, each whole (temp file and rename), once per run."""
+def write_record(run_dir: str, test: dict[str, Any], results: dict[str, Any] | None = None) -> None:
+    """test.json and results.json, each whole (temp file and rename), at the end of a run;
+    test.json alone (results None) as it starts."""
     try:
         write_json(test_path(run_dir), test)
-        write_json(results_path(run_dir), results)
-    except OSError as e:
-        raise StoreError(f"cannot write the record of {run_dir}: {e.strerror or e}") from None
-
-
-def write_started(run_dir: str, test: dict[str, Any]) -> None:
-    """test.json as the run starts (replaced whole by `write_record` at its end)."""
-    try:
-        write_json(test_path(run_dir), test)
+        if results is not None:
+            write_json(results_path(run_dir), results)
     except OSError as e:
         raise StoreError(f"cannot write the record of {run_dir}: {e.strerror or e}") from None
 
