@@ -241,26 +241,31 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
     return pd.DataFrame([row])[list(RUN_COLUMNS)]
 
 
-def run_task(tests: dict[str, dict], keyed: list[str], ops_path: str):
-    """The mapInPandas function: rows of runs (campaign, run, run_dir, workload) -> their run rows."""
+def run_task(runs: list[dict], keyed: list[str], ops_path: str):
+    """The mapInPandas function: rows of run numbers (`id`, positions in `runs`) -> their run rows.
+    `runs`: one dict per run (campaign, run, run_dir, workload, test)."""
     from sleuth.checker.spark.judge import part_of
 
     def task(batches):
         for b in batches:
-            for r in b.itertuples(index=False):
-                k = r.workload in keyed
-                yield run_rows(r.campaign, r.run, r.run_dir, r.workload, tests[r.run], part_of(k), k, ops_path)
+            for i in b["id"]:
+                r = runs[i]
+                k = r["workload"] in keyed
+                yield run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], r["test"], part_of(k), k,
+                               ops_path)
     return task
 
 
 def consolidate(spark, meta: list[dict], ops_path: str):
     """Consolidate every run (one task each) into the dataset at `ops_path`; the run rows
-    (RUN_SCHEMA, one per run) as a Spark DataFrame: the job runs when it is collected."""
-    tests = {m["run"]: m["test"] for m in meta}
-    rdd = spark.sparkContext.parallelize(
-        [(m["campaign"], m["run"], m["run_dir"], m["workload"]) for m in meta], numSlices=len(meta))
-    runs = spark.createDataFrame(rdd, "campaign STRING, run STRING, run_dir STRING, workload STRING")
-    return runs.mapInPandas(run_task(tests, keyed_workloads(), ops_path), RUN_SCHEMA)
+    (RUN_SCHEMA, one per run) as a Spark DataFrame: the job runs when it is collected.
+
+    The tasks' input is `spark.range` (one number per run, one partition each), made in the
+    JVM: a DataFrame of Python rows would start a second Python worker in every task only
+    to hand over four strings."""
+    runs = [{k: m[k] for k in ("campaign", "run", "run_dir", "workload", "test")} for m in meta]
+    ids = spark.range(0, len(runs), 1, numPartitions=len(runs))
+    return ids.mapInPandas(run_task(runs, keyed_workloads(), ops_path), RUN_SCHEMA)
 
 
 def operations(spark, ops_path: str, meta: list[dict]):

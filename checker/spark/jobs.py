@@ -111,6 +111,8 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
 def judge(ops, runs, meta: list[dict]):
     """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list, errors).
 
+    `ops`: a function returning the consolidated operations (called only for register runs).
+
     `runs`: the consolidation's `run` rows (pandas), which hold each run's whole-run verdict
     (consolidate.py judges it in the task that reads the run). Register runs add one
     verdict per (run, key), judged here in `groupBy(run, key).applyInPandas` tasks.
@@ -129,7 +131,7 @@ def judge(ops, runs, meta: list[dict]):
     if keyed:
         cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
                 "outcome", "invoke_value", "complete_value", "node", "error", "ts", "key"]
-        per_key = (ops.where(F.col("run").isin(*keyed)).select(*cols).groupBy("run", "key")
+        per_key = (ops().where(F.col("run").isin(*keyed)).select(*cols).groupBy("run", "key")
                    .applyInPandas(functools.partial(_judge_group, tests, "checker"), JUDGED_SCHEMA))
         parts = pd.concat([parts, per_key.toPandas()[["run", "valid", "anomaly_types", "error"]]],
                           ignore_index=True)
@@ -161,7 +163,9 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
         runs = consolidate.consolidate(spark, meta, ops_path).toPandas()
-        ops = consolidate.operations(spark, ops_path, meta)
+        # Read back only by the jobs that need it (register keys, the audit): listing a
+        # campaign's partitions is a Spark job of its own, on the driver's clock.
+        ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))
         timings["consolidate"] = time.monotonic() - t
         say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
@@ -175,7 +179,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         if audited:
             to_audit = spark.createDataFrame([(m["run_dir"], m["workload"]) for m in meta if m["run"] in audited],
                                              "run_dir STRING, workload STRING")
-            found = durability.audit(spark, ops, to_audit)
+            found = durability.audit(spark, ops(), to_audit)
             if found is not None:
                 anomalies = found.toPandas()
         anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
