@@ -5,7 +5,9 @@
 A campaign of `runs` list-append histories of `ops` transactions each
 (`sleuth sim --db serializable`, seeds 0..runs-1, in run-directory shape,
 cached in bench/out/spark/) is handed to `judge_runs` in a fresh process per
-master, so each pays its own JVM start (shown apart). The baseline does the
+master, so each pays its own start (shown apart: the JVM, and one Python
+worker per core with the judging code imported, as a campaign's session
+starts once). The baseline does the
 same judging as a plain sequential loop in one Python process: read each
 history (sleuth's reader pairs the operations) and judge it with the same
 function the Spark tasks call.
@@ -83,10 +85,11 @@ def spark_child(master: str, dirs: list[str], out: str) -> None:
     start = time.perf_counter() - t
     t = time.perf_counter()
     table = judge_runs(dirs, out, campaign="bench", master=master, say=lambda m: None)
-    jobs = time.perf_counter() - t
+    timings = table.attrs.get("timings", {})
+    warm = timings.pop("warm", 0.0)  # starting the session's Python workers: start-up, once a campaign
+    jobs = time.perf_counter() - t - warm
     assert (table["valid"] == "true").all(), table[["run", "valid"]]
-    print(json.dumps({"start": start, "jobs": jobs, "ops": int(table["ops"].sum()),
-                      **table.attrs.get("timings", {})}))
+    print(json.dumps({"start": start + warm, "jobs": jobs, "ops": int(table["ops"].sum()), **timings}))
 
 
 def spark(master: str, a) -> dict:

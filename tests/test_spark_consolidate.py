@@ -112,3 +112,22 @@ def test_partition_directories_read_back_with_their_names(tmp_path):
     assert sorted(got["run"]) == sorted(names) and set(got["campaign"]) == {"night/1"}
     assert len(got) == len(names) and set(got["workload"]) == {"register"}
     assert all(len(os.listdir(consolidate.partition_dir(out, "night/1", r))) == 1 for r in names)
+
+
+def test_runs_are_dealt_into_groups_of_about_equal_bytes_each_run_once(tmp_path):
+    """Largest first to the lightest group (LPT): sizes 9, 7, 6, 5, 4, 3 into 3 groups make
+    9+3, 7+4, 6+5 (12, 11, 11), where dealing them in order would make 9+5, 7+4, 6+3."""
+    runs = []
+    for i, size in enumerate((5, 9, 3, 7, 4, 6)):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        (d / "history.jsonl").write_bytes(b"x" * size * 100)
+        runs.append({"run": f"r{i}", "run_dir": str(d)})
+    runs.append({"run": "gone", "run_dir": str(tmp_path / "missing")})  # no history: size 0, still dealt
+    groups = consolidate.groups_of(runs, 3)
+    assert sorted(r["run"] for g in groups for r in g) == sorted(r["run"] for r in runs)
+    sizes = sorted(sum(os.path.getsize(os.path.join(r["run_dir"], "history.jsonl"))
+                       for r in g if r["run"] != "gone") // 100 for g in groups)
+    assert sizes == [11, 11, 12]
+    assert len(consolidate.groups_of(runs[:2], 8)) == 2  # never an empty task
+    assert consolidate.groups_of([], 8) == []

@@ -1,8 +1,9 @@
 """Job 1, consolidate: every run's history.jsonl as one Parquet dataset of operations, paired in Spark tasks.
 
 Each run's history is one file, and a history is only meaningful whole, so
-the job reads files as whole units: a DataFrame of runs, one partition (one
-task) per run, through `mapInPandas`. Each task reads its run's history with
+the job reads files as whole units: a few groups of runs of about equal size
+per core, one partition (one task) per group, through `mapInPandas`. A task
+reads each of its runs' history with
 sleuth's own reader (`sleuth.history.read_jsonl`, what `sleuth run` judges)
 and pairs invokes with completions vectorized (numpy): a process has at most
 one operation in flight (HISTORY.md), so an invoke's completion is the same
@@ -241,31 +242,55 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
     return pd.DataFrame([row])[list(RUN_COLUMNS)]
 
 
-def run_task(runs: list[dict], keyed: list[str], ops_path: str):
-    """The mapInPandas function: rows of run numbers (`id`, positions in `runs`) -> their run rows.
-    `runs`: one dict per run (campaign, run, run_dir, workload, test)."""
+TASKS_PER_CORE = 4  # tasks per executor core: few enough that Spark's cost per task stays small
+
+
+def run_task(groups: list[list[dict]], keyed: list[str], ops_path: str):
+    """The mapInPandas function: task numbers (`id`, positions in `groups`) -> the run rows of
+    that group's runs. Each run is a dict (campaign, run, run_dir, workload, test)."""
     from sleuth.checker.spark.judge import part_of
 
     def task(batches):
         for b in batches:
             for i in b["id"]:
-                r = runs[i]
-                k = r["workload"] in keyed
-                yield run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], r["test"], part_of(k), k,
-                               ops_path)
+                for r in groups[i]:
+                    k = r["workload"] in keyed
+                    yield run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], r["test"], part_of(k),
+                                   k, ops_path)
     return task
 
 
-def consolidate(spark, meta: list[dict], ops_path: str):
-    """Consolidate every run (one task each) into the dataset at `ops_path`; the run rows
-    (RUN_SCHEMA, one per run) as a Spark DataFrame: the job runs when it is collected.
+def groups_of(runs: list[dict], tasks: int) -> list[list[dict]]:
+    """`runs` dealt into at most `tasks` groups of about equal history bytes: largest first, each to
+    the lightest group so far (LPT), so the last task to finish is not one that drew the big runs."""
+    def size(r: dict) -> int:
+        try:
+            return os.path.getsize(os.path.join(r["run_dir"], "history.jsonl"))
+        except OSError:
+            return 0
 
-    The tasks' input is `spark.range` (one number per run, one partition each), made in the
-    JVM: a DataFrame of Python rows would start a second Python worker in every task only
-    to hand over four strings."""
+    groups: list[list[dict]] = [[] for _ in range(min(tasks, len(runs)))]
+    load = [0] * len(groups)
+    for r in sorted(runs, key=size, reverse=True):
+        i = load.index(min(load))
+        groups[i].append(r)
+        load[i] += size(r) + 1
+    return groups
+
+
+def consolidate(spark, meta: list[dict], ops_path: str):
+    """Consolidate every run into the dataset at `ops_path`; the run rows (RUN_SCHEMA, one per
+    run) as a Spark DataFrame: the job runs when it is collected.
+
+    A task consolidates a group of whole runs (`groups_of`, TASKS_PER_CORE tasks per core):
+    a task per run cost Spark about 70 ms of scheduling and worker hand-over each, on the
+    jobs' clock. The tasks' input is `spark.range` (one number per group), made in the JVM:
+    a DataFrame of Python rows would start a second Python worker in every task only to hand
+    over a few strings."""
     runs = [{k: m[k] for k in ("campaign", "run", "run_dir", "workload", "test")} for m in meta]
-    ids = spark.range(0, len(runs), 1, numPartitions=len(runs))
-    return ids.mapInPandas(run_task(runs, keyed_workloads(), ops_path), RUN_SCHEMA)
+    groups = groups_of(runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+    ids = spark.range(0, len(groups), 1, numPartitions=max(1, len(groups)))
+    return ids.mapInPandas(run_task(groups, keyed_workloads(), ops_path), RUN_SCHEMA)
 
 
 def operations(spark, ops_path: str, meta: list[dict]):

@@ -12,7 +12,7 @@ an active session with the same master is reused and left running). The four
 jobs write into `out_dir`:
 
 - `operations/`: Parquet partitioned by campaign and run, one row per client
-  operation (consolidate.FILE_COLUMNS), paired in one Spark task per run;
+  operation (consolidate.FILE_COLUMNS), paired in Spark tasks that each take a group of whole runs;
 - `campaign.parquet` and `campaign.csv`: the campaign table (aggregate.COLUMNS),
   one row per run; also returned as a pandas DataFrame;
 - `durability.parquet`: every lost or phantom write (run, anomaly, key,
@@ -82,6 +82,39 @@ def session(master: str | None):
     spark = spark_session(want, app="sleuth-campaign")
     configure(spark)
     return spark, True
+
+
+def _warm_task(checkers: list[str]):
+    """mapInPandas function: import what a consolidation task needs, then say so."""
+    def task(batches):
+        import importlib
+
+        import pandas as pd
+
+        for name in ("pyarrow.parquet", "sleuth.judge", "sleuth.checker.timestamps",
+                     "sleuth.checker.spark.consolidate"):
+            importlib.import_module(name)
+        from sleuth.checker import checker_for
+
+        for c in checkers:
+            checker_for(c)
+        for b in batches:
+            yield pd.DataFrame({"pid": [os.getpid()] * len(b)})
+    return task
+
+
+def warm(spark, workloads: list[str]) -> int:
+    """Start a Python worker per executor core and import the judging code into it, once per
+    session: the pyspark daemon keeps idle workers for the next job, so the first runs of a
+    campaign do not each pay the imports (about a second a worker) on the jobs' clock.
+    Returns how many workers answered."""
+    from sleuth.checker import WORKLOADS
+    from sleuth.checker.spark.judge import checker_name
+
+    checkers = sorted({checker_name(w) for w in workloads} & set(WORKLOADS))
+    n = spark.sparkContext.defaultParallelism
+    pids = spark.range(0, n, 1, numPartitions=n).mapInPandas(_warm_task(checkers), "pid LONG").collect()
+    return len({r["pid"] for r in pids})
 
 
 def configure(spark) -> None:
@@ -158,8 +191,12 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     t0 = time.monotonic()
     spark, owned = session(master)
     try:
-        say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start)")
         timings: dict[str, float] = {}
+        t = time.monotonic()
+        warm(spark, sorted({m["workload"] for m in meta}))
+        timings["warm"] = time.monotonic() - t
+        say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start "
+            "it and its Python workers)")
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
         runs = consolidate.consolidate(spark, meta, ops_path).toPandas()
