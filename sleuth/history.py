@@ -537,6 +537,26 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _LINES = msgspec.json.Decoder(_Line)
+_NULL = msgspec.Raw(b"null")
+
+
+class RawLine(_Line, gc=False):
+    """A line as `_Line` decodes it, with `value` and `error` kept as their JSON text
+    (`msgspec.Raw`): for readers that store them as text (`check --spark`), which would
+    otherwise decode each value only to encode it again. A missing field is `null`."""
+
+    value: msgspec.Raw = _NULL
+    error: msgspec.Raw = _NULL
+
+
+_RAW_LINES = msgspec.json.Decoder(RawLine)
+
+
+def decode_raw_lines(block: bytes) -> list[RawLine]:
+    """The events of `block` (whole JSON Lines; blank lines skipped) as RawLines, by the fast
+    reader's strict types: msgspec.MsgspecError when some line breaks them, and then the
+    caller's slow path (RULES, `event_from_dict`) decides about each line."""
+    return _RAW_LINES.decode_lines(block)
 _INDEX = operator.attrgetter("index")
 _TIME = operator.attrgetter("time")
 
