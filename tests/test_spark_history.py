@@ -268,3 +268,66 @@ def test_standalone_master_gives_the_same_result(tmp_path):
     got = orjson.loads(p.stdout)
     assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
     assert json.loads(p.stdout)["file"] == str(path)
+
+
+def _paired(spark, path) -> list[tuple]:
+    """The operations `check --spark` paired, as comparable tuples in id order."""
+    import pyarrow.parquet as pq
+
+    from sleuth.checker.spark.history_ops import load_ops
+
+    ops_dir, meta = load_ops(spark, str(path))
+    t = pq.read_table(ops_dir).to_pylist()
+    return meta, sorted((r["id"], r["process"], r["f"], r["type"], orjson.loads(r["value"]), r["invoke_pos"],
+                         r["complete_pos"], r["invoke_time"], r["complete_time"], r["node"], r["ts"]) for r in t)
+
+
+def _pairer(path) -> list[tuple]:
+    from sleuth.history import read_jsonl
+
+    h = read_jsonl(str(path))
+    return sorted((op.id, op.process, op.f, op.type, op.value, op.invoke_pos, op.complete_pos, op.invoke_time,
+                   op.complete_time, op.node, op.ts) for op in h.ops())
+
+
+def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path):
+    """A 3 MB file is read in several splits, and 40 shards make 40 more segments: every operation
+    open at a segment's end is paired across it, with the ids, values and times of sleuth's Pairer."""
+    from sleuth.workloads.sim_list_append import write_sim
+
+    whole = tmp_path / "whole.jsonl"
+    write_sim(str(whole), "read-committed", 9000, concurrency=12, keys=6, seed=9)
+    assert whole.stat().st_size > 2_500_000  # more than two 1 MiB splits
+    want = _pairer(whole)
+    meta, got = _paired(spark, whole)
+    assert got == want and meta["events"] == len(whole.read_bytes().splitlines())
+    lines = whole.read_bytes().splitlines(keepends=True)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    step = len(lines) // 40 + 1
+    for i in range(0, len(lines), step):
+        (shards / f"part-{i:06d}.jsonl").write_bytes(b"".join(lines[i:i + step]))
+    assert _paired(spark, shards)[1] == want
+
+
+@pytest.mark.parametrize("first, second, problem", [
+    ([Event(0, 0, "invoke", 0, "txn", [["r", "x", None]]), Event(1, 1, "info", 0, "txn", None)],
+     [Event(2, 2, "invoke", 0, "txn", [["r", "x", None]])],
+     r"process 0 is used again after its info at line 2"),
+    ([Event(0, 0, "invoke", 0, "txn", [["r", "x", None]])],
+     [Event(1, 1, "invoke", 0, "txn", [["r", "x", None]])],
+     r"process 0 invokes while its operation from line 1 is still in flight"),
+    ([Event(0, 0, "invoke", 0, "txn", [["r", "x", None]])],
+     [Event(1, 1, "ok", 0, "read", [["r", "x", []]])],
+     r"ok of f='read' completes an invoke of f='txn' \(line 1\)"),
+    ([Event(0, 0, "invoke", 0, "txn", [["r", "x", None]]), Event(1, 1, "ok", 0, "txn", [["r", "x", []]])],
+     [Event(2, 2, "fail", 0, "txn", None)],
+     r"fail for process 0 with no invoke before it"),
+])
+def test_a_process_breaking_its_rules_across_shards_is_named(spark, tmp_path, first, second, problem):
+    d = tmp_path / "shards"
+    d.mkdir()
+    write_jsonl(first, d / "a.jsonl")
+    write_jsonl(second, d / "b.jsonl")
+    with pytest.raises(HistoryError, match=r"b\.jsonl:1: " + problem):
+        _paired(spark, d)

@@ -2,19 +2,21 @@
 shards) or the campaign consolidation's Parquet, to a Parquet table of
 operations written beside the input and reused by the next check.
 
-Reading: Spark reads the text, and each line is decoded on the executors by
-the very rules `sleuth check` applies (`sleuth.history.event_from_dict`), into
-an explicit schema (`EVENT_SCHEMA`); `value` and `error` stay JSON text, so a
+Reading: Spark reads the text, and the lines are decoded on the executors by
+the rules `sleuth check` applies (a batch at a time by the fast reader's
+decoder, or line by line by `sleuth.history.event_from_dict`), into an
+explicit schema (`EVENT_SCHEMA`); `value` and `error` stay JSON text, so a
 string value keeps its quotes. Shards are read in name order; their `index`
 fields continue one another, as if the files were one (that is what makes a
 split history check the same as the whole).
 
-Pairing: a process has at most one operation in flight (HISTORY.md), so an
-invoke's completion is the next event of its process: a window per process
-ordered by `index` pairs them with `lead`, and `lag` finds what breaks the
-per-process rules, with the messages of `sleuth.history.Pairer`. Operation
-ids are invoke ordinals (so a transaction is named `T<id>` as `sleuth check`
-names it), numbered by counting invokes per block of indexes.
+Pairing: in the tasks that decode the lines (`history_pair.py`, which says
+why it is the pairing of the whole history). When a process breaks its
+rules, a window per process ordered by `index` over every event finds the
+first event that does (`pairing_error`), with the messages of
+`sleuth.history.Pairer`. Operation ids are invoke ordinals (so a transaction
+is named `T<id>` as `sleuth check` names it). The campaign consolidation's
+Parquet is already paired: its ids are counted per block of indexes.
 
 Bad input: when some line breaks a rule, the driver streams the files once
 more through `event_from_dict` (constant memory) to name the first bad line,
@@ -30,6 +32,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 from collections.abc import Iterator
 
 import orjson
@@ -40,7 +43,7 @@ EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `proc
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
 OPS_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_pos", "invoke_time",
                "complete_time", "node", "error", "ts")
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 BLOCK = 1 << 16  # indexes per block when numbering operations
 NEMESIS_PROCESS = -1
 SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing  # `process: "nemesis"` in the long column
@@ -136,28 +139,39 @@ def _decode_slow(files: list[str], fnos: list[int], lines: list[str]) -> dict:
     return {c: [r[i] for r in rows] for i, c in enumerate(_COLUMNS)}
 
 
-def _decode(files: list[str]):
-    """mapInArrow function: text lines (+ their file number) -> EVENT_SCHEMA batches.
+_ARROW = {"STRING": "string", "BIGINT": "int64", "INT": "int32"}
+
+
+def arrow_schema(ddl: str):
+    """The pyarrow schema of a DDL column list of STRING, BIGINT and INT columns (as EVENT_SCHEMA)."""
+    import pyarrow as pa
+
+    cols = [c.split("`")[1:] for c in ddl.split(", ")]
+    return pa.schema([(name, getattr(pa, _ARROW[t.strip()])()) for name, t in cols])
+
+
+def decode_batch(files: list[str], b) -> dict:
+    """One Arrow batch of text lines (+ their file number) as EVENT_SCHEMA column lists.
 
     A batch of one file's lines goes through the fast reader's decoder in one call, values
     kept as their JSON text (`sleuth.history.RawLine`); a batch it refuses, line by line
-    through `event_from_dict`, which accepts what RULES accept and names each problem.
-    Arrow in and out (no pandas): pyspark's pandas conversions cost more than the decoding."""
+    through `event_from_dict`, which accepts what RULES accept and names each problem."""
+    fnos = b.column("file").to_pylist()
+    lines = b.column("value").to_pylist()
+    same = bool(fnos) and fnos.count(fnos[0]) == len(fnos)
+    cols = _decode_fast(fnos[0], lines) if same else None
+    return cols if cols is not None else _decode_slow(files, fnos, lines)
+
+
+def _decode(files: list[str]):
+    """mapInArrow function: text lines (+ their file number) -> EVENT_SCHEMA batches (Arrow in
+    and out, no pandas: pyspark's pandas conversions cost more than the decoding)."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        schema = pa.schema([("file", pa.int32()), ("index", pa.int64()), ("time", pa.int64()),
-                            ("type", pa.string()), ("process", pa.int64()), ("f", pa.string()),
-                            ("value", pa.string()), ("node", pa.string()), ("error", pa.string()),
-                            ("ts", pa.int64()), ("problem", pa.string())])
+        schema = arrow_schema(EVENT_SCHEMA)
         for b in batches:
-            fnos = b.column("file").to_pylist()
-            lines = b.column("value").to_pylist()
-            same = bool(fnos) and fnos.count(fnos[0]) == len(fnos)
-            cols = _decode_fast(fnos[0], lines) if same else None
-            if cols is None:
-                cols = _decode_slow(files, fnos, lines)
-            yield pa.RecordBatch.from_pydict(cols, schema=schema)
+            yield pa.RecordBatch.from_pydict(decode_batch(files, b), schema=schema)
     return run
 
 
@@ -180,55 +194,44 @@ def first_bad_line(files: list[str]) -> HistoryError | None:
     return None
 
 
-def read_events(spark, files: list[str]):
+def read_text(spark, files: list[str]):
+    """The files' lines (`value`) with their file's number (`file`), one DataFrame."""
     from pyspark.sql import functions as F
 
     parts = [spark.read.text(f).withColumn("file", F.lit(i)) for i, f in enumerate(files)]
     text = parts[0]
     for p in parts[1:]:
         text = text.unionByName(p)
-    return text.mapInArrow(_decode(files), EVENT_SCHEMA)
+    return text
+
+
+def read_events(spark, files: list[str]):
+    return read_text(spark, files).mapInArrow(_decode(files), EVENT_SCHEMA)
 
 
 def _line_of(files: list[str], starts: dict[int, int], fno: int, index: int) -> tuple[str, int]:
     return files[fno], index - starts[fno] + 1
 
 
-def pair(spark, events, files: list[str]):
-    """Operations (OPS_COLUMNS) from client events, and the cached paired events
-    they come from (unpersist once the operations are written); HistoryError if
-    a process breaks its rules."""
+def pairing_error(spark, files: list[str]) -> HistoryError:
+    """The Pairer's message for the first event that breaks a per-process rule, found by a
+    window per process over every event (slow: only for a history known to break one)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    client = events.where(F.col("process") != NEMESIS_PROCESS)
+    events = read_events(spark, files)
     w = Window.partitionBy("process").orderBy("index")
-    ev = client.select(
-        "*", *(F.lead(c).over(w).alias("n_" + c) for c in ("type", "index", "value", "f", "time", "node",
-                                                            "error", "ts")),
-        F.lag("type").over(w).alias("p_type"), F.lag("index").over(w).alias("p_index"),
-        F.lag("f").over(w).alias("p_f")).persist()  # read thrice: rule check, block counts, write
+    ev = events.where(F.col("process") != NEMESIS_PROCESS).select(
+        "*", F.lag("type").over(w).alias("p_type"), F.lag("index").over(w).alias("p_index"),
+        F.lag("f").over(w).alias("p_f"))
     bad = ev.where(
         ((F.col("type") != "invoke") & (F.col("p_type").isNull() | (F.col("p_type") != "invoke")))
         | ((F.col("type") == "invoke") & F.col("p_type").isin("invoke", "info"))
         | ((F.col("type") != "invoke") & (F.col("p_type") == "invoke") & (F.col("f") != F.col("p_f"))))
     first = bad.orderBy("index").limit(1).collect()
-    if first:
-        ev.unpersist()
-        raise _pairing_error(spark, events, files, first[0])
-    inv = ev.where(F.col("type") == "invoke")
-    typ = F.coalesce(F.col("n_type"), F.lit("info"))
-    ops = inv.select(
-        "process", "f", typ.alias("type"),
-        # an ok completion's value is authoritative; one with none (some adapters) keeps the invoke's
-        F.when((typ == "ok") & (F.col("n_value") != "null"), F.col("n_value"))
-        .otherwise(F.col("value")).alias("value"),
-        F.col("index").alias("invoke_pos"), F.col("n_index").alias("complete_pos"),
-        F.col("time").alias("invoke_time"),
-        F.when(typ.isin("ok", "fail"), F.col("n_time")).alias("complete_time"),
-        F.coalesce(F.col("n_node"), F.col("node")).alias("node"), F.col("n_error").alias("error"),
-        F.col("n_ts").alias("ts"))
-    return number(ops), ev
+    if not first:
+        return HistoryError(files[0], None, "a process breaks the per-process rules of the history format")
+    return _pairing_error(spark, events, files, first[0])
 
 
 def number(ops):
@@ -274,32 +277,6 @@ def _pairing_error(spark, events, files: list[str], r) -> HistoryError:
     return HistoryError(src, line, problem)
 
 
-def _check_events(spark, events, files: list[str]) -> dict:
-    """Every line obeys the rules and indexes run 0, 1, ... across the files;
-    returns {events, start_time}; else the first bad line's HistoryError."""
-    from pyspark.sql import functions as F
-
-    # 0..n-1 each once: n values in [0, n-1] whose sum and sum of squares are those of 0..n-1
-    # (exact arithmetic; cheaper than counting distinct values, which shuffles every index)
-    big = F.col("index").cast("decimal(38,0)")
-    s = events.agg(F.count("*").alias("n"), F.count("problem").alias("bad"), F.min("index").alias("lo"),
-                   F.max("index").alias("hi"), F.sum(big).alias("s1"), F.sum(big * big).alias("s2"),
-                   F.min_by("time", "index").alias("start")).collect()[0]
-    n = s["n"]
-    fine = s["bad"] == 0 and (n == 0 or (s["lo"] == 0 and s["hi"] == n - 1 and s["s1"] == n * (n - 1) // 2
-                                        and s["s2"] == (n - 1) * n * (2 * n - 1) // 6))
-    if fine and len(files) > 1:  # shards in name order must hold consecutive ranges
-        ranges = events.groupBy("file").agg(F.min("index").alias("lo"), F.max("index").alias("hi")).collect()
-        ranges = sorted((r["file"], r["lo"], r["hi"]) for r in ranges)
-        fine = all(a[2] + 1 == b[1] for a, b in zip(ranges, ranges[1:], strict=False))
-    if not fine:
-        err = first_bad_line(files)
-        if err is None:
-            err = HistoryError(files[0], None, "the files' indexes do not run 0, 1, 2, ... in name order")
-        raise err
-    return {"events": s["n"], "start_time": s["start"] or 0}
-
-
 def consolidated(spark, path: str):
     """The campaign consolidation's operations (checker/spark/consolidate.py) as OPS_COLUMNS."""
     from pyspark.sql import functions as F
@@ -338,14 +315,19 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, min(SPLIT_BYTES, size // parallel))))
     if files:
-        events = read_events(spark, files).persist()
+        from sleuth.checker.spark.history_pair import ROWS_SCHEMA, decode_and_pair, operations
+
+        # the tasks decode and pair their splits (history_pair.py); their rows, staged by kind
+        # so each later step reads only its own, become the operations
+        staging = os.path.join(cache, "staging")
         try:
-            info = _check_events(spark, events, files)
-            ops, paired = pair(spark, events, files)
+            shutil.rmtree(staging, ignore_errors=True)
+            read_text(spark, files).mapInArrow(decode_and_pair(files, staging), ROWS_SCHEMA) \
+                .write.mode("overwrite").partitionBy("kind").parquet(os.path.join(staging, "ends"))
+            ops, info = operations(spark, staging, spark.read.parquet(os.path.join(staging, "ends")), files)
             ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
-            paired.unpersist()
         finally:
-            events.unpersist()
+            shutil.rmtree(staging, ignore_errors=True)
     else:
         ops = consolidated(spark, path)
         ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
