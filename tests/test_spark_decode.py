@@ -50,3 +50,23 @@ def test_what_the_fast_decoder_refuses_goes_to_the_rules(line):
     fast, slow = both([line])
     assert fast is None
     assert len(slow["index"]) == 1
+
+
+def test_key_buckets_keep_true_and_1_apart():
+    """`split` remembers each key's bucket; True == 1 in Python, but they are different JSON keys,
+    so each must get its own bucket_of, whichever comes first."""
+    import pyarrow as pa
+
+    from sleuth.checker.spark import history_keys as hk
+
+    n = 26
+    assert hk.bucket_of(True, n) != hk.bucket_of(1, n)
+    values = ['[["append",1,1],["append",true,2]]', '[["append",true,3]]', '[["r",1,null]]']
+    b = pa.RecordBatch.from_pydict({
+        "id": [0, 1, 2], "process": [0, 1, 2], "f": ["txn"] * 3, "type": ["ok"] * 3, "value": values,
+        "invoke_pos": [0, 1, 2], "complete_pos": [3, 4, 5], "invoke_time": [0, 1, 2], "complete_time": [3, 4, 5]})
+    out = pa.Table.from_batches(list(hk.split("list-append", n)([b]))).to_pylist()
+    got = sorted((r["id"], r["bucket"], r["value"]) for r in out)
+    want = sorted([(0, hk.bucket_of(1, n), '[["append",1,1]]'), (0, hk.bucket_of(True, n), '[["append",true,2]]'),
+                   (1, hk.bucket_of(True, n), '[["append",true,3]]'), (2, hk.bucket_of(1, n), '[["r",1,null]]')])
+    assert got == want

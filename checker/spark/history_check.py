@@ -94,7 +94,7 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
         return out_dir
     spark.conf.set("spark.sql.shuffle.partitions", str(min(n, 200)))
     first_time = meta["start_time"]
-    parts = spark.read.parquet(ops_dir).mapInPandas(hk.split(workload, n), hk.SPLIT_SCHEMA)
+    parts = spark.read.parquet(ops_dir).mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA)
     judged = parts.groupBy("bucket").applyInPandas(hk.judge(workload, path, first_time, options),
                                                    hk.OUT_SCHEMA)
     judged.write.mode("overwrite").parquet(out_dir)
@@ -318,5 +318,5 @@ def _sub_history(spark, path: str, ops_dir: str, meta: dict, workload: str, ids:
     t = ds.dataset(ops_dir, format="parquet").to_table(columns=["value"],
                                                        filter=ds.field("id").isin(ids.tolist()))
     keys = sorted({orjson.dumps(m[1]).decode() for v in t["value"].to_pylist() for m in orjson.loads(v)})
-    rows = spark.read.parquet(ops_dir).mapInPandas(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
+    rows = spark.read.parquet(ops_dir).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
     return hk.part_history(rows, path, meta["start_time"]) if len(rows) else empty

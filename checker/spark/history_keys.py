@@ -80,19 +80,38 @@ BUCKET_COLUMNS = ["bucket", *OP_COLUMNS, "key"]  # what `split` and `restrict` y
 
 
 def _op_rows(b) -> Iterator[tuple]:
-    """A batch's operations as tuples in OP_COLUMNS order (a missing completion as None)."""
-    cols = [b[c].tolist() for c in OP_COLUMNS]
-    for i, process, f, typ, value, ip, cp, it, ct in zip(*cols, strict=True):
-        yield i, process, f, typ, value, ip, optional_int(cp), it, optional_int(ct)
+    """An Arrow batch's operations as tuples in OP_COLUMNS order (a missing completion as None)."""
+    yield from zip(*(b.column(c).to_pylist() for c in OP_COLUMNS), strict=True)
+
+
+def _batch(rows: list[tuple]):
+    """BUCKET_COLUMNS rows as an Arrow batch of SPLIT_SCHEMA."""
+    import pyarrow as pa
+
+    from sleuth.checker.spark.history_ops import arrow_schema
+
+    schema = arrow_schema(SPLIT_SCHEMA)
+    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in BUCKET_COLUMNS]
+    return pa.RecordBatch.from_arrays([pa.array(c, type=t) for c, t in zip(cols, schema.types, strict=True)],
+                                      schema=schema)
 
 
 def split(workload: str, n: int):
-    """mapInPandas: each op -> (bucket, op with the micro-ops of that bucket's keys)."""
+    """mapInArrow: each op -> (bucket, op with the micro-ops of that bucket's keys)."""
     keyed = workload == "register"
     txns = workload not in REGISTERS
 
     def run(batches: Iterator) -> Iterator:
-        import pandas as pd
+        memo: dict = {}  # (type, key) -> bucket for hashable keys (True == 1, but not in JSON)
+
+        def bucket(key) -> int:
+            try:
+                return memo[type(key), key]
+            except KeyError:
+                memo[type(key), key] = bk = bucket_of(key, n)
+                return bk
+            except TypeError:  # a list or an object
+                return bucket_of(key, n)
 
         for b in batches:
             out = []
@@ -109,10 +128,13 @@ def split(workload: str, n: int):
                     continue
                 parts: dict[int, list] = {}
                 for m in v:
-                    parts.setdefault(bucket_of(m[1], n), []).append(m)
+                    parts.setdefault(bucket(m[1]), []).append(m)
+                if len(parts) == 1:  # one bucket holds every key: the value as it is
+                    out.append((next(iter(parts)), *row, None))
+                    continue
                 for bk, mops in parts.items():
                     out.append((bk, *row[:4], orjson.dumps(mops).decode(), *row[5:], None))
-            yield pd.DataFrame(out, columns=BUCKET_COLUMNS)
+            yield _batch(out)
     return run
 
 
@@ -202,17 +224,15 @@ def _first_positions(pdf) -> dict[str, int]:
 
 
 def restrict(keys: list[str]):
-    """mapInPandas: the ops touching any of `keys` (JSON texts), micro-ops cut to them (bucket 0)."""
+    """mapInArrow: the ops touching any of `keys` (JSON texts), micro-ops cut to them (bucket 0)."""
     wanted = set(keys)
 
     def run(batches: Iterator) -> Iterator:
-        import pandas as pd
-
         for b in batches:
             out = []
             for row in _op_rows(b):
                 mops = [m for m in orjson.loads(row[4]) if orjson.dumps(m[1]).decode() in wanted]
                 if mops:
                     out.append((0, *row[:4], orjson.dumps(mops).decode(), *row[5:], None))
-            yield pd.DataFrame(out, columns=BUCKET_COLUMNS)
+            yield _batch(out)
     return run
