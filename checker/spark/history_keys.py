@@ -174,16 +174,28 @@ class _RwRegister(rw_register.Analysis):
 
 
 def _frame(bucket: int, rows: list[tuple], edges=None):
+    """OUT_SCHEMA rows as pandas: `rows` (tag, a, b, k, text) and the edges (src, dst, kind
+    arrays), the edges as whole columns (a concat of frames would test each missing text)."""
     import numpy as np
     import pandas as pd
 
-    df = pd.DataFrame(rows, columns=["tag", "a", "b", "k", "text"])
-    if edges is not None and len(edges[0]):
-        s, d, k = edges
-        df = pd.concat([df, pd.DataFrame({"tag": np.full(len(s), EDGE), "a": s, "b": d, "k": k,
-                                          "text": None})], ignore_index=True)
-    df.insert(0, "bucket", bucket)
-    return df
+    s, d, k = edges if edges is not None else ((), (), ())
+    m = len(s)
+    tags, a, b, kinds, texts = zip(*rows, strict=True) if rows else ((), (), (), (), ())
+    text = np.empty(len(rows) + m, dtype=object)
+    text[:len(rows)] = texts
+
+    def ints(head, tail, dtype):  # the rows' optional ints, then the edges' ints
+        values = np.concatenate([np.array([0 if x is None else x for x in head], dtype=dtype),
+                                 np.asarray(tail, dtype=dtype)])
+        missing = np.concatenate([np.array([x is None for x in head], dtype=bool), np.zeros(m, dtype=bool)])
+        return pd.arrays.IntegerArray(values, missing)
+
+    return pd.DataFrame({
+        "bucket": np.full(len(rows) + m, bucket, dtype=np.int32),
+        "tag": np.concatenate([np.asarray(tags, dtype=np.int32), np.full(m, EDGE, dtype=np.int32)]),
+        "a": ints(a, s, np.int64), "b": ints(b, d, np.int64), "k": ints(kinds, k, np.int32), "text": text,
+    })
 
 
 def judge(workload: str, source: str, first_time: int, options: dict[str, Any]):
