@@ -113,7 +113,7 @@ class Context:
     def update(self) -> np.ndarray:
         """Per local node: does the transaction write?"""
         if self._upd is None:
-            self._upd = np.fromiter((_writes(self.txns[int(i)]) for i in self.oc.ids), dtype=bool,
+            self._upd = np.fromiter((_writes(self.txns[i]) for i in self.oc.idl), dtype=bool,
                                     count=len(self.oc.ids))
         return self._upd
 
@@ -122,7 +122,7 @@ class Context:
         key = (a, b, kind)
         got = self._facts.get(key)
         if got is None:
-            got = self._facts[key] = self.facts(int(self.oc.ids[a]), int(self.oc.ids[b]), kind)
+            got = self._facts[key] = self.facts(self.oc.idl[a], self.oc.idl[b], kind)
         return got
 
 
@@ -138,7 +138,7 @@ def _clock(deadline: float) -> Callable[[], None]:
 
 
 def _name(ctx, node: int) -> str:
-    return f"T{ctx.txns[int(ctx.oc.ids[node])].id}"
+    return f"T{ctx.txns[ctx.oc.idl[node]].id}"
 
 
 def _label_lists(m: int, src, dst, sel) -> tuple[list[int], np.ndarray]:
@@ -159,8 +159,8 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
     rw = rw[written[src[rw]]]
     if not len(rw):
         return
-    ids, overwrites = oc.ids, ctx.facts.overwrites
-    rw = [e for e in rw.tolist() if overwrites(int(ids[src[e]]))]  # Ti reads and writes x
+    ids, overwrites = oc.idl, ctx.facts.overwrites
+    rw = [e for e in rw.tolist() if overwrites(ids[src[e]])]  # Ti reads and writes x
     ww_keys: dict[tuple[int, int], set] = {}
 
     def keys(u: int, v: int) -> set:

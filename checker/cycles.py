@@ -148,6 +148,7 @@ class OnCycles:
     spec serves every component)."""
 
     ids: np.ndarray  # local node -> graph node
+    idl: list[int]  # the same as a list (indexing a numpy array one item at a time is slow)
     comp: list[int]  # local node -> its top-level component
     sizes: list[int]  # component -> transactions
     src: np.ndarray
@@ -232,7 +233,7 @@ class CycleSearch:
                         cycle = g.simple_cycle(walk)
                         if spec.name in BASES:  # a data cycle: maybe also one of adya's types
                             self.plain.setdefault(c, []).append(cycle)
-                        if self._record(cycle, oc.ids) == spec.name:
+                        if self._record(cycle, oc.idl) == spec.name:
                             break
             except g.SearchTimeout:
                 cut[c] = i
@@ -273,7 +274,7 @@ class CycleSearch:
             for cycle in found[:adya.REUSE]:
                 detail = c not in cut and adya.QUALIFIES[name](ctx, cycle)
                 if detail:
-                    self._record(cycle, oc.ids, name, detail)
+                    self._record(cycle, oc.idl, name, detail)
                     done.add(c)
                     break
         for c, task in adya.DETECTORS[name](ctx):
@@ -285,25 +286,27 @@ class CycleSearch:
             t = time.perf_counter()
             try:
                 for cycle, detail in task(t + left[c]):
-                    self._record(cycle, oc.ids, name, detail)
+                    self._record(cycle, oc.idl, name, detail)
             except g.SearchTimeout:
                 cut[c] = i
             left[c] -= time.perf_counter() - t
 
-    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray, name: str | None = None,
+    def _record(self, cycle: list[tuple[int, int, int]], ids: list[int], name: str | None = None,
                 detail: str | None = None) -> str:
         """Name (from its edges, unless given), count and (the first few)
-        explain a cycle; returns its name."""
-        glob = [(int(ids[a]), int(ids[b]), k) for a, b, k in cycle]
-        name = name or self.classify(glob)
-        key = (name, frozenset(a for a, _, _ in glob))
+        explain a cycle of local nodes (`OnCycles`); returns its name. A name
+        depends only on the edge kinds, and local nodes map one to one onto
+        the graph's, so a cycle is told from those seen and named by its local
+        nodes; it is turned into the graph's nodes only to be explained."""
+        name = name or self.classify(cycle)
+        key = (name, frozenset(a for a, _, _ in cycle))
         if key in self.seen:
             return name
         self.seen.add(key)
         self.counts[name] = self.counts.get(name, 0) + 1
         examples = self.found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
-            example = self.explain(name, glob)
+            example = self.explain(name, [(ids[a], ids[b], k) for a, b, k in cycle])
             if detail:
                 example["explanation"] += "\n" + detail
             examples.append(example)
@@ -367,5 +370,5 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
         rt += len(rs)
     src2, dst2 = np.concatenate(parts_s), np.concatenate(parts_d)
     kind2 = np.concatenate([k[same], np.full(rt, g.REALTIME, dtype=np.int64)])
-    return OnCycles(nodes, comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
+    return OnCycles(nodes, nodes.tolist(), comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
                     g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()))

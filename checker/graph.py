@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import deque
 
 import numpy as np
 
@@ -240,34 +239,42 @@ def bfs_cycle(adj: Adjacency, edge: tuple[int, int, int], auto: Automaton, label
     if s0 < 0 or label[b] != lab:
         return None
     start = b * n_states + s0
-    prev: dict[int, tuple[int, int]] = {start: (-1, -1)}
-    q = deque([start])
+    # state -> the state it was reached from and the edge kind, packed as
+    # from * 8 + kind (kinds are below 8): no tuple per state
+    prev: dict[int, int] = {start: -1}
     out = adj.out
     pops = 0
-    while q:
-        x = q.popleft()
-        pops += 1
-        if pops % CHECK_EVERY == 0 and time.perf_counter() > deadline:
-            raise SearchTimeout
-        u, s = divmod(x, n_states)
-        row = table[s]
-        for v, k in out[u]:
-            t = row[k]
-            if t < 0 or label[v] != lab:
-                continue
-            y = v * n_states + t
-            if y in prev:
-                continue
-            prev[y] = (x, k)
-            if v == a and acc[t]:
-                path = []
-                while y != start:
-                    p, pk = prev[y]
-                    path.append((p // n_states, y // n_states, pk))
-                    y = p
-                path.reverse()
-                return [(a, b, k0), *path]
-            q.append(y)
+    level = [start]
+    # level by level, each in the order it was reached: the order of a FIFO
+    # queue, without a deque's per-state cost
+    while level:
+        following: list[int] = []
+        for i in range(0, len(level), CHECK_EVERY):
+            chunk = level[i:i + CHECK_EVERY] if len(level) > CHECK_EVERY else level
+            if (pops + len(chunk)) // CHECK_EVERY > pops // CHECK_EVERY and time.perf_counter() > deadline:
+                raise SearchTimeout  # a look at the clock each time CHECK_EVERY more states are popped
+            pops += len(chunk)
+            for x in chunk:
+                u, s = divmod(x, n_states)
+                row = table[s]
+                for v, k in out[u]:
+                    t = row[k]
+                    if t < 0 or label[v] != lab:
+                        continue
+                    y = v * n_states + t
+                    if y in prev:
+                        continue
+                    prev[y] = x * 8 + k
+                    if v == a and acc[t]:
+                        path = []
+                        while y != start:
+                            p, pk = divmod(prev[y], 8)
+                            path.append((p // n_states, y // n_states, pk))
+                            y = p
+                        path.reverse()
+                        return [(a, b, k0), *path]
+                    following.append(y)
+        level = following
     return None
 
 
