@@ -185,8 +185,11 @@ class CycleSearch:
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
+        # one context for the three: an edge's labels, computed for one type,
+        # serve the others (G-cursor and G-monotonic look at the same cycles)
+        ctx = adya.Context(oc, self.labels, lambda kinds: _components(oc, kinds, sccs), self.txns)
         for j, name in enumerate(adya.TYPES):
-            self._adya(oc, len(SPECS) + j, name, left, cut, sccs)
+            self._adya(ctx, len(SPECS) + j, name, left, cut)
         for c, i in sorted(cut.items()):
             names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
             if not names:  # every type left is proved absent by a search that finished
@@ -201,11 +204,7 @@ class CycleSearch:
         starts = np.flatnonzero(kind == spec.start)
         if not len(starts):
             return
-        if spec.kinds not in sccs:
-            sel = np.flatnonzero(np.isin(kind, list(spec.kinds)))
-            labels, sizes = g.scc_labels(m, src[sel], dst[sel])
-            sccs[spec.kinds] = labels, sizes, labels.tolist()
-        labels, sizes, label = sccs[spec.kinds]
+        labels, sizes, label = _components(oc, spec.kinds, sccs)
         ls, ld = labels[src[starts]], labels[dst[starts]]
         inside = (ls == ld) & (sizes[ls] > 1)
         if spec.base in SI_BASES:
@@ -213,17 +212,17 @@ class CycleSearch:
             if key not in sccs:
                 sccs[key] = _si_product(m, src, dst, kind, spec.kinds)
             inside &= _in_si_product(sccs[key], src, dst, kind, starts)
-        tried: set[int] = set()
-        for e in starts[inside].tolist():
-            a = int(src[e])
-            lab, c = label[a], oc.comp[a]
-            if lab in tried or c in cut:
+        # one search per sub-component, from its first start edge (in edge order)
+        sel = starts[inside]
+        sel = sel[np.sort(np.unique(labels[src[sel]], return_index=True)[1])]
+        for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
+            c = oc.comp[a]
+            if c in cut:
                 continue
             if left[c] <= 0:  # spent (or a budget of 0): nothing more is searched here
                 cut[c] = i
                 continue
-            tried.add(lab)
-            edge = (a, int(dst[e]), spec.start)
+            edge = (a, b, spec.start)
             t = time.perf_counter()
             try:
                 for auto in (spec.automaton, *spec.fallbacks):
@@ -252,23 +251,14 @@ class CycleSearch:
         s = TYPES.index(within)
         return s < cut_at and (c, s) not in self.hits
 
-    def _adya(self, oc: OnCycles, i: int, name: str, left: list[float], cut: dict[int, int],
-              sccs: dict) -> None:
+    def _adya(self, ctx: adya.Context, i: int, name: str, left: list[float], cut: dict[int, int]) -> None:
         """One of `checker.adya`'s detectors, task by task, each charged to its
         component's budget like a spec's searches."""
+        oc = ctx.oc
         if self.txns is None or (self.labels is None and name != "G-update"):
             for c in range(len(oc.sizes)):  # cannot be searched: say so
                 cut.setdefault(c, i)
             return
-
-        def components(kinds: frozenset[int]) -> tuple:
-            if kinds not in sccs:
-                sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
-                labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
-                sccs[kinds] = labels, sizes, labels.tolist()
-            return sccs[kinds]
-
-        ctx = adya.Context(oc, self.labels, components, self.txns)
         done = set()  # components where a cycle the specs found already is one of this type
         for c, found in self.plain.items():
             for cycle in found[:adya.REUSE]:
@@ -311,6 +301,17 @@ class CycleSearch:
                 example["explanation"] += "\n" + detail
             examples.append(example)
         return name
+
+
+def _components(oc: OnCycles, kinds: frozenset[int], sccs: dict) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The strongly connected components of oc's edges of `kinds`: (label
+    of each node, size of each component, the labels as a list), computed
+    once per set of kinds and kept in `sccs`."""
+    if kinds not in sccs:
+        sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
+        labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
+        sccs[kinds] = labels, sizes, labels.tolist()
+    return sccs[kinds]
 
 
 def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:

@@ -73,9 +73,12 @@ class ListAppendLabels:
     def __call__(self, a: int, b: int, kind: int) -> list[Fact]:
         an = self.an
         out: list[Fact] = []
+        txn = self._txn
+        ops_a = txn.get(a) or self._ops(a)
+        ops_b = txn.get(b) or self._ops(b)
         if kind == g.WW:
-            appends_b = self._ops(b)[0]
-            for k, mine in self._ops(a)[0].items():
+            appends_b = ops_b[0]
+            for k, mine in ops_a[0].items():
                 theirs = appends_b.get(k)
                 if not theirs:
                     continue
@@ -90,13 +93,13 @@ class ListAppendLabels:
                             out.append((k, pa, pb))
         elif kind == g.WR:
             wid = op_index(an.ops, an.graph.txns[a])  # writers are indexed by position in an.ops
-            appends_a = self._ops(a)[0]
-            for pb, k, r in self._ops(b)[1]:
+            appends_a = ops_a[0]
+            for pb, k, r in ops_b[1]:
                 if r and an.writer.get(k, {}).get(r[-1]) == wid:
                     out.append((k, next(p for p, v in appends_a[k] if v == r[-1]), pb))
         elif kind == g.RW:
-            appends_b = self._ops(b)[0]
-            for pa, k, r in self._ops(a)[1]:
+            appends_b = ops_b[0]
+            for pa, k, r in ops_a[1]:
                 theirs = appends_b.get(k)
                 if not theirs:
                     continue
