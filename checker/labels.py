@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.checker import graph as g
+from sleuth.checker.adya import NEVER
 from sleuth.checker.list_append import external_reads
 from sleuth.checker.txn import op_index
 
@@ -63,6 +64,15 @@ class ListAppendLabels:
         transaction can leave a G-cursor cycle by its rw edge)?"""
         appends, reads = self._ops(node)
         return any(k in appends for _, k, _ in reads)
+
+    def bounds(self, node: int) -> tuple[int, int, int]:
+        """(first append, first read, last read) position among the micro-ops
+        `__call__` can name in the transaction (`NEVER` for first, -1 for last,
+        when there is none): a ww edge enters it at an append, a wr edge at a
+        read, an rw edge leaves it from a read."""
+        appends, reads = self._ops(node)
+        return (min((p for ps in appends.values() for p, _ in ps), default=NEVER),
+                reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1)
 
     def _index(self, k, v) -> int | None:
         pos = self._pos.get(k)
@@ -141,6 +151,13 @@ class RwRegisterLabels:
         """Does the transaction read a key and write it too?"""
         writes, reads = self._ops(node)
         return bool({k for _, k, _ in writes} & {k for _, k, _ in reads})
+
+    def bounds(self, node: int) -> tuple[int, int, int]:
+        """(first write, first read, last read) position among the micro-ops
+        `__call__` can name in the transaction (as `ListAppendLabels.bounds`)."""
+        writes, reads = self._ops(node)
+        return (writes[0][0] if writes else NEVER, reads[0][0] if reads else NEVER,
+                reads[-1][0] if reads else -1)
 
     def _first(self, k, w) -> bool:
         """Is w one of the values readers of nil precede (a final write with no known predecessor)?"""
