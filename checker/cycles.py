@@ -358,18 +358,19 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     d = np.concatenate([dst, process_dst])
     k = np.concatenate([kind, np.full(len(process_src), g.PROCESS, dtype=np.int64)])
     same = (lab[s] == lab[d]) & (local[s] >= 0)
-    parts_s, parts_d = [local[s[same]]], [local[d[same]]]
     order = np.argsort(comp, kind="stable")
-    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1))
+    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1)).tolist()
+    order = order.tolist()
     inv, cpl = invoke[nodes].tolist(), complete[nodes].tolist()
-    rt = 0
+    rt_s: list[int] = []  # real-time edges of every component, gathered as lists: thousands of
+    rt_d: list[int] = []  # small components would cost two small arrays each
     for c in range(len(uniq)):
-        members = order[bounds[c]:bounds[c + 1]].tolist()
+        members = order[bounds[c]:bounds[c + 1]]
         rs, rd = g.realtime_pairs(members, [inv[x] for x in members], [cpl[x] for x in members])
-        parts_s.append(np.asarray(rs, dtype=np.int64))
-        parts_d.append(np.asarray(rd, dtype=np.int64))
-        rt += len(rs)
-    src2, dst2 = np.concatenate(parts_s), np.concatenate(parts_d)
-    kind2 = np.concatenate([k[same], np.full(rt, g.REALTIME, dtype=np.int64)])
+        rt_s += rs
+        rt_d += rd
+    src2 = np.concatenate([local[s[same]], np.asarray(rt_s, dtype=np.int64)])
+    dst2 = np.concatenate([local[d[same]], np.asarray(rt_d, dtype=np.int64)])
+    kind2 = np.concatenate([k[same], np.full(len(rt_s), g.REALTIME, dtype=np.int64)])
     return OnCycles(nodes, nodes.tolist(), comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
                     g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()))
