@@ -23,7 +23,10 @@ makes it one of its type, or raises `graph.SearchTimeout`.
   from Ti over ww/wr edges, not through Ti, marks every transaction with
   the earliest operation of Ti its dependency paths can enter; an rw edge
   Ti -> Tk leaving a read at position p whose Tk is marked with q <= p
-  closes a USG cycle (q, through order edges, up to p). What is not
+  closes a USG cycle (q, through order edges, up to p); a Ti that no
+  dependency edge can enter at or before its last read (a ww edge enters at
+  a write, a wr edge at a read: the labels' `bounds`) is passed over before
+  any of its edges' labels is computed. What is not
   searched is a path that passes through Ti's own operations on the way;
   such a cycle implies a G1c, which every model that forbids G-monotonic
   forbids and the G1c search finds: the path first enters Ti at e1 > p (or
@@ -113,7 +116,7 @@ class Context:
     def update(self) -> np.ndarray:
         """Per local node: does the transaction write?"""
         if self._upd is None:
-            self._upd = np.fromiter((_writes(self.txns[int(i)]) for i in self.oc.ids), dtype=bool,
+            self._upd = np.fromiter((_writes(self.txns[i]) for i in self.oc.idl), dtype=bool,
                                     count=len(self.oc.ids))
         return self._upd
 
@@ -122,7 +125,7 @@ class Context:
         key = (a, b, kind)
         got = self._facts.get(key)
         if got is None:
-            got = self._facts[key] = self.facts(int(self.oc.ids[a]), int(self.oc.ids[b]), kind)
+            got = self._facts[key] = self.facts(self.oc.idl[a], self.oc.idl[b], kind)
         return got
 
 
@@ -138,7 +141,7 @@ def _clock(deadline: float) -> Callable[[], None]:
 
 
 def _name(ctx, node: int) -> str:
-    return f"T{ctx.txns[int(ctx.oc.ids[node])].id}"
+    return f"T{ctx.txns[ctx.oc.idl[node]].id}"
 
 
 def _label_lists(m: int, src, dst, sel) -> tuple[list[int], np.ndarray]:
@@ -159,8 +162,9 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
     rw = rw[written[src[rw]]]
     if not len(rw):
         return
-    ids, overwrites = oc.ids, ctx.facts.overwrites
-    rw = [e for e in rw.tolist() if overwrites(int(ids[src[e]]))]  # Ti reads and writes x
+    ids, overwrites = oc.idl, ctx.facts.overwrites
+    rw = [(e, a) for e, a in zip(rw.tolist(), src[rw].tolist(), strict=True)
+          if overwrites(ids[a])]  # Ti reads and writes x
     ww_keys: dict[tuple[int, int], set] = {}
 
     def keys(u: int, v: int) -> set:
@@ -170,8 +174,8 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
         return got
 
     by_comp: dict[int, list[int]] = {}
-    for e in rw:
-        by_comp.setdefault(label[int(src[e])], []).append(e)
+    for e, a in rw:
+        by_comp.setdefault(label[a], []).append(e)
     for edges in by_comp.values():
         def task(deadline: float, edges=edges) -> list[tuple[Cycle, str]]:
             tick = _clock(deadline)
@@ -228,9 +232,15 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
     def task(deadline: float, sources: dict[int, list[int]]) -> list[tuple[Cycle, str]]:
         tick = _clock(deadline)
         for a, outs in sources.items():
+            ins = into.get(a, ())
+            # no dependency edge can enter Ti at or before its last read: no cycle
+            # here, known without the labels of its edges (`bounds`)
+            first_write, first_read, last_read = ctx.facts.bounds(oc.idl[a])
+            if min((first_write if k == g.WW else first_read for _, k in ins), default=NEVER) > last_read:
+                continue
             reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
             entries = sorted((min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER), u, k)
-                             for u, k in into.get(a, ()))
+                             for u, k in ins)
             if not entries or entries[0][0] > max(p for _, p in reads):
                 continue
             mark: dict[int, tuple[int, int, int]] = {}  # node -> (entry position, next node, kind)

@@ -148,6 +148,7 @@ class OnCycles:
     spec serves every component)."""
 
     ids: np.ndarray  # local node -> graph node
+    idl: list[int]  # the same as a list (indexing a numpy array one item at a time is slow)
     comp: list[int]  # local node -> its top-level component
     sizes: list[int]  # component -> transactions
     src: np.ndarray
@@ -184,8 +185,11 @@ class CycleSearch:
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
+        # one context for the three: an edge's labels, computed for one type,
+        # serve the others (G-cursor and G-monotonic look at the same cycles)
+        ctx = adya.Context(oc, self.labels, lambda kinds: _components(oc, kinds, sccs), self.txns)
         for j, name in enumerate(adya.TYPES):
-            self._adya(oc, len(SPECS) + j, name, left, cut, sccs)
+            self._adya(ctx, len(SPECS) + j, name, left, cut)
         for c, i in sorted(cut.items()):
             names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
             if not names:  # every type left is proved absent by a search that finished
@@ -200,11 +204,7 @@ class CycleSearch:
         starts = np.flatnonzero(kind == spec.start)
         if not len(starts):
             return
-        if spec.kinds not in sccs:
-            sel = np.flatnonzero(np.isin(kind, list(spec.kinds)))
-            labels, sizes = g.scc_labels(m, src[sel], dst[sel])
-            sccs[spec.kinds] = labels, sizes, labels.tolist()
-        labels, sizes, label = sccs[spec.kinds]
+        labels, sizes, label = _components(oc, spec.kinds, sccs)
         ls, ld = labels[src[starts]], labels[dst[starts]]
         inside = (ls == ld) & (sizes[ls] > 1)
         if spec.base in SI_BASES:
@@ -212,17 +212,17 @@ class CycleSearch:
             if key not in sccs:
                 sccs[key] = _si_product(m, src, dst, kind, spec.kinds)
             inside &= _in_si_product(sccs[key], src, dst, kind, starts)
-        tried: set[int] = set()
-        for e in starts[inside].tolist():
-            a = int(src[e])
-            lab, c = label[a], oc.comp[a]
-            if lab in tried or c in cut:
+        # one search per sub-component, from its first start edge (in edge order)
+        sel = starts[inside]
+        sel = sel[np.sort(np.unique(labels[src[sel]], return_index=True)[1])]
+        for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
+            c = oc.comp[a]
+            if c in cut:
                 continue
             if left[c] <= 0:  # spent (or a budget of 0): nothing more is searched here
                 cut[c] = i
                 continue
-            tried.add(lab)
-            edge = (a, int(dst[e]), spec.start)
+            edge = (a, b, spec.start)
             t = time.perf_counter()
             try:
                 for auto in (spec.automaton, *spec.fallbacks):
@@ -232,7 +232,7 @@ class CycleSearch:
                         cycle = g.simple_cycle(walk)
                         if spec.name in BASES:  # a data cycle: maybe also one of adya's types
                             self.plain.setdefault(c, []).append(cycle)
-                        if self._record(cycle, oc.ids) == spec.name:
+                        if self._record(cycle, oc.idl) == spec.name:
                             break
             except g.SearchTimeout:
                 cut[c] = i
@@ -251,29 +251,20 @@ class CycleSearch:
         s = TYPES.index(within)
         return s < cut_at and (c, s) not in self.hits
 
-    def _adya(self, oc: OnCycles, i: int, name: str, left: list[float], cut: dict[int, int],
-              sccs: dict) -> None:
+    def _adya(self, ctx: adya.Context, i: int, name: str, left: list[float], cut: dict[int, int]) -> None:
         """One of `checker.adya`'s detectors, task by task, each charged to its
         component's budget like a spec's searches."""
+        oc = ctx.oc
         if self.txns is None or (self.labels is None and name != "G-update"):
             for c in range(len(oc.sizes)):  # cannot be searched: say so
                 cut.setdefault(c, i)
             return
-
-        def components(kinds: frozenset[int]) -> tuple:
-            if kinds not in sccs:
-                sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
-                labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
-                sccs[kinds] = labels, sizes, labels.tolist()
-            return sccs[kinds]
-
-        ctx = adya.Context(oc, self.labels, components, self.txns)
         done = set()  # components where a cycle the specs found already is one of this type
         for c, found in self.plain.items():
             for cycle in found[:adya.REUSE]:
                 detail = c not in cut and adya.QUALIFIES[name](ctx, cycle)
                 if detail:
-                    self._record(cycle, oc.ids, name, detail)
+                    self._record(cycle, oc.idl, name, detail)
                     done.add(c)
                     break
         for c, task in adya.DETECTORS[name](ctx):
@@ -285,29 +276,42 @@ class CycleSearch:
             t = time.perf_counter()
             try:
                 for cycle, detail in task(t + left[c]):
-                    self._record(cycle, oc.ids, name, detail)
+                    self._record(cycle, oc.idl, name, detail)
             except g.SearchTimeout:
                 cut[c] = i
             left[c] -= time.perf_counter() - t
 
-    def _record(self, cycle: list[tuple[int, int, int]], ids: np.ndarray, name: str | None = None,
+    def _record(self, cycle: list[tuple[int, int, int]], ids: list[int], name: str | None = None,
                 detail: str | None = None) -> str:
         """Name (from its edges, unless given), count and (the first few)
-        explain a cycle; returns its name."""
-        glob = [(int(ids[a]), int(ids[b]), k) for a, b, k in cycle]
-        name = name or self.classify(glob)
-        key = (name, frozenset(a for a, _, _ in glob))
+        explain a cycle of local nodes (`OnCycles`); returns its name. A name
+        depends only on the edge kinds, and local nodes map one to one onto
+        the graph's, so a cycle is told from those seen and named by its local
+        nodes; it is turned into the graph's nodes only to be explained."""
+        name = name or self.classify(cycle)
+        key = (name, frozenset(a for a, _, _ in cycle))
         if key in self.seen:
             return name
         self.seen.add(key)
         self.counts[name] = self.counts.get(name, 0) + 1
         examples = self.found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
-            example = self.explain(name, glob)
+            example = self.explain(name, [(ids[a], ids[b], k) for a, b, k in cycle])
             if detail:
                 example["explanation"] += "\n" + detail
             examples.append(example)
         return name
+
+
+def _components(oc: OnCycles, kinds: frozenset[int], sccs: dict) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The strongly connected components of oc's edges of `kinds`: (label
+    of each node, size of each component, the labels as a list), computed
+    once per set of kinds and kept in `sccs`."""
+    if kinds not in sccs:
+        sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
+        labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
+        sccs[kinds] = labels, sizes, labels.tolist()
+    return sccs[kinds]
 
 
 def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -354,18 +358,19 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     d = np.concatenate([dst, process_dst])
     k = np.concatenate([kind, np.full(len(process_src), g.PROCESS, dtype=np.int64)])
     same = (lab[s] == lab[d]) & (local[s] >= 0)
-    parts_s, parts_d = [local[s[same]]], [local[d[same]]]
     order = np.argsort(comp, kind="stable")
-    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1))
+    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1)).tolist()
+    order = order.tolist()
     inv, cpl = invoke[nodes].tolist(), complete[nodes].tolist()
-    rt = 0
+    rt_s: list[int] = []  # real-time edges of every component, gathered as lists: thousands of
+    rt_d: list[int] = []  # small components would cost two small arrays each
     for c in range(len(uniq)):
-        members = order[bounds[c]:bounds[c + 1]].tolist()
+        members = order[bounds[c]:bounds[c + 1]]
         rs, rd = g.realtime_pairs(members, [inv[x] for x in members], [cpl[x] for x in members])
-        parts_s.append(np.asarray(rs, dtype=np.int64))
-        parts_d.append(np.asarray(rd, dtype=np.int64))
-        rt += len(rs)
-    src2, dst2 = np.concatenate(parts_s), np.concatenate(parts_d)
-    kind2 = np.concatenate([k[same], np.full(rt, g.REALTIME, dtype=np.int64)])
-    return OnCycles(nodes, comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
+        rt_s += rs
+        rt_d += rd
+    src2 = np.concatenate([local[s[same]], np.asarray(rt_s, dtype=np.int64)])
+    dst2 = np.concatenate([local[d[same]], np.asarray(rt_d, dtype=np.int64)])
+    kind2 = np.concatenate([k[same], np.full(len(rt_s), g.REALTIME, dtype=np.int64)])
+    return OnCycles(nodes, nodes.tolist(), comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
                     g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()))

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.checker import graph as g
+from sleuth.checker.adya import NEVER
 from sleuth.checker.list_append import external_reads
 from sleuth.checker.txn import op_index
 
@@ -64,6 +65,15 @@ class ListAppendLabels:
         appends, reads = self._ops(node)
         return any(k in appends for _, k, _ in reads)
 
+    def bounds(self, node: int) -> tuple[int, int, int]:
+        """(first append, first read, last read) position among the micro-ops
+        `__call__` can name in the transaction (`NEVER` for first, -1 for last,
+        when there is none): a ww edge enters it at an append, a wr edge at a
+        read, an rw edge leaves it from a read."""
+        appends, reads = self._ops(node)
+        return (min((p for ps in appends.values() for p, _ in ps), default=NEVER),
+                reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1)
+
     def _index(self, k, v) -> int | None:
         pos = self._pos.get(k)
         if pos is None:
@@ -73,9 +83,12 @@ class ListAppendLabels:
     def __call__(self, a: int, b: int, kind: int) -> list[Fact]:
         an = self.an
         out: list[Fact] = []
+        txn = self._txn
+        ops_a = txn.get(a) or self._ops(a)
+        ops_b = txn.get(b) or self._ops(b)
         if kind == g.WW:
-            appends_b = self._ops(b)[0]
-            for k, mine in self._ops(a)[0].items():
+            appends_b = ops_b[0]
+            for k, mine in ops_a[0].items():
                 theirs = appends_b.get(k)
                 if not theirs:
                     continue
@@ -90,13 +103,13 @@ class ListAppendLabels:
                             out.append((k, pa, pb))
         elif kind == g.WR:
             wid = op_index(an.ops, an.graph.txns[a])  # writers are indexed by position in an.ops
-            appends_a = self._ops(a)[0]
-            for pb, k, r in self._ops(b)[1]:
+            appends_a = ops_a[0]
+            for pb, k, r in ops_b[1]:
                 if r and an.writer.get(k, {}).get(r[-1]) == wid:
                     out.append((k, next(p for p, v in appends_a[k] if v == r[-1]), pb))
         elif kind == g.RW:
-            appends_b = self._ops(b)[0]
-            for pa, k, r in self._ops(a)[1]:
+            appends_b = ops_b[0]
+            for pa, k, r in ops_a[1]:
                 theirs = appends_b.get(k)
                 if not theirs:
                     continue
@@ -138,6 +151,13 @@ class RwRegisterLabels:
         """Does the transaction read a key and write it too?"""
         writes, reads = self._ops(node)
         return bool({k for _, k, _ in writes} & {k for _, k, _ in reads})
+
+    def bounds(self, node: int) -> tuple[int, int, int]:
+        """(first write, first read, last read) position among the micro-ops
+        `__call__` can name in the transaction (as `ListAppendLabels.bounds`)."""
+        writes, reads = self._ops(node)
+        return (writes[0][0] if writes else NEVER, reads[0][0] if reads else NEVER,
+                reads[-1][0] if reads else -1)
 
     def _first(self, k, w) -> bool:
         """Is w one of the values readers of nil precede (a final write with no known predecessor)?"""
