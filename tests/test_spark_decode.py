@@ -14,7 +14,8 @@ from sleuth.workloads.sim_list_append import write_sim  # noqa: E402
 
 
 def both(lines: list[str]) -> tuple[dict | None, dict]:
-    return _decode_fast(3, lines), _decode_slow(["f0", "f1", "f2", "f3"], [3] * len(lines), lines)
+    return (_decode_fast(3, "\n".join(lines).encode()),
+            _decode_slow(["f0", "f1", "f2", "f3"], [3] * len(lines), lines))
 
 
 def test_a_simulated_history_decodes_the_same_both_ways(tmp_path):
@@ -70,3 +71,40 @@ def test_key_buckets_keep_true_and_1_apart():
     want = sorted([(0, hk.bucket_of(1, n), '[["append",1,1]]'), (0, hk.bucket_of(True, n), '[["append",true,2]]'),
                    (1, hk.bucket_of(True, n), '[["append",true,3]]'), (2, hk.bucket_of(1, n), '[["r",1,null]]')])
     assert got == want
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_byte_ranges_hold_every_line_once(tmp_path, seed):
+    """However a file is cut into ranges, the lines the ranges own, in order, are the file:
+    lines of every length (empty ones too), with or without a last newline, ranges smaller
+    than a line, and reads smaller than a range."""
+    import random
+
+    from sleuth.checker.spark import history_pair
+
+    rnd = random.Random(seed)
+    lines = [b"x" * rnd.choice([0, 1, 2, 5, 40, 300]) + b"\n" for _ in range(rnd.randint(0, 60))]
+    data = b"".join(lines)
+    if data and rnd.random() < 0.5:
+        data = data[:-1]  # no newline at the end
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(data)
+    old = history_pair.READ_BYTES
+    history_pair.READ_BYTES = rnd.choice([1, 7, 64, 1 << 20])
+    try:
+        size = rnd.choice([1, 3, 17, 100, 1000, 1 << 20])
+        got = b"".join(block for _, start, end in history_pair.splits([str(path)], size)
+                       for block in history_pair.read_lines(str(path), start, end))
+    finally:
+        history_pair.READ_BYTES = old
+    assert got == data
+
+
+def test_a_block_with_a_bad_line_is_judged_line_by_line():
+    from sleuth.checker.spark.history_ops import decode_block
+
+    good = b'{"index":0,"time":1,"type":"invoke","process":0,"f":"txn","value":null}'
+    bad = b'{"index":1,"time":2,"type":"ok","process":0,"f":"txn","value":"\xff"}'
+    cols = decode_block(["f"], 0, good + b"\n" + bad + b"\n")
+    assert cols["index"] == [0, None] and cols["problem"][0] is None
+    assert cols["problem"][1].startswith("not valid JSON")

@@ -86,37 +86,40 @@ def _json_text(raw) -> str:
     return b.decode()
 
 
-def _decode_fast(fno: int, lines: list[str]) -> dict | None:
-    """One file's lines decoded in one msgspec call, as EVENT_SCHEMA columns; None when some
-    line breaks the fast reader's strict types (the slow path then judges every line)."""
+def _decode_fast(fno: int, block: bytes) -> dict | None:
+    """One file's whole lines (`block`) decoded in one msgspec call, as EVENT_SCHEMA columns;
+    None when some line breaks the fast reader's strict types (the slow path then judges
+    every line)."""
     import msgspec
 
     from sleuth.history import decode_raw_lines
 
-    block = "\n".join(lines).encode()
     try:
         events = decode_raw_lines(block)
-    except (msgspec.MsgspecError, UnicodeEncodeError):
+    except msgspec.MsgspecError:
         return None
     null = b"null"
     # a value's text is as orjson writes it, unless the file's is not compact
     text = _json_text if (b" " in block or b"\\" in block or b"\t" in block) else (lambda r: bytes(r).decode())
-    return {
-        "file": [fno] * len(events),
-        "index": [e.index for e in events],
-        "time": [e.time for e in events],
-        "type": [e.type for e in events],
-        "process": [NEMESIS_PROCESS if e.process == NEMESIS else e.process for e in events],
-        "f": [e.f for e in events],
-        "value": [text(e.value) for e in events],
-        "node": [e.node for e in events],
-        "error": [None if bytes(e.error) == null else text(e.error) for e in events],
-        "ts": [e.ts for e in events],
-        "problem": [None] * len(events),
-    }
+    try:  # a value's text must be UTF-8 JSON, which msgspec does not check in a Raw
+        return {
+            "file": [fno] * len(events),
+            "index": [e.index for e in events],
+            "time": [e.time for e in events],
+            "type": [e.type for e in events],
+            "process": [NEMESIS_PROCESS if e.process == NEMESIS else e.process for e in events],
+            "f": [e.f for e in events],
+            "value": [text(e.value) for e in events],
+            "node": [e.node for e in events],
+            "error": [None if bytes(e.error) == null else text(e.error) for e in events],
+            "ts": [e.ts for e in events],
+            "problem": [None] * len(events),
+        }
+    except (UnicodeDecodeError, orjson.JSONDecodeError):
+        return None
 
 
-def _decode_slow(files: list[str], fnos: list[int], lines: list[str]) -> dict:
+def _decode_slow(files: list[str], fnos: list[int], lines: list) -> dict:
     """Line by line by the rules `sleuth check` applies (`event_from_dict`): a line that
     breaks one becomes a row with its problem (the driver names the first bad line)."""
     rows = []
@@ -159,8 +162,17 @@ def decode_batch(files: list[str], b) -> dict:
     fnos = b.column("file").to_pylist()
     lines = b.column("value").to_pylist()
     same = bool(fnos) and fnos.count(fnos[0]) == len(fnos)
-    cols = _decode_fast(fnos[0], lines) if same else None
+    cols = _decode_fast(fnos[0], "\n".join(lines).encode()) if same else None
     return cols if cols is not None else _decode_slow(files, fnos, lines)
+
+
+def decode_block(files: list[str], fno: int, block: bytes) -> dict:
+    """Whole lines of file `fno`, as bytes, as EVENT_SCHEMA column lists (as `decode_batch`)."""
+    cols = _decode_fast(fno, block)
+    if cols is not None:
+        return cols
+    lines = block.split(b"\n")  # bytes: orjson judges their encoding as `sleuth check` does
+    return _decode_slow(files, [fno] * len(lines), lines)
 
 
 def _decode(files: list[str]):
@@ -315,14 +327,22 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, min(SPLIT_BYTES, size // parallel))))
     if files:
-        from sleuth.checker.spark.history_pair import ROWS_SCHEMA, decode_and_pair, operations
+        from sleuth.checker.spark.history_pair import (
+            ROWS_SCHEMA,
+            decode_and_pair,
+            operations,
+            splits,
+        )
 
-        # the tasks decode and pair their splits (history_pair.py); their rows, staged by kind
-        # so each later step reads only its own, become the operations
+        # the tasks read, decode and pair their byte ranges (history_pair.py); the rows they
+        # return, staged by kind so each later step reads only its own, and the operations
+        # they wrote become the table of operations
         staging = os.path.join(cache, "staging")
+        ranges = splits(files, max(1 << 20, min(SPLIT_BYTES, size // parallel)))
         try:
             shutil.rmtree(staging, ignore_errors=True)
-            read_text(spark, files).mapInArrow(decode_and_pair(files, staging), ROWS_SCHEMA) \
+            spark.range(0, len(ranges), 1, numPartitions=len(ranges)) \
+                .mapInArrow(decode_and_pair(files, staging, ranges), ROWS_SCHEMA) \
                 .write.mode("overwrite").partitionBy("kind").parquet(os.path.join(staging, "ends"))
             ops, info = operations(spark, staging, spark.read.parquet(os.path.join(staging, "ends")), files)
             ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))

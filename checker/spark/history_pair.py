@@ -1,6 +1,7 @@
 """Pairing one history's events in the tasks that decode them, for `sleuth check --spark`.
 
-A task reads a split of a file: consecutive lines, so (in a valid history)
+A task reads a byte range of a file itself (the lines that begin in it,
+Hadoop's rule for text splits): consecutive lines, so (in a valid history)
 consecutive indexes. It decodes them (`history_ops._decode_fast`, or the
 rules path) and pairs as it goes: a process has at most one operation in
 flight (HISTORY.md), so an invoke's completion is the next event of the same
@@ -44,7 +45,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, arrow_schema, decode_batch
+from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, arrow_schema
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
@@ -144,49 +145,88 @@ def _pair_columns(cols: dict, state: list, rows: _Rows) -> None:
     state[0] = seg
 
 
-def _op_writer(staging: str):
-    """Where a task writes its `op` rows: `staging/op/part-<partition>.parquet`, through a
+def _op_writer(staging: str, i: int):
+    """Where a task writes the `op` rows of range `i`: `staging/op/part-<i>.parquet`, through a
     temporary file renamed at the end, so a retried task leaves one whole file."""
     import uuid
 
     import pyarrow.parquet as pq
-    from pyspark import TaskContext
 
     d = os.path.join(staging, "op")
     os.makedirs(d, exist_ok=True)
-    ctx = TaskContext.get()
-    final = os.path.join(d, f"part-{ctx.partitionId() if ctx else 0:05d}.parquet")
+    final = os.path.join(d, f"part-{i:05d}.parquet")
     tmp = os.path.join(d, f".{uuid.uuid4().hex}.tmp")
     return pq.ParquetWriter(tmp, arrow_schema(OP_SCHEMA)), tmp, final
 
 
-def decode_and_pair(files: list[str], staging: str):
-    """mapInArrow function: text lines (+ their file number) -> the head, tail and seg rows
-    (ROWS_SCHEMA). The `op` rows, most of the data, the task writes itself as Parquet under
-    `staging/op/` (OP_SCHEMA): handing them to the JVM only to be written cost more CPU
-    than decoding and pairing them."""
+READ_BYTES = 4 << 20  # bytes of whole lines a task decodes at a time
+
+
+def splits(files: list[str], size: int) -> list[tuple[int, int, int]]:
+    """The files cut into (file number, start, end) byte ranges of about `size` bytes."""
+    out = []
+    for fno, path in enumerate(files):
+        n = os.path.getsize(path)
+        k = max(1, -(-n // size))
+        out += [(fno, n * i // k, n * (i + 1) // k) for i in range(k)]
+    return out
+
+
+def read_lines(path: str, start: int, end: int) -> Iterator[bytes]:
+    """Blocks of whole lines of `path` whose first byte is in [start, end), about READ_BYTES at
+    a time (Hadoop's rule for text splits: a split owns the lines that begin in it)."""
+    with open(path, "rb") as fh:
+        if start:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":  # in the middle of a line: that line is the previous split's
+                fh.readline()
+        pos = fh.tell()
+        while pos < end:
+            data = fh.read(READ_BYTES)
+            if not data:
+                return
+            data += fh.readline()  # whole lines only
+            if pos + len(data) > end:  # keep only the lines that begin before `end`
+                nl = data.find(b"\n", end - pos - 1)
+                yield data if nl < 0 else data[:nl + 1]
+                return
+            yield data
+            pos += len(data)
+
+
+def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int, int]]):
+    """mapInArrow function over range numbers (`id`, positions in `ranges`): each task reads
+    its byte range of a file itself, decodes and pairs it, and yields the head, tail and seg
+    rows (ROWS_SCHEMA). The `op` rows, most of the data, the task writes itself as Parquet
+    under `staging/op/` (OP_SCHEMA). Neither the text nor the operations pass through the
+    JVM: converting them there cost it as much CPU as the decoding and pairing, on top."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
+        from sleuth.checker.spark.history_ops import decode_block
+
         schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
         op_names = op_schema.names
-        writer, tmp, final = _op_writer(staging)
-        state: list = [None]
-        try:
-            for b in batches:
-                rows = _Rows()
-                _pair_columns(decode_batch(files, b), state, rows)
-                yield from _split(rows, writer, schema, op_schema, op_names, pa)
-            if state[0] is not None:
-                rows = _Rows()
-                _close(state[0], rows)
-                yield from _split(rows, writer, schema, op_schema, op_names, pa)
-            writer.close()
-            os.replace(tmp, final)
-        finally:
-            if os.path.exists(tmp):
-                writer.close()
-                os.remove(tmp)
+        for b in batches:
+            for i in b.column("id").to_pylist():
+                fno, start, end = ranges[i]
+                writer, tmp, final = _op_writer(staging, i)
+                state: list = [None]
+                try:
+                    for block in read_lines(files[fno], start, end):
+                        rows = _Rows()
+                        _pair_columns(decode_block(files, fno, block), state, rows)
+                        yield from _split(rows, writer, schema, op_schema, op_names, pa)
+                    if state[0] is not None:
+                        rows = _Rows()
+                        _close(state[0], rows)
+                        yield from _split(rows, writer, schema, op_schema, op_names, pa)
+                    writer.close()
+                    os.replace(tmp, final)
+                finally:
+                    if os.path.exists(tmp):
+                        writer.close()
+                        os.remove(tmp)
     return run
 
 
