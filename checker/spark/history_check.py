@@ -33,9 +33,11 @@ same cycles and explains them with the same words.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 from typing import Any
@@ -92,12 +94,27 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
     if os.path.exists(os.path.join(out_dir, "_SUCCESS")):
         return out_dir
-    spark.conf.set("spark.sql.shuffle.partitions", str(min(n, 200)))
-    first_time = meta["start_time"]
-    parts = spark.read.parquet(ops_dir).mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA)
-    judged = parts.groupBy("bucket").applyInPandas(hk.judge(workload, path, first_time, options),
-                                                   hk.OUT_SCHEMA)
-    judged.write.mode("overwrite").parquet(out_dir)
+    files = sorted(glob.glob(os.path.join(ops_dir, "*.parquet")))
+    staging = os.path.join(out_dir, ".buckets")  # hidden from the readers of out_dir
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    try:
+        # each file's operations split into buckets, written as files by the tasks; then a
+        # task per bucket judges it (history_keys.split_files, judge_files)
+        spark.range(0, len(files), 1, numPartitions=max(1, len(files))) \
+            .mapInArrow(hk.split_files(workload, n, files, staging), "rows BIGINT").collect()
+        spark.range(0, n, 1, numPartitions=n) \
+            .mapInArrow(hk.judge_files(workload, path, meta["start_time"], options, staging, out_dir),
+                        "rows BIGINT").collect()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if not glob.glob(os.path.join(out_dir, "*.parquet")):  # no operations: no answers, but a table
+        import pyarrow.parquet as pq
+
+        from sleuth.checker.spark.history_ops import arrow_schema
+
+        pq.write_table(arrow_schema(hk.OUT_SCHEMA).empty_table(), os.path.join(out_dir, "part-empty.parquet"))
+    open(os.path.join(out_dir, "_SUCCESS"), "w").close()
     say(f"judged {meta['ops']} operations in {n} key buckets")
     return out_dir
 
