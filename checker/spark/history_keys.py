@@ -1,9 +1,9 @@
 """Per-key work of `sleuth check --spark`, on the executors.
 
-Keys are hashed into buckets (many keys per task: a pandas group costs a few
-milliseconds, so one group per key would cost more than the work). Each
-operation goes to every bucket of a key it touches, with its micro-ops cut
-down to that bucket's keys; a bucket is then judged by the single-process
+Keys are hashed into buckets (many keys per task: a task per key would cost
+more than the work). Each operation goes to every bucket of a key it
+touches, with its micro-ops cut down to that bucket's keys, written by the
+splitting task as the bucket's files (`split_files`); a bucket is then judged by the single-process
 checker's own code on a `Part` history of exactly those operations, with
 their global ids and positions (so line numbers, names and explanations are
 the ones `sleuth check` prints):
@@ -200,7 +200,7 @@ def _frame(bucket: int, rows: list[tuple], edges=None):
 
 
 def judge(workload: str, source: str, first_time: int, options: dict[str, Any]):
-    """applyInPandas: one bucket -> OUT_SCHEMA rows."""
+    """One bucket's rows (pandas) -> its OUT_SCHEMA rows (pandas)."""
     import numpy as np
 
     def run(pdf):
