@@ -43,6 +43,7 @@ import os
 import orjson
 
 from sleuth.checker.spark.aggregate import STATS_SCHEMA, run_stats
+from sleuth.checker.spark.history_ops import ddl_columns
 from sleuth.history import gc_paused
 
 OPS_COLUMNS = ("campaign", "run", "run_dir", "workload", "process", "f", "key", "invoke_index", "complete_index",
@@ -55,7 +56,7 @@ FILE_COLUMNS = {"workload": "string", "process": "int64", "f": "string", "key": 
                 "ts": "int64", "fault_active": "bool"}
 RUN_SCHEMA = ("`campaign` STRING, `run` STRING, `readable` BOOLEAN, `reason` STRING, `valid` STRING, "
               "`anomaly_types` ARRAY<STRING>, `span_ns` BIGINT, `fault_events` BIGINT, " + STATS_SCHEMA)
-RUN_COLUMNS = tuple(c.split("`")[1] for c in RUN_SCHEMA.split(", "))
+RUN_COLUMNS = tuple(ddl_columns(RUN_SCHEMA))
 # Spark's ExternalCatalogUtils.escapePathName: what a partition value cannot hold as itself
 _ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(map(chr, range(1, 32)))
 
@@ -271,10 +272,11 @@ def groups_of(runs: list[dict], tasks: int) -> list[list[dict]]:
 
     groups: list[list[dict]] = [[] for _ in range(min(tasks, len(runs)))]
     load = [0] * len(groups)
-    for r in sorted(runs, key=size, reverse=True):
+    sizes = [size(r) for r in runs]  # each file's size once
+    for j in sorted(range(len(runs)), key=lambda j: -sizes[j]):  # largest first; ties in given order
         i = load.index(min(load))
-        groups[i].append(r)
-        load[i] += size(r) + 1
+        groups[i].append(runs[j])
+        load[i] += sizes[j] + 1
     return groups
 
 

@@ -265,11 +265,12 @@ def split_files(workload: str, n: int, files: list[str], staging: str):
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
+        from sleuth.checker.spark.history_ops import arrow_schema
+
         for b in batches:
             for t in b.column("id").to_pylist():
                 src = pq.ParquetFile(files[t]).iter_batches(columns=list(OP_COLUMNS))
-                table = pa.Table.from_batches(list(split(workload, n)(src)),
-                                              schema=_batch([]).schema)
+                table = pa.Table.from_batches(list(split(workload, n)(src)), schema=arrow_schema(SPLIT_SCHEMA))
                 for k in pc.unique(table["bucket"]).to_pylist():
                     d = os.path.join(staging, f"bucket={k}")
                     os.makedirs(d, exist_ok=True)

@@ -45,8 +45,8 @@ OPS_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_po
                "complete_time", "node", "error", "ts")
 CACHE_VERSION = 2
 BLOCK = 1 << 16  # indexes per block when numbering operations
-NEMESIS_PROCESS = -1
-SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing  # `process: "nemesis"` in the long column
+NEMESIS_PROCESS = -1  # `process: "nemesis"` in the long column
+SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing
 
 
 def input_files(path: str) -> list[str]:
@@ -72,9 +72,6 @@ def cache_dir(path: str) -> str:
 
 def fingerprint(files: list[str]) -> list[list]:
     return [[os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns] for f in files]
-
-
-_COLUMNS = ["file", "index", "time", "type", "process", "f", "value", "node", "error", "ts", "problem"]
 
 
 def _json_text(raw) -> str:
@@ -139,18 +136,23 @@ def _decode_slow(files: list[str], fnos: list[int], lines: list) -> dict:
         rows.append((fno, e.index, e.time, e.type, NEMESIS_PROCESS if e.process == NEMESIS else e.process,
                      e.f, orjson.dumps(e.value).decode(), e.node,
                      None if e.error is None else orjson.dumps(e.error).decode(), e.ts, None))
-    return {c: [r[i] for r in rows] for i, c in enumerate(_COLUMNS)}
+    return {c: [r[i] for r in rows] for i, c in enumerate(ddl_columns(EVENT_SCHEMA))}
 
 
 _ARROW = {"STRING": "string", "BIGINT": "int64", "INT": "int32"}
+
+
+def ddl_columns(ddl: str) -> list[str]:
+    """The column names of a DDL column list ("`a` STRING, `b` BIGINT", as EVENT_SCHEMA)."""
+    return [c.split("`")[1] for c in ddl.split(", ")]
 
 
 def arrow_schema(ddl: str):
     """The pyarrow schema of a DDL column list of STRING, BIGINT and INT columns (as EVENT_SCHEMA)."""
     import pyarrow as pa
 
-    cols = [c.split("`")[1:] for c in ddl.split(", ")]
-    return pa.schema([(name, getattr(pa, _ARROW[t.strip()])()) for name, t in cols])
+    types = [c.split("`")[2].strip() for c in ddl.split(", ")]
+    return pa.schema([(name, getattr(pa, _ARROW[t])()) for name, t in zip(ddl_columns(ddl), types, strict=True)])
 
 
 def decode_batch(files: list[str], b) -> dict:
@@ -325,7 +327,8 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     # default would leave a core idle: a 300 MB file is 3 splits)
     parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
     spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(max(1 << 20, min(SPLIT_BYTES, size // parallel))))
+    split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
     if files:
         from sleuth.checker.spark.history_pair import (
             ROWS_SCHEMA,
@@ -338,7 +341,7 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
         # return, staged by kind so each later step reads only its own, and the operations
         # they wrote become the table of operations
         staging = os.path.join(cache, "staging")
-        ranges = splits(files, max(1 << 20, min(SPLIT_BYTES, size // parallel)))
+        ranges = splits(files, split_bytes)
         try:
             shutil.rmtree(staging, ignore_errors=True)
             spark.range(0, len(ranges), 1, numPartitions=len(ranges)) \

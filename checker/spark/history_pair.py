@@ -45,13 +45,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, arrow_schema
+from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, arrow_schema, ddl_columns
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
                "`complete_time` BIGINT, `node` STRING, `error` STRING, `ts` BIGINT, `file` INT, `hi` BIGINT, "
                "`problem` STRING")
-_NAMES = [c.split("`")[1] for c in ROWS_SCHEMA.split(", ")]
+_NAMES = ddl_columns(ROWS_SCHEMA)
 # the op rows' columns, in the files the tasks write
 OP_SCHEMA = ("`seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, `value` STRING, "
              "`invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, `complete_time` BIGINT, "
