@@ -83,9 +83,7 @@ class ListAppendLabels:
     def __call__(self, a: int, b: int, kind: int) -> list[Fact]:
         an = self.an
         out: list[Fact] = []
-        txn = self._txn
-        ops_a = txn.get(a) or self._ops(a)
-        ops_b = txn.get(b) or self._ops(b)
+        ops_a, ops_b = self._ops(a), self._ops(b)
         if kind == g.WW:
             appends_b = ops_b[0]
             for k, mine in ops_a[0].items():
