@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -290,9 +291,12 @@ def _pairer(path) -> list[tuple]:
                    op.complete_time, op.node, op.ts) for op in h.ops())
 
 
-def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path):
+def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path, monkeypatch):
     """A 3 MB file is read in several splits, and 40 shards make 40 more segments: every operation
-    open at a segment's end is paired across it, with the ids, values and times of sleuth's Pairer."""
+    open at a segment's end is paired across it, with the ids, values and times of sleuth's Pairer;
+    also when the driver pairs the segments' ends a few processes at a time."""
+    from sleuth.checker.spark import history_pair
+    from sleuth.checker.spark.history_ops import cache_dir
     from sleuth.workloads.sim_list_append import write_sim
 
     whole = tmp_path / "whole.jsonl"
@@ -307,6 +311,9 @@ def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path):
     step = len(lines) // 40 + 1
     for i in range(0, len(lines), step):
         (shards / f"part-{i:06d}.jsonl").write_bytes(b"".join(lines[i:i + step]))
+    assert _paired(spark, shards)[1] == want
+    shutil.rmtree(cache_dir(str(shards)))
+    monkeypatch.setattr(history_pair, "ENDS_CHUNK", 50)  # some 1,500 head and tail rows: 32 chunks
     assert _paired(spark, shards)[1] == want
 
 
@@ -324,7 +331,12 @@ def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path):
      [Event(2, 2, "fail", 0, "txn", None)],
      r"fail for process 0 with no invoke before it"),
 ])
-def test_a_process_breaking_its_rules_across_shards_is_named(spark, tmp_path, first, second, problem):
+@pytest.mark.parametrize("chunk", [1 << 20, 1])
+def test_a_process_breaking_its_rules_across_shards_is_named(spark, tmp_path, monkeypatch, first, second, problem,
+                                                            chunk):
+    from sleuth.checker.spark import history_pair
+
+    monkeypatch.setattr(history_pair, "ENDS_CHUNK", chunk)
     d = tmp_path / "shards"
     d.mkdir()
     write_jsonl(first, d / "a.jsonl")

@@ -266,14 +266,10 @@ def _on_cycles(ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) ->
     del src, ps, bs
     d = np.concatenate([dst, pd, bd])
     del dst, pd, bd
-    # g.scc_labels, but with the edge arrays freed before scipy copies the matrix to float64
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    adjacency = csr_matrix((np.ones(len(s), dtype=np.int8), (s, d)), shape=(n + nb, n + nb))
+    matrix = g.adjacency(n + nb, s, d)  # g.scc_labels, with the edge arrays freed before the search
     del s, d
-    _, labels = connected_components(adjacency, directed=True, connection="strong")
-    del adjacency
+    labels = g.strong_labels(matrix)
+    del matrix
     lab = labels[:n]
     on_cycles = np.flatnonzero(np.bincount(lab, minlength=1)[lab] > 1) if n else np.zeros(0, np.int64)
     return np.flatnonzero(node)[on_cycles], n, edges

@@ -41,9 +41,10 @@ from sleuth.history import NEMESIS, HistoryError, event_from_dict
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
-OPS_COLUMNS = ("id", "process", "f", "type", "value", "invoke_pos", "complete_pos", "invoke_time",
-               "complete_time", "node", "error", "ts")
-CACHE_VERSION = 2
+OPS_SCHEMA = ("`id` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, `value` STRING, `invoke_pos` BIGINT, "
+              "`complete_pos` BIGINT, `invoke_time` BIGINT, `complete_time` BIGINT, `node` STRING, "
+              "`error` STRING, `ts` BIGINT")  # the table of operations in the cache
+CACHE_VERSION = 3
 BLOCK = 1 << 16  # indexes per block when numbering operations
 NEMESIS_PROCESS = -1  # `process: "nemesis"` in the long column
 SPLIT_BYTES = 32 << 20  # input bytes per task when reading and pairing
@@ -145,6 +146,9 @@ _ARROW = {"STRING": "string", "BIGINT": "int64", "INT": "int32"}
 def ddl_columns(ddl: str) -> list[str]:
     """The column names of a DDL column list ("`a` STRING, `b` BIGINT", as EVENT_SCHEMA)."""
     return [c.split("`")[1] for c in ddl.split(", ")]
+
+
+OPS_COLUMNS = tuple(ddl_columns(OPS_SCHEMA))
 
 
 def arrow_schema(ddl: str):
@@ -330,33 +334,27 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
     if files:
-        from sleuth.checker.spark.history_pair import (
-            ROWS_SCHEMA,
-            decode_and_pair,
-            operations,
-            splits,
-        )
+        from sleuth.checker.spark.history_pair import decode_and_pair, operations, splits
 
-        # the tasks read, decode and pair their byte ranges (history_pair.py); the rows they
-        # return, staged by kind so each later step reads only its own, and the operations
-        # they wrote become the table of operations
+        # the tasks read, decode and pair their byte ranges and write what they found
+        # (history_pair.py); the driver pairs across the ranges, and the tasks number the
+        # operations into the table of operations
         staging = os.path.join(cache, "staging")
         ranges = splits(files, split_bytes)
         try:
             shutil.rmtree(staging, ignore_errors=True)
             spark.range(0, len(ranges), 1, numPartitions=len(ranges)) \
-                .mapInArrow(decode_and_pair(files, staging, ranges), ROWS_SCHEMA) \
-                .write.mode("overwrite").partitionBy("kind").parquet(os.path.join(staging, "ends"))
-            ops, info = operations(spark, staging, spark.read.parquet(os.path.join(staging, "ends")), files)
-            ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+                .mapInArrow(decode_and_pair(files, staging, ranges), "rows BIGINT").collect()
+            info = operations(spark, staging, files, os.path.join(cache, "ops"))
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     else:
         ops = consolidated(spark, path)
         ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
-        info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0}
-    n = spark.read.parquet(os.path.join(cache, "ops")).count()
-    meta = {**want, **info, "ops": n}
+        info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0,
+                "ops": spark.read.parquet(os.path.join(cache, "ops")).count()}
+    n = info["ops"]
+    meta = {**want, **info}
     with open(meta_path + ".tmp", "w") as fh:
         json.dump(meta, fh)
     os.replace(meta_path + ".tmp", meta_path)

@@ -45,7 +45,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, arrow_schema, ddl_columns
+from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
@@ -53,9 +53,7 @@ ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f
                "`problem` STRING")
 _NAMES = ddl_columns(ROWS_SCHEMA)
 # the op rows' columns, in the files the tasks write
-OP_SCHEMA = ("`seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, `value` STRING, "
-             "`invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, `complete_time` BIGINT, "
-             "`node` STRING, `error` STRING, `ts` BIGINT")
+OP_SCHEMA = "`seg` BIGINT, `rank` BIGINT, " + OPS_SCHEMA.split(", ", 1)[1]  # OPS_SCHEMA, id to come
 
 
 class _Segment:
@@ -145,18 +143,18 @@ def _pair_columns(cols: dict, state: list, rows: _Rows) -> None:
     state[0] = seg
 
 
-def _op_writer(staging: str, i: int):
-    """Where a task writes the `op` rows of range `i`: `staging/op/part-<i>.parquet`, through a
-    temporary file renamed at the end, so a retried task leaves one whole file."""
+def _writer(staging: str, sub: str, i: int, ddl: str):
+    """Where a task writes its rows of kind `sub` for range `i`: `staging/<sub>/part-<i>.parquet`,
+    through a temporary file renamed at the end, so a retried task leaves one whole file."""
     import uuid
 
     import pyarrow.parquet as pq
 
-    d = os.path.join(staging, "op")
+    d = os.path.join(staging, sub)
     os.makedirs(d, exist_ok=True)
     final = os.path.join(d, f"part-{i:05d}.parquet")
     tmp = os.path.join(d, f".{uuid.uuid4().hex}.tmp")
-    return pq.ParquetWriter(tmp, arrow_schema(OP_SCHEMA)), tmp, final
+    return pq.ParquetWriter(tmp, arrow_schema(ddl)), tmp, final
 
 
 READ_BYTES = 4 << 20  # bytes of whole lines a task decodes at a time
@@ -196,63 +194,76 @@ def read_lines(path: str, start: int, end: int) -> Iterator[bytes]:
 
 def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int, int]]):
     """mapInArrow function over range numbers (`id`, positions in `ranges`): each task reads
-    its byte range of a file itself, decodes and pairs it, and yields the head, tail and seg
-    rows (ROWS_SCHEMA). The `op` rows, most of the data, the task writes itself as Parquet
-    under `staging/op/` (OP_SCHEMA). Neither the text nor the operations pass through the
-    JVM: converting them there cost it as much CPU as the decoding and pairing, on top."""
+    its byte range of a file itself, decodes and pairs it, and writes the `op` rows as Parquet
+    under `staging/op/` (OP_SCHEMA) and the head, tail and seg rows under `staging/ends/`
+    (ROWS_SCHEMA); it yields its number of op rows. Neither the text nor the operations nor
+    the rows pass through the JVM: converting them there cost it as much CPU as the decoding
+    and pairing, on top, and it was work the second core did not share."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         from sleuth.checker.spark.history_ops import decode_block
 
         schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
-        op_names = op_schema.names
         for b in batches:
+            n = 0
             for i in b.column("id").to_pylist():
                 fno, start, end = ranges[i]
-                writer, tmp, final = _op_writer(staging, i)
+                out = [_writer(staging, "op", i, OP_SCHEMA), _writer(staging, "ends", i, ROWS_SCHEMA)]
                 state: list = [None]
                 try:
                     for block in read_lines(files[fno], start, end):
                         rows = _Rows()
                         _pair_columns(decode_block(files, fno, block), state, rows)
-                        yield from _split(rows, writer, schema, op_schema, op_names, pa)
+                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
                     if state[0] is not None:
                         rows = _Rows()
                         _close(state[0], rows)
-                        yield from _split(rows, writer, schema, op_schema, op_names, pa)
-                    writer.close()
-                    os.replace(tmp, final)
-                finally:
-                    if os.path.exists(tmp):
+                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
+                    for writer, tmp, final in out:
                         writer.close()
-                        os.remove(tmp)
+                        os.replace(tmp, final)
+                finally:
+                    for writer, tmp, _ in out:
+                        if os.path.exists(tmp):
+                            writer.close()
+                            os.remove(tmp)
+            yield pa.RecordBatch.from_pydict({"rows": [n]})
     return run
 
 
-def _split(rows: _Rows, writer, schema, op_schema, op_names, pa):
-    """Write the op rows of `rows`; yield the rest as one Arrow batch."""
+def _split(rows: _Rows, op_writer, end_writer, schema, op_schema, pa) -> int:
+    """Write the op rows of `rows` to `op_writer`, the rest to `end_writer`; the number of op rows."""
     kinds = rows.cols["kind"]
     ops = [i for i, k in enumerate(kinds) if k == "op"]
     if ops:
-        writer.write_batch(pa.RecordBatch.from_pydict(
-            {c: [rows.cols[c][i] for i in ops] for c in op_names}, schema=op_schema))
+        op_writer.write_batch(pa.RecordBatch.from_pydict(
+            {c: [rows.cols[c][i] for i in ops] for c in op_schema.names}, schema=op_schema))
     if len(ops) < len(kinds):
         rest = [i for i, k in enumerate(kinds) if k != "op"]
-        yield pa.RecordBatch.from_pydict({c: [v[i] for i in rest] for c, v in rows.cols.items()}, schema=schema)
+        end_writer.write_batch(pa.RecordBatch.from_pydict(
+            {c: [v[i] for i in rest] for c, v in rows.cols.items()}, schema=schema))
+    return len(ops)
 
 
-def segments_checked(spark, staged, files: list[str]) -> dict:
+def _ends(ends_dir: str):
+    import pyarrow.dataset as ds
+
+    return ds.dataset(ends_dir, format="parquet", schema=arrow_schema(ROWS_SCHEMA))
+
+
+def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
     """The seg rows: every line obeys the rules, the segments cover 0..n-1 once, in file order.
     Returns {events, start_time, offsets: [(segment lo, invokes before it)]}; else the first
     bad line's HistoryError (or the window pairing's, for a process breaking its rules)."""
-    from pyspark.sql import functions as F
+    import pyarrow.dataset as ds
 
     from sleuth.checker.spark.history_ops import first_bad_line, pairing_error
     from sleuth.history import HistoryError
 
-    segs = sorted((r["seg"], r["hi"], r["file"], r["rank"], r["invoke_time"], r["problem"])
-                  for r in staged.where(F.col("kind") == "seg").collect())
+    t = _ends(ends_dir).to_table(columns=["seg", "hi", "file", "rank", "invoke_time", "problem"],
+                                 filter=ds.field("kind") == "seg")
+    segs = sorted(zip(*(t[c].to_pylist() for c in t.column_names), strict=True))
     lines_bad = any(s[0] < 0 for s in segs)
     order_bad = bool(segs) and (segs[0][0] != 0 or any(
         b[0] != a[1] + 1 or b[2] < a[2] for a, b in zip(segs, segs[1:], strict=False)))
@@ -271,56 +282,149 @@ def segments_checked(spark, staged, files: list[str]) -> dict:
             "offsets": offsets}
 
 
-def across_segments(spark, staged, files: list[str]):
-    """Operations that cross a segment boundary, paired from the head and tail rows (ROWS_SCHEMA
-    columns); a process breaking its rules across a boundary raises the window pairing's error."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from sleuth.checker.spark.history_ops import pairing_error
-
-    ends = staged.where(F.col("kind").isin("head", "tail")).withColumn(
-        "at", F.when(F.col("kind") == "head", F.col("complete_pos")).otherwise(F.col("invoke_pos")))
-    w = Window.partitionBy("process").orderBy("at", "kind")  # one event as both: its head first
-    nxt = ("kind", "type", "f", "value", "complete_pos", "complete_time", "node", "error", "ts")
-    ends = ends.select("*", *(F.lead(c).over(w).alias("n_" + c) for c in nxt),
-                       F.lag("kind").over(w).alias("p_kind"), F.lag("type").over(w).alias("p_type"),
-                       F.lag("f").over(w).alias("p_f"))
-    head, comp = F.col("kind") == "head", F.col("type") != "invoke"
-    after_tail = F.col("p_kind") == "tail"
-    bad = ends.where(head & (
-        (comp & F.col("p_kind").isNull())  # a process's first event is a completion
-        | (after_tail & comp & (F.col("p_type") != "invoke"))
-        | (after_tail & ~comp & F.col("p_type").isin("invoke", "info"))
-        | (after_tail & comp & (F.col("p_type") == "invoke") & (F.col("p_f") != F.col("f")))))
-    if bad.limit(1).count():
-        raise pairing_error(spark, files)
-    done = (F.col("n_kind") == "head") & (F.col("n_type") != "invoke")
-    typ = F.when(done, F.col("n_type")).otherwise(F.lit("info"))
-    return ends.where((F.col("kind") == "tail") & (F.col("type") == "invoke")).select(
-        "seg", "rank", "process", "f", typ.alias("type"),
-        F.when((typ == "ok") & (F.col("n_value") != "null"), F.col("n_value")).otherwise(F.col("value"))
-        .alias("value"),
-        "invoke_pos", F.when(done, F.col("n_complete_pos")).alias("complete_pos"), "invoke_time",
-        F.when(done & typ.isin("ok", "fail"), F.col("n_complete_time")).alias("complete_time"),
-        F.coalesce(F.when(done, F.col("n_node")), F.col("node")).alias("node"),
-        F.when(done, F.col("n_error")).alias("error"), F.when(done, F.col("n_ts")).alias("ts"))
+ENDS_CHUNK = 1 << 20  # head and tail rows the driver pairs at a time, at most (about)
 
 
-def operations(spark, staging: str, staged, files: list[str]) -> tuple[object, dict]:
-    """The history's operations (history_ops.OPS_COLUMNS, ids as invoke ordinals) from what the
-    tasks wrote (`staging/op/`) and returned (`staged`: head, tail and seg rows), and
-    {events, start_time}."""
-    from pyspark.sql import functions as F
+def across_segments(spark, ends_dir: str, files: list[str]):
+    """Operations that cross a segment boundary (an Arrow table of OP_SCHEMA), paired on the
+    driver from the head and tail rows; a process breaking its rules across a boundary raises
+    the window pairing's error. A process's rows are all in one chunk (chunks are processes
+    with equal low bits), so however many rows there are, the driver holds ENDS_CHUNK or so."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    data = _ends(ends_dir)
+    ends = ds.field("kind") != "seg"
+    k, n = 1, data.count_rows(filter=ends)
+    while n > k * ENDS_CHUNK:
+        k *= 2
+    out = [arrow_schema(OP_SCHEMA).empty_table()]
+    for j in range(k):
+        chunk = data.to_table(filter=ends if k == 1 else ends & (pc.bit_wise_and(ds.field("process"), k - 1) == j))
+        crossing = _crossing(chunk)
+        if crossing is None:
+            from sleuth.checker.spark.history_ops import pairing_error
+
+            raise pairing_error(spark, files)
+        out.append(pa.Table.from_pydict(crossing, schema=arrow_schema(OP_SCHEMA)))
+    return pa.concat_tables(out)
+
+
+def _crossing(t) -> dict | None:
+    """The operations paired across boundaries from head and tail rows `t` (all the rows of
+    each process in `t`), as OP_SCHEMA columns; None when a process breaks its rules.
+
+    Per process, in index order (a head before a tail at the same index: one event as both):
+    after a tail, a head completion must complete the tail's invoke of the same f, and a head
+    invoke must not follow an invoke or info in flight; a process's first row must not be a
+    completion. A tail invoke is completed by the next row when that is a completion head,
+    else it never completes (info)."""
+    import numpy as np
+
+    head = np.asarray(t["kind"].to_numpy(zero_copy_only=False) == "head")
+    complete_pos = t["complete_pos"].fill_null(0).to_numpy()
+    invoke_pos = t["invoke_pos"].fill_null(0).to_numpy()
+    process = t["process"].to_numpy()
+    order = np.lexsort((~head, np.where(head, complete_pos, invoke_pos), process))
+    # as Python objects: numpy would make the nullable integer columns float
+    col = {c: np.array(t[c].to_pylist() + [None], dtype=object)[:-1][order] for c in t.column_names}
+    head, process = head[order], process[order]
+    typ = col["type"]
+    comp = typ != "invoke"
+    same_prev = np.zeros(len(order), bool)
+    same_prev[1:] = process[1:] == process[:-1]
+    after_tail = np.zeros(len(order), bool)
+    after_tail[1:] = ~head[:-1]
+    after_tail &= same_prev
+    p_type = np.roll(typ, 1)
+    p_f = np.roll(col["f"], 1)
+    f_differs = np.array([a is not None and b is not None and a != b for a, b in zip(p_f, col["f"], strict=True)],
+                         dtype=bool)
+    bad = head & ((comp & ~same_prev)
+                  | (after_tail & comp & (p_type != "invoke"))
+                  | (after_tail & ~comp & ((p_type == "invoke") | (p_type == "info")))
+                  | (after_tail & comp & (p_type == "invoke") & f_differs))
+    if bad.any():
+        return None
+    out: dict[str, list] = {c: [] for c in ddl_columns(OP_SCHEMA)}
+    last = len(order) - 1
+    for i in np.flatnonzero(~head & ~comp):  # tail invokes: operations open at a segment's end
+        nx = i + 1
+        done = i < last and process[nx] == process[i] and head[nx] and comp[nx]
+        kind = typ[nx] if done else "info"
+        value = col["value"][nx] if done else None
+        for c in ("seg", "rank", "process", "f", "invoke_pos", "invoke_time"):
+            out[c].append(col[c][i])
+        out["type"].append(kind)
+        out["value"].append(value if kind == "ok" and value is not None and value != "null" else col["value"][i])
+        out["complete_pos"].append(col["complete_pos"][nx] if done else None)
+        out["complete_time"].append(col["complete_time"][nx] if done and kind in ("ok", "fail") else None)
+        out["node"].append(col["node"][nx] if done and col["node"][nx] is not None else col["node"][i])
+        for c in ("error", "ts"):
+            out[c].append(col[c][nx] if done else None)
+    return out
+
+
+def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
+    """Write the history's operations (history_ops.OPS_SCHEMA, ids as invoke ordinals) into
+    `ops_dir`, from what the tasks wrote (`staging/op/`, `staging/ends/`); returns {events,
+    start_time, ops}.
+
+    A task per range numbers its own file (`_numbered`: id = the invokes of the segments before
+    its segment + its rank in it) and writes it anew with pyarrow; the few operations that cross
+    a boundary are paired on the driver and written as one more file. No Spark job but the
+    numbering runs here: on this 2-core machine each small job cost a second or more of
+    serial time."""
+    ends_dir = os.path.join(staging, "ends")
+    info = segments_checked(spark, ends_dir, files)
+    offsets = info.pop("offsets")
+    crossing = across_segments(spark, ends_dir, files)
+    os.makedirs(ops_dir, exist_ok=True)
+    parts = sorted(p for p in os.listdir(os.path.join(staging, "op")) if p.endswith(".parquet"))
+    rows = spark.range(0, len(parts), 1, numPartitions=max(1, len(parts))) \
+        .mapInArrow(_number_files(os.path.join(staging, "op"), parts, offsets, ops_dir), "rows BIGINT").collect()
+    _write(_numbered(crossing, offsets), OPS_SCHEMA, os.path.join(ops_dir, "part-crossing.parquet"))
+    return {**info, "ops": sum(r["rows"] for r in rows) + crossing.num_rows}
+
+
+def _numbered(table, offsets: list[tuple[int, int]]):
+    """`table` (seg, rank and the other OPS_SCHEMA columns) with `id` for seg and rank."""
+    import numpy as np
+    import pyarrow as pa
 
     from sleuth.checker.spark.history_ops import OPS_COLUMNS
 
-    info = segments_checked(spark, staged, files)
-    crossing = across_segments(spark, staged, files)
-    cols = ["seg", "rank", *OPS_COLUMNS[1:]]
-    ops = spark.read.schema(OP_SCHEMA).parquet(os.path.join(staging, "op")).select(*cols) \
-        .unionByName(crossing.select(*cols))
-    offsets = info.pop("offsets")
-    base = (F.create_map(*(F.lit(x).cast("long") for lo, before in offsets for x in (lo, before)))[F.col("seg")]
-            if offsets else F.lit(0))
-    return ops.select((base + F.col("rank")).cast("long").alias("id"), *OPS_COLUMNS[1:]), info
+    lo = np.array([x for x, _ in offsets] or [0], dtype=np.int64)
+    before = np.array([b for _, b in offsets] or [0], dtype=np.int64)
+    seg = table.column("seg").to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = before[np.searchsorted(lo, seg)] + table.column("rank").to_numpy(zero_copy_only=False)
+    return pa.table([pa.array(ids, pa.int64()), *(table.column(c) for c in OPS_COLUMNS[1:])], names=list(OPS_COLUMNS))
+
+
+def _write(table, ddl: str, path: str) -> None:
+    """`table` as the Parquet file `path` in schema `ddl`, through a temporary file renamed at the
+    end (a retried task leaves one whole file)."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.tmp")
+    pq.write_table(table.cast(arrow_schema(ddl)), tmp)
+    os.replace(tmp, path)
+
+
+def _number_files(src: str, parts: list[str], offsets: list[tuple[int, int]], ops_dir: str):
+    """mapInArrow function over positions in `parts`: each of the tasks' op files, numbered."""
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for b in batches:
+            n = 0
+            for i in b.column("id").to_pylist():
+                t = _numbered(pq.read_table(os.path.join(src, parts[i])), offsets)
+                _write(t, OPS_SCHEMA, os.path.join(ops_dir, parts[i]))
+                n += t.num_rows
+            yield pa.RecordBatch.from_pydict({"rows": [n]})
+    return run
