@@ -53,13 +53,16 @@ from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
 from sleuth.history import HistoryError
 
 DEFAULT_MASTER = "local[*]"
+# what the tasks of a check import (shard_history.warm: started with the session, not in the
+# first job, where two workers importing at once cost the second core most of its gain)
+WORKER_MODULES = ("pyarrow.parquet", "sleuth.checker.spark.history_pair", "sleuth.checker.spark.history_keys")
 MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are exact
 
 
 def check(path: str, workload: str, options: dict[str, Any], master: str | None = None,
           say=lambda s: None) -> Result:
     """Judge the history at `path` (file, directory of shards, consolidation Parquet)."""
-    from sleuth.checker.spark.shard_history import spark_session
+    from sleuth.checker.spark.shard_history import spark_session, warm
 
     input_files(path)  # a missing input is bad input before a JVM starts
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
@@ -71,7 +74,8 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    say(f"Spark session on {master or DEFAULT_MASTER}")
+    workers = warm(spark, [workload], WORKER_MODULES)
+    say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
     ops_dir, meta = load_ops(spark, path, say)
     judged = _judge(spark, path, ops_dir, meta, workload, options, say)
     out = _read(judged)

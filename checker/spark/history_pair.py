@@ -10,7 +10,7 @@ event is in the same segment unless the operation is still open at its end.
 So each task writes, for every segment it read:
 
 - `op` rows: operations invoked and completed inside the segment, paired
-  (written by the task itself as Parquet, `staging/op/`);
+  (`staging/op/`);
 - a `head` row per process: its first event in the segment (with all of the
   event when it is a completion: its invoke is in an earlier segment);
 - a `tail` row per process: its last event in the segment (with all of the
@@ -20,10 +20,11 @@ So each task writes, for every segment it read:
   the rules refuse, or a process breaking its rules inside the segment).
 
 Everything that crosses a segment boundary is in the head and tail rows,
-at most two per process and segment: Spark orders them per process by
-index (a window over those rows alone, not over every event), checks the
-per-process rules between a segment's tail and the next segment's head, and
-pairs each open invoke with the head that completes it. Operation ids are
+at most two per process and segment, which the task writes too
+(`staging/ends/`): the driver orders them per process by index (a group of
+processes at a time, `ENDS_CHUNK`), checks the per-process rules between a
+segment's tail and the next segment's head, and pairs each open invoke with
+the head that completes it (`_crossing`). Operation ids are
 invoke ordinals: a segment's invokes are numbered in the task, and each
 segment's offset is the number of invokes in the segments before it.
 
@@ -37,7 +38,7 @@ which are exactly a tail and the next head of that process in index order.
 
 Bad input: a problem anywhere makes the driver name the first bad line as
 `sleuth check` would (`history_ops.first_bad_line`, or the window pairing
-of `history_ops.pair` for a per-process rule): slow, and only then.
+of `history_ops.pairing_error` for a per-process rule): slow, and only then.
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ from typing import Any
 
 import orjson
 
+from sleuth.checker.spark.shard_history import warm
+
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
 
 
@@ -84,37 +86,9 @@ def session(master: str | None):
     return spark, True
 
 
-def _warm_task(checkers: list[str]):
-    """mapInPandas function: import what a consolidation task needs, then say so."""
-    def task(batches):
-        import importlib
-
-        import pandas as pd
-
-        for name in ("pyarrow.parquet", "sleuth.judge", "sleuth.checker.timestamps",
-                     "sleuth.checker.spark.consolidate"):
-            importlib.import_module(name)
-        from sleuth.checker import checker_for
-
-        for c in checkers:
-            checker_for(c)
-        for b in batches:
-            yield pd.DataFrame({"pid": [os.getpid()] * len(b)})
-    return task
-
-
-def warm(spark, workloads: list[str]) -> int:
-    """Start a Python worker per executor core and import the judging code into it, once per
-    session: the pyspark daemon keeps idle workers for the next job, so the first runs of a
-    campaign do not each pay the imports (about a second a worker) on the jobs' clock.
-    Returns how many workers answered."""
-    from sleuth.checker import WORKLOADS
-    from sleuth.checker.spark.judge import checker_name
-
-    checkers = sorted({checker_name(w) for w in workloads} & set(WORKLOADS))
-    n = spark.sparkContext.defaultParallelism
-    pids = spark.range(0, n, 1, numPartitions=n).mapInPandas(_warm_task(checkers), "pid LONG").collect()
-    return len({r["pid"] for r in pids})
+# what a campaign's consolidation and judging tasks import (shard_history.warm)
+CAMPAIGN_MODULES = ("pandas", "pyarrow.parquet", "sleuth.judge", "sleuth.checker.timestamps",
+                    "sleuth.checker.spark.consolidate")
 
 
 def configure(spark) -> None:
@@ -193,7 +167,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     try:
         timings: dict[str, float] = {}
         t = time.monotonic()
-        warm(spark, sorted({m["workload"] for m in meta}))
+        warm(spark, sorted({m["workload"] for m in meta}), CAMPAIGN_MODULES)
         timings["warm"] = time.monotonic() - t
         say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start "
             "it and its Python workers)")
