@@ -170,6 +170,27 @@ def test_verdicts_equal_results_json_and_sleuth_check(campaign):
     assert by["valid"]["valid"] == by["sim-ser"]["valid"] == "true"
 
 
+def test_large_runs_are_judged_per_key_with_the_same_verdicts(campaign, tmp_path):
+    """With every list-append and rw-register run counted large, their checkers run as
+    `sleuth check --spark` (its paired operations land beside each history) and the table's
+    verdicts are the ones each run got judged whole in one task; a register run stays as it was."""
+    from sleuth.checker.spark.jobs import judge_runs
+
+    copies = {n: shutil.copytree(campaign["runs"][n], str(tmp_path / n))
+              for n in ("valid", "nemesis", "sim-ser", "sim-si", "stale")}
+    said: list[str] = []
+    table = judge_runs(list(copies.values()), str(tmp_path / "out"), campaign="large", say=said.append,
+                       large_run_bytes=0)
+    for name, d in copies.items():
+        row = table[table["run_dir"] == os.path.realpath(d)].iloc[0]
+        want = campaign["by"][name]
+        assert (row["valid"], row["anomaly_types"]) == (want["valid"], want["anomaly_types"]), name
+    assert any("4 of them large" in s for s in said), said
+    for name in ("valid", "nemesis", "sim-ser", "sim-si"):
+        assert os.path.isdir(os.path.join(copies[name], "history.jsonl.sleuth-ops")), name
+    assert not os.path.exists(os.path.join(copies["stale"], "history.jsonl.sleuth-ops"))
+
+
 def test_one_row_per_operation(campaign):
     import pyarrow.dataset as ds
 

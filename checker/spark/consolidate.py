@@ -256,8 +256,8 @@ def run_task(groups: list[list[dict]], keyed: list[str], ops_path: str):
             for i in b["id"]:
                 for r in groups[i]:
                     k = r["workload"] in keyed
-                    yield run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], r["test"], part_of(k),
-                                   k, ops_path)
+                    yield run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], r["test"],
+                                   part_of(k, r["large"]), k, ops_path)
     return task
 
 
@@ -280,7 +280,7 @@ def groups_of(runs: list[dict], tasks: int) -> list[list[dict]]:
     return groups
 
 
-def consolidate(spark, meta: list[dict], ops_path: str):
+def consolidate(spark, meta: list[dict], ops_path: str, large: frozenset[str] = frozenset()):
     """Consolidate every run into the dataset at `ops_path`; the run rows (RUN_SCHEMA, one per
     run) as a Spark DataFrame: the job runs when it is collected.
 
@@ -288,8 +288,11 @@ def consolidate(spark, meta: list[dict], ops_path: str):
     a task per run cost Spark about 70 ms of scheduling and worker hand-over each, on the
     jobs' clock. The tasks' input is `spark.range` (one number per group), made in the JVM:
     a DataFrame of Python rows would start a second Python worker in every task only to hand
-    over a few strings."""
-    runs = [{k: m[k] for k in ("campaign", "run", "run_dir", "workload", "test")} for m in meta]
+    over a few strings.
+
+    `large`: runs whose workload checker the tasks leave out (jobs.judge_large judges it)."""
+    runs = [{**{k: m[k] for k in ("campaign", "run", "run_dir", "workload", "test")}, "large": m["run"] in large}
+            for m in meta]
     groups = groups_of(runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
     ids = spark.range(0, len(groups), 1, numPartitions=max(1, len(groups)))
     return ids.mapInPandas(run_task(groups, keyed_workloads(), ops_path), RUN_SCHEMA)

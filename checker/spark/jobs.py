@@ -115,13 +115,14 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
                          "error": [error]})
 
 
-def judge(ops, runs, meta: list[dict]):
+def judge(ops, runs, meta: list[dict], large: list[dict] = ()):
     """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list, errors).
 
     `ops`: a function returning the consolidated operations (called only for register runs).
 
     `runs`: the consolidation's `run` rows (pandas), which hold each run's whole-run verdict
-    (consolidate.py judges it in the task that reads the run). Register runs add one
+    (consolidate.py judges it in the task that reads the run; for `large` runs, whose
+    checker's verdict parts are given, only the whole-run rules). Register runs add one
     verdict per (run, key), judged here in `groupBy(run, key).applyInPandas` tasks.
     """
     import pandas as pd
@@ -133,6 +134,8 @@ def judge(ops, runs, meta: list[dict]):
     tests = {m["run"]: m["test"] for m in meta}
     keyed = [m["run"] for m in meta if m["workload"] in keyed_workloads()]
     parts = runs[["run", "valid", "anomaly_types", "reason"]].rename(columns={"reason": "error"})
+    if large:  # the workload checker's verdicts of large runs (judge_large)
+        parts = pd.concat([parts, pd.DataFrame(large)], ignore_index=True)
     readable = set(runs.loc[runs["readable"].astype(bool), "run"])
     keyed = [r for r in keyed if r in readable]  # an unreadable run is unknown already
     if keyed:
@@ -151,9 +154,60 @@ def judge(ops, runs, meta: list[dict]):
     return pd.DataFrame(rows, columns=["run", "valid", "anomaly_types", "errors"])
 
 
+LARGE_RUN_BYTES = 64 << 20  # a transactional run's history from this size is judged per key (judge_large)
+LARGE_CHECKERS = ("list-append", "rw-register")  # register runs are judged per key already
+SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
+
+
+def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
+    """The list-append and rw-register runs whose history.jsonl holds `threshold` bytes or more."""
+    from sleuth.checker.spark.judge import checker_name
+
+    def size(m: dict) -> int:
+        try:
+            return os.path.getsize(os.path.join(m["run_dir"], "history.jsonl"))
+        except OSError:
+            return -1
+
+    return frozenset(m["run"] for m in meta if checker_name(m["workload"]) in LARGE_CHECKERS
+                     and size(m) >= threshold)
+
+
+def judge_large(spark, m: dict) -> dict:
+    """One large run's workload checker, as `sleuth check --spark` runs it (history_check: per-key
+    inference on the executors, only the transactions of cycles on the driver), in this session:
+    no task holds the run's whole analysis. A verdict part (run, valid, anomaly_types, error)."""
+    from sleuth.checker import WORKLOADS as CHECKERS
+    from sleuth.checker.spark import history_check
+    from sleuth.checker.spark.judge import verdict_text
+    from sleuth.judge import Checks
+
+    checks = Checks.of_test(m["test"])
+    options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
+    if checks.linearizable_keys:
+        options["linearizable_keys"] = True
+    saved = {k: spark.conf.get(k, None) for k in SIZED_CONFS}  # the check sizes them to its history
+    try:
+        r = history_check.check(os.path.join(m["run_dir"], "history.jsonl"), checks.checker, options,
+                                spark.sparkContext.master)
+        return {"run": m["run"], "valid": verdict_text(r.valid), "anomaly_types": sorted(r.anomaly_types),
+                "error": None}
+    except Exception as e:  # a history the checker cannot judge: unknown, the rest go on
+        return {"run": m["run"], "valid": "unknown", "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
 def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
-               master: str | None = None, say=print):
-    """Consolidate, judge, audit and aggregate `run_dirs`; write into `out_dir`; return the table."""
+               master: str | None = None, say=print, large_run_bytes: int = LARGE_RUN_BYTES):
+    """Consolidate, judge, audit and aggregate `run_dirs`; write into `out_dir`; return the table.
+
+    A list-append or rw-register run whose history holds `large_run_bytes` or more is judged
+    as `sleuth check --spark` judges one history (`judge_large`), not inside one task."""
     import pandas as pd
 
     from sleuth.checker.spark import aggregate, consolidate, durability
@@ -173,16 +227,19 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
             "it and its Python workers)")
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
-        runs = consolidate.consolidate(spark, meta, ops_path).toPandas()
+        large = large_runs(meta, large_run_bytes)
+        runs = consolidate.consolidate(spark, meta, ops_path, large).toPandas()
         # Read back only by the jobs that need it (register keys, the audit): listing a
         # campaign's partitions is a Spark job of its own, on the driver's clock.
         ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))
         timings["consolidate"] = time.monotonic() - t
         say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
-        verdicts = judge(ops, runs, meta)
+        verdicts = judge(ops, runs, meta, [judge_large(spark, m) for m in meta if m["run"] in large
+                                           and m["run"] in set(runs.loc[runs["readable"].astype(bool), "run"])])
         timings["judge"] = time.monotonic() - t
-        say(f"spark: judged {len(verdicts)} runs ({timings['judge']:.1f} s)")
+        say(f"spark: judged {len(verdicts)} runs, {len(large)} of them large, per key "
+            f"({timings['judge']:.1f} s)")
         t = time.monotonic()
         audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
                    and durability.data_dirs(m["run_dir"])}

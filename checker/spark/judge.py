@@ -52,10 +52,11 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
     return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 
-def part_of(keyed: bool) -> str:
-    """What the task that reads a whole run judges of it: everything, or for a register run only
-    the whole-run rules (its keys are judged one (run, key) group each)."""
-    return "extras" if keyed else "all"
+def part_of(keyed: bool, large: bool = False) -> str:
+    """What the task that reads a whole run judges of it: everything, or only the whole-run
+    rules for a register run (its keys are judged one (run, key) group each) and for a large
+    run (judged by `sleuth check --spark`'s per-key jobs, jobs.judge_large)."""
+    return "extras" if keyed or large else "all"
 
 
 def history_of(rows, source: str) -> History:
