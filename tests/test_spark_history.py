@@ -238,6 +238,33 @@ def test_cli_bad_input_is_one_line_and_254(tmp_path):
     assert p.stderr.strip().splitlines() == [f"sleuth: error: {tmp_path / 'missing.jsonl'}: No such file or directory"]
 
 
+def test_cli_ctrl_c_during_the_jobs_is_an_interrupt(tmp_path):
+    """Ctrl-C (SIGINT to the process group) while the Spark jobs run: one line, "interrupted",
+    exit 2 as for any interrupted check; not pyspark's tracebacks and a 255 "sleuth failed"."""
+    import signal
+    import time
+
+    from sleuth.workloads.sim_list_append import write_sim
+
+    path = tmp_path / "h.jsonl"
+    write_sim(str(path), "serializable", 300_000, seed=1)  # pairing alone outlasts the signal's wait
+    p = subprocess.Popen([SLEUTH, "check", str(path), "-w", "list-append", "--spark", "local[2]", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    seen = []
+    for line in p.stderr:  # until the jobs start: the session and its workers are up
+        seen.append(line)
+        if "Python workers ready" in line:
+            break
+    time.sleep(1)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    lines = [x for x in err.splitlines() if x.strip() and "WARN" not in x]
+    assert p.returncode == 2, "".join(seen) + err[-3000:]
+    assert out == ""
+    assert lines[-1] == "sleuth: error: interrupted"
+    assert not any("Traceback" in x or "Error" in x for x in lines), lines
+
+
 def test_paired_operations_are_reused_until_the_input_changes(spark, tmp_path):
     path = write_txns(tmp_path / "h.jsonl", generate(random.Random(2)))
     _, said = spark_check(path, "list-append")

@@ -33,12 +33,16 @@ same cycles and explains them with the same words.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
+import logging
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -74,18 +78,60 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    workers = warm(spark, [workload], WORKER_MODULES)
-    say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
-    ops_dir, meta = load_ops(spark, path, say)
-    judged = _judge(spark, path, ops_dir, meta, workload, options, say)
-    out = _read(judged)
-    errors = out[out["tag"] == hk.ERROR]
-    if len(errors):
-        first = errors.sort_values("a").iloc[0]
-        raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
-    if workload in hk.REGISTERS:
-        return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
-    return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
+    # errors reach the user as the command's one line; the JVM's own log of them (a task failed,
+    # a cancelled job's workers gone) would add Java stack traces around it
+    spark.sparkContext.setLogLevel("OFF")
+    with _interrupts(spark):
+        workers = warm(spark, [workload], WORKER_MODULES)
+        say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
+        ops_dir, meta = load_ops(spark, path, say)
+        judged = _judge(spark, path, ops_dir, meta, workload, options, say)
+        out = _read(judged)
+        errors = out[out["tag"] == hk.ERROR]
+        if len(errors):
+            first = errors.sort_values("a").iloc[0]
+            raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
+        if workload in hk.REGISTERS:
+            return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
+        return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
+
+
+@contextlib.contextmanager
+def _interrupts(spark):
+    """A Ctrl-C during the Spark jobs is an interrupt, not a failure. pyspark's own SIGINT handler
+    cancels the jobs from inside the signal handler, a second call on the Py4J connection the
+    waiting call is using: the waiting call then fails with a Py4J error (which `sleuth check`
+    reported as its own failure, 255) and both print tracebacks. This handler only notes the
+    signal and raises KeyboardInterrupt; the jobs are cancelled after the waiting call has
+    unwound, and whatever fails on the way out becomes the KeyboardInterrupt it stands for
+    (the command's one line, "interrupted", exit 2)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    seen = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_interrupt(signum, frame):
+        seen.set()
+        logging.getLogger("py4j").propagate = False  # its complaints about the broken connection
+        raise KeyboardInterrupt
+
+    def quiet(record) -> bool:  # Py4J logs the interrupted call's traceback on the root logger
+        return not seen.is_set()
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    logging.getLogger().addFilter(quiet)
+    try:
+        yield
+    except BaseException as e:
+        if not seen.is_set():
+            raise
+        with contextlib.suppress(Exception):
+            spark.sparkContext.cancelAllJobs()
+        raise KeyboardInterrupt from e
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        logging.getLogger().removeFilter(quiet)
 
 
 def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: dict, say) -> str:
