@@ -261,18 +261,20 @@ def run_task(groups: list[list[dict]], keyed: list[str], ops_path: str):
     return task
 
 
+def history_bytes(run_dir: str) -> int:
+    """The size of a run's history.jsonl (0 when it cannot be read)."""
+    try:
+        return os.path.getsize(os.path.join(run_dir, "history.jsonl"))
+    except OSError:
+        return 0
+
+
 def groups_of(runs: list[dict], tasks: int) -> list[list[dict]]:
     """`runs` dealt into at most `tasks` groups of about equal history bytes: largest first, each to
     the lightest group so far (LPT), so the last task to finish is not one that drew the big runs."""
-    def size(r: dict) -> int:
-        try:
-            return os.path.getsize(os.path.join(r["run_dir"], "history.jsonl"))
-        except OSError:
-            return 0
-
     groups: list[list[dict]] = [[] for _ in range(min(tasks, len(runs)))]
     load = [0] * len(groups)
-    sizes = [size(r) for r in runs]  # each file's size once
+    sizes = [history_bytes(r["run_dir"]) for r in runs]  # each file's size once
     for j in sorted(range(len(runs)), key=lambda j: -sizes[j]):  # largest first; ties in given order
         i = load.index(min(load))
         groups[i].append(runs[j])

@@ -160,17 +160,13 @@ SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionByte
 
 
 def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
-    """The list-append and rw-register runs whose history.jsonl holds `threshold` bytes or more."""
+    """The list-append and rw-register runs whose history.jsonl holds `threshold` bytes or more
+    (and some bytes: a run without one is unreadable, judged unknown in its task)."""
+    from sleuth.checker.spark.consolidate import history_bytes
     from sleuth.checker.spark.judge import checker_name
 
-    def size(m: dict) -> int:
-        try:
-            return os.path.getsize(os.path.join(m["run_dir"], "history.jsonl"))
-        except OSError:
-            return -1
-
     return frozenset(m["run"] for m in meta if checker_name(m["workload"]) in LARGE_CHECKERS
-                     and size(m) >= threshold)
+                     and history_bytes(m["run_dir"]) >= max(threshold, 1))
 
 
 def judge_large(spark, m: dict) -> dict:
@@ -235,8 +231,9 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         timings["consolidate"] = time.monotonic() - t
         say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
-        verdicts = judge(ops, runs, meta, [judge_large(spark, m) for m in meta if m["run"] in large
-                                           and m["run"] in set(runs.loc[runs["readable"].astype(bool), "run"])])
+        readable = set(runs.loc[runs["readable"].astype(bool), "run"])  # an unreadable run is unknown already
+        verdicts = judge(ops, runs, meta, [judge_large(spark, m) for m in meta
+                                           if m["run"] in large and m["run"] in readable])
         timings["judge"] = time.monotonic() - t
         say(f"spark: judged {len(verdicts)} runs, {len(large)} of them large, per key "
             f"({timings['judge']:.1f} s)")
