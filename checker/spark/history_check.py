@@ -54,6 +54,7 @@ from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.spark import history_keys as hk
 from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
+from sleuth.checker.spark.shard_history import per_task
 from sleuth.history import HistoryError
 
 DEFAULT_MASTER = "local[*]"
@@ -151,11 +152,8 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     try:
         # each file's operations split into buckets, written as files by the tasks; then a
         # task per bucket judges it (history_keys.split_files, judge_files)
-        spark.range(0, len(files), 1, numPartitions=max(1, len(files))) \
-            .mapInArrow(hk.split_files(workload, n, files, staging), "rows BIGINT").collect()
-        spark.range(0, n, 1, numPartitions=n) \
-            .mapInArrow(hk.judge_files(workload, path, meta["start_time"], options, staging, out_dir),
-                        "rows BIGINT").collect()
+        per_task(spark, len(files), hk.split_files(workload, n, files, staging))
+        per_task(spark, n, hk.judge_files(workload, path, meta["start_time"], options, staging, out_dir))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     if not glob.glob(os.path.join(out_dir, "*.parquet")):  # no operations: no answers, but a table

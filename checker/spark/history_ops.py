@@ -37,6 +37,7 @@ from collections.abc import Iterator
 
 import orjson
 
+from sleuth.checker.spark.shard_history import per_task
 from sleuth.history import NEMESIS, HistoryError, event_from_dict
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
@@ -343,8 +344,7 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
         ranges = splits(files, split_bytes)
         try:
             shutil.rmtree(staging, ignore_errors=True)
-            spark.range(0, len(ranges), 1, numPartitions=len(ranges)) \
-                .mapInArrow(decode_and_pair(files, staging, ranges), "rows BIGINT").collect()
+            per_task(spark, len(ranges), decode_and_pair(files, staging, ranges))
             info = operations(spark, staging, files, os.path.join(cache, "ops"))
         finally:
             shutil.rmtree(staging, ignore_errors=True)

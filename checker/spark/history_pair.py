@@ -47,6 +47,7 @@ import os
 from collections.abc import Iterator
 
 from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
+from sleuth.checker.spark.shard_history import per_task
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
@@ -383,8 +384,7 @@ def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
     crossing = across_segments(spark, ends_dir, files)
     os.makedirs(ops_dir, exist_ok=True)
     parts = sorted(p for p in os.listdir(os.path.join(staging, "op")) if p.endswith(".parquet"))
-    rows = spark.range(0, len(parts), 1, numPartitions=max(1, len(parts))) \
-        .mapInArrow(_number_files(os.path.join(staging, "op"), parts, offsets, ops_dir), "rows BIGINT").collect()
+    rows = per_task(spark, len(parts), _number_files(os.path.join(staging, "op"), parts, offsets, ops_dir))
     _write(_numbered(crossing, offsets), OPS_SCHEMA, os.path.join(ops_dir, "part-crossing.parquet"))
     return {**info, "ops": sum(r["rows"] for r in rows) + crossing.num_rows}
 

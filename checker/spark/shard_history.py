@@ -39,6 +39,13 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
     return spark
 
 
+def per_task(spark, n: int, fn, schema: str = "rows BIGINT") -> list:
+    """Run the mapInArrow function `fn` over task numbers 0..n-1 (its input's `id` column),
+    one task each, and collect what they yield: how a job hands each task its own file,
+    byte range or bucket when the tasks read and write their files themselves."""
+    return spark.range(0, n, 1, numPartitions=max(1, n)).mapInArrow(fn, schema).collect()
+
+
 def warm(spark, workloads: list[str], modules: tuple[str, ...]) -> int:
     """Start a Python worker per executor core and import `modules` and the workloads' checkers
     into it, once per session: the pyspark daemon keeps idle workers for the next job, so the
@@ -49,7 +56,7 @@ def warm(spark, workloads: list[str], modules: tuple[str, ...]) -> int:
 
     checkers = sorted({checker_name(w) for w in workloads} & set(WORKLOADS))
     n = spark.sparkContext.defaultParallelism
-    pids = spark.range(0, n, 1, numPartitions=n).mapInArrow(_warm_task(modules, checkers), "pid LONG").collect()
+    pids = per_task(spark, n, _warm_task(modules, checkers), "pid LONG")
     return len({r["pid"] for r in pids})
 
 
