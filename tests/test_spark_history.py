@@ -231,6 +231,24 @@ def test_bad_input_is_named_as_sleuth_check_names_it(spark, tmp_path):
         spark_check(tmp_path / "orphan.jsonl", "list-append")
 
 
+def _jvm_log_level(spark) -> str:
+    return spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel().toString()
+
+
+def test_the_sessions_log_level_is_back_after_a_check(spark, tmp_path):
+    """A check silences the JVM's log while it runs; a campaign's session goes on after it
+    (jobs.judge_large), so its level is back afterwards, after bad input too."""
+    from sleuth.checker.spark.shard_history import LOG_LEVEL
+
+    path = write_txns(tmp_path / "h.jsonl", generate(random.Random(2)))
+    spark_check(path, "list-append")
+    assert _jvm_log_level(spark) == LOG_LEVEL
+    (tmp_path / "bad.jsonl").write_bytes(b'{"index": 0, "type": "ok"}\n')
+    with pytest.raises(HistoryError):
+        spark_check(tmp_path / "bad.jsonl", "list-append")
+    assert _jvm_log_level(spark) == LOG_LEVEL
+
+
 def test_cli_bad_input_is_one_line_and_254(tmp_path):
     p = subprocess.run([SLEUTH, "check", "--spark", str(tmp_path / "missing.jsonl"), "-w", "list-append"],
                        capture_output=True, text=True, timeout=60)

@@ -67,7 +67,7 @@ MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are
 def check(path: str, workload: str, options: dict[str, Any], master: str | None = None,
           say=lambda s: None) -> Result:
     """Judge the history at `path` (file, directory of shards, consolidation Parquet)."""
-    from sleuth.checker.spark.shard_history import spark_session, warm
+    from sleuth.checker.spark.shard_history import LOG_LEVEL, spark_session, warm
 
     input_files(path)  # a missing input is bad input before a JVM starts
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
@@ -79,10 +79,7 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    # errors reach the user as the command's one line; the JVM's own log of them (a task failed,
-    # a cancelled job's workers gone) would add Java stack traces around it
-    spark.sparkContext.setLogLevel("OFF")
-    with _interrupts(spark):
+    with _jvm_log_off(spark, LOG_LEVEL), _interrupts(spark):
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
         ops_dir, meta = load_ops(spark, path, say)
@@ -95,6 +92,25 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         if workload in hk.REGISTERS:
             return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
         return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
+
+
+@contextlib.contextmanager
+def _jvm_log_off(spark, level: str):
+    """The JVM's log off while the check runs: its errors reach the user as the command's one
+    line, and the JVM's own log of them (a task failed, a cancelled job's workers gone) would
+    add Java stack traces around it. Back at `level` when the check is over, since a campaign's
+    session goes on; not after an interrupt, as the command leaves while its cancelled tasks
+    are still logging their ends."""
+    spark.sparkContext.setLogLevel("OFF")
+    interrupted = False
+    try:
+        yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            spark.sparkContext.setLogLevel(level)
 
 
 @contextlib.contextmanager

@@ -23,6 +23,9 @@ class SparkUnavailable(RuntimeError):
     """pyspark (or the Java it needs) is not installed."""
 
 
+LOG_LEVEL = "ERROR"  # the JVM's log level in sleuth's sessions: its errors, not its chatter
+
+
 def spark_session(master: str = "local[*]", app: str = "sleuth"):
     try:
         from pyspark.sql import SparkSession
@@ -35,7 +38,7 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
     if master.startswith(("local", "spark://127.")):  # a cluster on this machine reaches us here
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(LOG_LEVEL)
     return spark
 
 
