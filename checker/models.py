@@ -24,15 +24,20 @@ PL-SI, PL-3U, PL-3, PL-SS); Bailis et al., "Highly Available Transactions"
 Gotsman (CONCUR 2015) for read atomic, causal, prefix and parallel snapshot
 isolation; Cerone & Gotsman, "Analysing Snapshot Isolation" (PODC 2016) for
 G-nonadjacent as SI's cycle condition; Daudjee & Salem (ICDE 2004, VLDB 2006)
-for the strong-session and strong variants; Liu et al. (ROLA); Elle
+for the strong-session and strong variants; Liu et al. (ROLA, which provides
+Cerone et al.'s update atomic: Elle's edge from parallel snapshot isolation); Elle
 (Kingsbury & Alvaro, VLDB 2020) for the `-process`/`-realtime` variants,
 future reads, dirty updates and the strong (session) read uncommitted and
 read committed generalizations. Elle keys G-single and G-nonadjacent apart
 from G2-item because it also sees predicates; sleuth's cycles are over items
 only, so its G-single and G-nonadjacent are G2-item cycles (Adya: a cycle
 with one or more item anti-dependency edges) and imply it. Where sleuth was
-stricter before Elle's table was adopted (internal, garbage reads,
-incompatible orders: no model allows them), it stays stricter.
+stricter before Elle's table was adopted (internal, garbage reads: no model
+allows them), it stays stricter. An incompatible order is read as Elle reads
+it, a dirty read (G1a): two committed reads that no single order of a key's
+versions can give mean some read saw a version that never joined that order,
+as READ UNCOMMITTED allows (MariaDB shows it: reads of appends later rolled
+back); read committed and everything above forbid it.
 
 Lattice spine (stronger above weaker; the full graph is `IMPLIES`):
 
@@ -68,10 +73,10 @@ IMPLIES: dict[str, tuple[str, ...]] = {
                            "parallel-snapshot-isolation", "prefix"),
     "forward-consistent-view": ("consistent-view",),
     "consistent-view": ("cursor-stability", "monotonic-view"),
-    "parallel-snapshot-isolation": ("causal-cerone", "ROLA"),
+    "parallel-snapshot-isolation": ("causal-cerone", "update-atomic"),
     "prefix": ("causal-cerone",),
     "causal-cerone": ("read-atomic",),
-    "ROLA": ("read-atomic",),
+    "update-atomic": ("read-atomic",),
     "read-atomic": ("monotonic-atomic-view",),
     "strong-read-committed": ("strong-session-read-committed", "strong-read-uncommitted"),
     "strong-session-read-committed": ("read-committed", "strong-session-read-uncommitted"),
@@ -105,12 +110,12 @@ ALIASES: dict[str, str] = {
     "conflict-serializable": "serializable", "strong-serializable": "strict-serializable",
     "strong-session-PL-1": "strong-session-read-uncommitted", "strong-session-PL-2": "strong-session-read-committed",
     "strong-PL-1": "strong-read-uncommitted", "strong-PL-2": "strong-read-committed",
+    "ROLA": "update-atomic",
 }
 
 # model -> anomalies it forbids directly (beyond the models it implies)
 PROSCRIBES: dict[str, tuple[str, ...]] = {
-    "read-uncommitted": ("G0", "internal", "duplicate-elements", "incompatible-order", "garbage-read",
-                         "cyclic-versions"),
+    "read-uncommitted": ("G0", "internal", "duplicate-elements", "garbage-read", "cyclic-versions"),
     "read-committed": ("G1",),  # Adya PL-2
     "cursor-stability": ("G1", "G-cursor", "lost-update"),  # Adya PL-CS; Bailis
     "monotonic-view": ("G1", "G-monotonic"),  # Adya PL-2L
@@ -126,7 +131,7 @@ PROSCRIBES: dict[str, tuple[str, ...]] = {
     "causal-cerone": ("internal", "G1a"),  # Cerone et al. (incomplete, as in Elle)
     "prefix": ("internal", "G1a"),  # Cerone et al. (incomplete)
     "parallel-snapshot-isolation": ("internal", "G1a"),  # Cerone et al. (incomplete)
-    "ROLA": ("lost-update",),  # Liu et al.
+    "update-atomic": ("lost-update",),  # Cerone et al.; Liu et al. (ROLA)
     "strong-session-read-uncommitted": ("G0-process",),  # Elle
     "strong-session-read-committed": ("G1c-process",),  # Elle
     "strong-read-uncommitted": ("G0-realtime",),  # Elle
@@ -171,6 +176,7 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
     # Adya's G-update: a DSG cycle with an rw edge; sleuth's cycles are item cycles
     "G-update": ("G2-item",),
     "dirty-update": ("G1a",),  # Elle: a write built on an aborted one
+    "incompatible-order": ("G1a",),  # Elle: some read saw a version outside the key's one order
     "future-read": ("G1c",),  # Elle: a trivial cycle T -wr-> T
     "fuzzy-read": ("G-single",),  # T -rw-> T' -wr-> T: Berenson et al.'s P2, one anti-dependency
     "lost-update": ("G2-item",),  # Adya's H_lu, as Elle

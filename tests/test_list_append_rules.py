@@ -108,3 +108,21 @@ def test_failed_append_observed_is_g1a_and_dirty_update():
     r = check(h, "read-committed")
     assert r.valid is False and {"G1a", "dirty-update"} <= set(r.anomaly_types)
     assert check(h, "read-uncommitted").valid is True
+
+
+def test_reads_of_a_rolled_back_append_are_an_incompatible_order_allowed_at_read_uncommitted():
+    """MariaDB at READ UNCOMMITTED: a reader sees an append whose transaction is then rolled
+    back, a later one sees the key without it. The two reads have no common order: Elle's
+    incompatible-order, which implies a dirty read (G1a), so read committed is ruled out and
+    read uncommitted is not."""
+    h = history(
+        (0, 0, 30, "fail", [("append", "x", 1)]),
+        (1, 10, 20, "ok", [("r", "x", [1])]),
+        (2, 40, 50, "ok", [("append", "x", 2)]),
+        (3, 60, 70, "ok", [("r", "x", [2])]),
+    )
+    r = check(h, "read-uncommitted").to_json()
+    assert r["valid"] is True and r["anomaly-types"] == []
+    assert r["also-found"] == ["G1a", "incompatible-order"] and "read-uncommitted" in r["possible"]
+    rc = check(h, "read-committed")
+    assert rc.valid is False and "read-committed" in rc.to_json()["not"]

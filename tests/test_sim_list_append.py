@@ -51,11 +51,11 @@ def test_read_committed_db_shows_read_skew_never_dirty(tmp_path, seed):
     r = list_append.check(h, "snapshot-isolation")
     assert r.valid is False and "G-single" in r.anomaly_types
     # read skew (G-single) rules out consistent view (Adya PL-2+) and repeatable read; lost
-    # updates, when the seed has them, cursor stability (PL-CS) and ROLA below those
+    # updates, when the seed has them, cursor stability (PL-CS) and update atomic below those
     ruled_out = set(r.not_) | set(r.also_not)
     assert {"consistent-view", "repeatable-read", "snapshot-isolation"} <= ruled_out
     # (G-cursor and G-monotonic, when the seed has them, cursor stability and monotonic view)
-    assert set(r.not_) <= {"consistent-view", "repeatable-read", "cursor-stability", "ROLA", "monotonic-view"}
+    assert set(r.not_) <= {"consistent-view", "repeatable-read", "cursor-stability", "update-atomic", "monotonic-view"}
     assert "read-committed" not in ruled_out
     assert not {"G0", "G1a", "G1b", "G1c", "internal", "incompatible-order"} & found(r)
 
