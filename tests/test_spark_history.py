@@ -256,6 +256,20 @@ def test_cli_bad_input_is_one_line_and_254(tmp_path):
     assert p.stderr.strip().splitlines() == [f"sleuth: error: {tmp_path / 'missing.jsonl'}: No such file or directory"]
 
 
+def test_cli_stderr_holds_sleuths_lines_not_the_jvms_chatter(tmp_path):
+    """The JVM logs errors only, from its start (checker/spark/log4j2.properties): no word of its
+    log4j profile, default level or host name around the check's progress lines. The one line
+    left is java's own about the incubator module Spark loads, which no log setting reaches."""
+    path = write_txns(tmp_path / "h.jsonl", generate(random.Random(4)))
+    p = subprocess.run([SLEUTH, "check", path, "-w", "list-append", "--spark", "local[1]"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode in (0, 1), p.stderr[-3000:]
+    other = [x for x in p.stderr.splitlines()
+             if x.strip() and not x.startswith("sleuth: ") and not x.startswith("WARNING: Using incubator modules")]
+    assert other == [], p.stderr[-3000:]
+    assert any("Python workers ready" in x for x in p.stderr.splitlines())
+
+
 def test_cli_ctrl_c_during_the_jobs_is_an_interrupt(tmp_path):
     """Ctrl-C (SIGINT to the process group) while the Spark jobs run: one line, "interrupted",
     exit 2 as for any interrupted check; not pyspark's tracebacks and a 255 "sleuth failed"."""

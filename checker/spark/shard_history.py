@@ -31,7 +31,9 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
         from pyspark.sql import SparkSession
     except ImportError as e:
         raise SparkUnavailable("pyspark is not installed: pip install 'sleuth[spark]'") from e
+    log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
     builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.showConsoleProgress", "false"))
