@@ -54,7 +54,7 @@ from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.spark import history_keys as hk
 from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
-from sleuth.checker.spark.shard_history import per_task
+from sleuth.checker.spark.shard_history import LOG_LEVEL, per_task, spark_session, warm
 from sleuth.history import HistoryError
 
 DEFAULT_MASTER = "local[*]"
@@ -67,8 +67,6 @@ MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are
 def check(path: str, workload: str, options: dict[str, Any], master: str | None = None,
           say=lambda s: None) -> Result:
     """Judge the history at `path` (file, directory of shards, consolidation Parquet)."""
-    from sleuth.checker.spark.shard_history import LOG_LEVEL, spark_session, warm
-
     input_files(path)  # a missing input is bad input before a JVM starts
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -79,7 +77,7 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    with _jvm_log_off(spark, LOG_LEVEL), _interrupts(spark):
+    with _jvm_log_off(spark), _interrupts(spark):
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
         ops_dir, meta = load_ops(spark, path, say)
@@ -95,12 +93,12 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
 
 
 @contextlib.contextmanager
-def _jvm_log_off(spark, level: str):
+def _jvm_log_off(spark):
     """The JVM's log off while the check runs: its errors reach the user as the command's one
     line, and the JVM's own log of them (a task failed, a cancelled job's workers gone) would
-    add Java stack traces around it. Back at `level` when the check is over, since a campaign's
-    session goes on; not after an interrupt, as the command leaves while its cancelled tasks
-    are still logging their ends."""
+    add Java stack traces around it. Back at the sessions' LOG_LEVEL when the check is over,
+    since a campaign's session goes on; not after an interrupt, as the command leaves while
+    its cancelled tasks are still logging their ends."""
     spark.sparkContext.setLogLevel("OFF")
     interrupted = False
     try:
@@ -110,7 +108,7 @@ def _jvm_log_off(spark, level: str):
         raise
     finally:
         if not interrupted:
-            spark.sparkContext.setLogLevel(level)
+            spark.sparkContext.setLogLevel(LOG_LEVEL)
 
 
 @contextlib.contextmanager

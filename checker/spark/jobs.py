@@ -115,10 +115,16 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
                          "error": [error]})
 
 
-def judge(ops, runs, meta: list[dict], large: list[dict] = ()):
+def readable_runs(runs) -> set[str]:
+    """The runs whose history the consolidation could read (the others are unknown already)."""
+    return set(runs.loc[runs["readable"].astype(bool), "run"])
+
+
+def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = ()):
     """Job 2: verdicts per run (pandas: run, valid, anomaly_types as a sorted list, errors).
 
     `ops`: a function returning the consolidated operations (called only for register runs).
+    `readable`: `readable_runs(runs)`.
 
     `runs`: the consolidation's `run` rows (pandas), which hold each run's whole-run verdict
     (consolidate.py judges it in the task that reads the run; for `large` runs, whose
@@ -136,7 +142,6 @@ def judge(ops, runs, meta: list[dict], large: list[dict] = ()):
     parts = runs[["run", "valid", "anomaly_types", "reason"]].rename(columns={"reason": "error"})
     if large:  # the workload checker's verdicts of large runs (judge_large)
         parts = pd.concat([parts, pd.DataFrame(large)], ignore_index=True)
-    readable = set(runs.loc[runs["readable"].astype(bool), "run"])
     keyed = [r for r in keyed if r in readable]  # an unreadable run is unknown already
     if keyed:
         cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
@@ -231,9 +236,9 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         timings["consolidate"] = time.monotonic() - t
         say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
         t = time.monotonic()
-        readable = set(runs.loc[runs["readable"].astype(bool), "run"])  # an unreadable run is unknown already
-        verdicts = judge(ops, runs, meta, [judge_large(spark, m) for m in meta
-                                           if m["run"] in large and m["run"] in readable])
+        readable = readable_runs(runs)
+        verdicts = judge(ops, runs, meta, readable, [judge_large(spark, m) for m in meta
+                                                     if m["run"] in large and m["run"] in readable])
         timings["judge"] = time.monotonic() - t
         say(f"spark: judged {len(verdicts)} runs, {len(large)} of them large, per key "
             f"({timings['judge']:.1f} s)")
