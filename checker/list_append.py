@@ -197,48 +197,68 @@ class Analysis:
                 self._lost_update(k, members)
 
     def _repeats(self, i: int, ok: bool, value: list, lost: dict) -> None:
-        """A transaction that touches some key twice: intermediate appends, and
-        (if it committed) its reads against its own appends."""
-        own_last: dict = {}  # key -> this txn's latest append to it
+        """A transaction that touches some key twice, in one pass over its
+        micro-ops: intermediate appends, and (if it committed) its reads
+        against its own appends — `external_reads`' rules, future reads, and
+        reads of a key before its first append to it (lost-update candidates)."""
+        own: dict = {}  # key -> this txn's appends to it so far, in order
         for f, k, v in value:
             if f == "append":
-                if k in own_last:
-                    self.intermediate.setdefault(k, set()).add(own_last[k])
-                own_last[k] = v
+                mine = own.get(k)
+                if mine is None:
+                    own[k] = [v]
+                else:
+                    self.intermediate.setdefault(k, set()).add(mine[-1])
+                    mine.append(v)
         if not ok:
             return
         reads_by_key = self.reads_by_key
-        self._future_reads(i, value)
+        done: dict = {}  # key -> how many of its appends came so far
+        last: dict = {}  # key -> external part of its latest (not internal) read
         first_read: dict = {}
-        for k, r, problem in external_reads(value):
-            if problem == "internal":
-                own = [v for f, kk, v in value if f == "append" and kk == k]
-                self._internal(i, k, r, f"a list ending with its own appends {_show(own)}")
+        first_append: set = set()  # keys whose first micro-op here is an append
+        later_checks = []  # (key, read, its appends before it): future reads, once all appends are known
+        internal = []
+        for f, k, v in value:
+            if f == "append":
+                done[k] = done.get(k, 0) + 1
+                if k not in first_read:  # no read of k before: its first micro-op appends
+                    first_append.add(k)
                 continue
-            if problem == "fuzzy-read":
+            r = v or []
+            n = done.get(k, 0)
+            if r and len(own.get(k, ())) > n:
+                later_checks.append((k, r, n))
+            if n:
+                mine = own[k][:n]
+                if len(r) < n or r[len(r) - n:] != mine:
+                    internal.append((k, r))
+                    continue
+                r = r[: len(r) - n]
+            if k in last and last[k] != r:
                 self._fuzzy(i, k, first_read.get(k), r)
+            last[k] = r
             reads_by_key.setdefault(k, []).append((i, r))
             first_read.setdefault(k, r)
+        for k, r, n in later_checks:
+            seen = [v for v in own[k][n:] if v in r]
+            if seen:
+                self._future_read(i, k, r, seen)
+        for k, r in internal:
+            self._internal(i, k, r, f"a list ending with its own appends {_show(own[k])}")
         # lost-update candidates: the txn read a key before its first append to it
         for k, r in first_read.items():
-            mops = [f for f, kk, _ in value if kk == k]
-            if mops[0] == "r" and "append" in mops:
+            if k in own and k not in first_append:
                 lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
 
-    def _future_reads(self, i: int, value: list) -> None:
-        """A read that shows an element its own transaction appends only
-        later (Elle's future-read: a trivial cycle T -wr-> T, so a G1c)."""
-        for p, (f, k, r) in enumerate(value):
-            if f != "r" or not r:
-                continue
-            later = [v for f2, k2, v in value[p + 1:] if f2 == "append" and k2 == k]
-            seen = [v for v in later if v in r]
-            if seen:
-                self._add("future-read", {
-                    "key": k, "op": self._op(i), "read": r, "values": seen,
-                    "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, which "
-                                   f"holds {_show(seen)}, appended by the same transaction only after "
-                                   "that read (a read from its own future)"})
+    def _future_read(self, i: int, k, r: list, seen: list) -> None:
+        """A read that shows elements its own transaction appends only later
+        (Elle's future-read: a trivial cycle T -wr-> T, so a G1c)."""
+        self._add("future-read", {
+            "key": k, "op": self._op(i), "read": r, "values": seen,
+            "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, which "
+                           f"holds {_show(seen)}, appended by the same transaction only after "
+                           "that read (a read from its own future)"})
 
     def _fuzzy(self, i: int, k, before: list | None, after: list) -> None:
         self._add("fuzzy-read", {
