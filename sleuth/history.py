@@ -255,7 +255,7 @@ def _same_micro_ops(invoked: Any, completed: list) -> bool:
     if len(invoked) != len(completed):
         return False
     try:
-        for x, y in zip(invoked, completed, strict=True):
+        for x, y in zip(invoked, completed):  # noqa: B905 - equal lengths, checked; strict costs a third
             if x[0] != y[0] or x[1] != y[1]:
                 return False
     except (TypeError, IndexError, KeyError):
