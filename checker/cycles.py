@@ -25,6 +25,9 @@ process and real-time edges) `timeout` seconds in all, and, spec by spec:
   no two rw in a row; last, any walk at all, which exists because both ends
   of the start edge lie in one component, and is a shortest, hence simple,
   cycle). Every cycle found is recorded under the name its edges give it.
+  The last fallback runs only where the searches before it found no walk:
+  it is there so that the sub-component reports some cycle of the spec's
+  edge kinds, and a walk found before it is one already.
 
 Why the verdict is exact when no search ran out of time: a model is violated
 iff a cycle of a type it forbids exists, and each model's forbidden cycles
@@ -225,9 +228,13 @@ class CycleSearch:
             edge = (a, b, spec.start)
             t = time.perf_counter()
             try:
+                found = False
                 for auto in (spec.automaton, *spec.fallbacks):
+                    if found and auto is spec.fallbacks[-1]:
+                        break  # any walk at all: only to report some cycle here, and one is
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
                     if walk is not None:
+                        found = True
                         self.hits.add((c, i))
                         cycle = g.simple_cycle(walk)
                         if spec.name in BASES:  # a data cycle: maybe also one of adya's types
