@@ -10,8 +10,11 @@ absent: it is the measuring stick, never a dependency). Printed per row:
 wall seconds, CPU seconds (user + system of the child, from getrusage: the
 figure that other load on the machine disturbs least), peak memory, the
 verdict and the anomaly types, and sleuth's share of adya's time. Each row is
-the median of `--repeat` runs (1M rows: `--repeat-large`). `uptime`'s load
-is printed before and after: on a shared machine, compare CPU seconds.
+the median of `--repeat` runs (1M rows: `--repeat-large`), the two checkers
+taking turns, and the share is the median of each turn's ratio: this
+machine's speed drifts by 10-20% between minutes, which a ratio of two
+medians taken minutes apart would show as a change. `uptime`'s load is
+printed before and after: on a shared machine, compare CPU seconds.
 
 Start-up: `sleuth check` on a 50-transaction history, median of 11 runs,
 beside the bare interpreter (`python -c pass`) and adya on the same file.
@@ -74,12 +77,25 @@ def verdict(stdout: str, exit_code: int) -> tuple[str, list[str]]:
     return word, sorted(types)
 
 
-def median_run(cmd: list[str], repeat: int) -> dict:
-    runs = [measure(*cmd) for _ in range(repeat)]
+def summary(runs: list[dict]) -> dict:
     out = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "user", "sys", "rss_mb")}
     out["verdict"], out["types"] = verdict(runs[0]["stdout"], runs[0]["exit"])
-    out["runs"] = repeat
+    out["runs"] = len(runs)
     return out
+
+
+def median_run(cmd: list[str], repeat: int) -> dict:
+    return summary([measure(*cmd) for _ in range(repeat)])
+
+
+def paired_runs(a: list[str], b: list[str], repeat: int) -> tuple[dict, dict, float, float]:
+    """`a` and `b` run by turns, `repeat` times each: on a machine whose speed drifts (a
+    shared virtual machine: 10-20% between minutes here) each pair sees the same weather.
+    Returns both summaries and the medians of the per-pair ratios a/b of CPU and of wall."""
+    pairs = [(measure(*a), measure(*b)) for _ in range(repeat)]
+    cpu = statistics.median(x["cpu"] / y["cpu"] for x, y in pairs)
+    wall = statistics.median(x["wall"] / y["wall"] for x, y in pairs)
+    return summary([x for x, _ in pairs]), summary([y for _, y in pairs]), cpu, wall
 
 
 def uptime() -> str:
@@ -102,8 +118,8 @@ def history(db: str, n: int, seed: int = 1) -> str:
 def side_by_side(dbs: list[str], sizes: list[int], repeat: int, repeat_large: int) -> None:
     adya = adya_binary()
     print("\nlist-append, strict-serializable: sleuth check beside adya, same file, fresh processes")
-    print("(wall and CPU seconds, peak MiB; cpu% = sleuth's CPU seconds as a share of adya's; "
-          "medians of the runs shown)")
+    print("(wall and CPU seconds, peak MiB, medians of the runs shown; the two checkers run by turns, "
+          "and cpu% and wall% are the medians of each turn's sleuth/adya ratio)")
     if adya is None:
         print("adya is not installed (cargo install adya --no-default-features): sleuth alone")
     print(f"  [{uptime()}]")
@@ -115,14 +131,17 @@ def side_by_side(dbs: list[str], sizes: list[int], repeat: int, repeat_large: in
         for n in sizes:
             path = history(db, n)
             r = repeat if n < 1_000_000 else repeat_large
-            s = median_run([SLEUTH, "check", "--workload", "list-append", "--json", path], r)
-            line = (f"{db:<19} {n:>9} {r:>4} | {s['wall']:>6.2f} {s['cpu']:>6.2f} {s['rss_mb']:>5.0f} "
-                    f"{s['verdict']:<8}")
+            mine = [SLEUTH, "check", "--workload", "list-append", "--json", path]
             a = None
             if adya:
-                a = median_run([adya, "check", path, "--json"], r)
+                s, a, cpu, wall = paired_runs(mine, [adya, "check", path, "--json"], r)
+            else:
+                s = median_run(mine, r)
+            line = (f"{db:<19} {n:>9} {r:>4} | {s['wall']:>6.2f} {s['cpu']:>6.2f} {s['rss_mb']:>5.0f} "
+                    f"{s['verdict']:<8}")
+            if a is not None:
                 line += (f" | {a['wall']:>9.2f} {a['cpu']:>6.2f} {a['rss_mb']:>5.0f} {a['verdict']:<8} | "
-                         f"{100 * s['cpu'] / a['cpu']:>4.0f}% {100 * s['wall'] / a['wall']:>4.0f}%")
+                         f"{100 * cpu:>4.0f}% {100 * wall:>4.0f}%")
             print(line, flush=True)
             if s["types"]:
                 print(f"{'':>20} sleuth: {', '.join(s['types'])}")
