@@ -67,6 +67,7 @@ than (docs/models.md).
 
 from __future__ import annotations
 
+import operator
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -390,8 +391,10 @@ def _writes(op) -> bool:
     """Does the transaction write (or append)? Its committed value if it
     committed, else what it was invoked with (an info txn observed: it wrote)."""
     value = op.value if op.type == "ok" else op.invoke_value
-    return any(mop[0] != "r" for mop in value)
+    return any(map("r".__ne__, map(_FUNCTION, value)))
 
+
+_FUNCTION = operator.itemgetter(0)  # a micro-op's function
 
 DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
 QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}

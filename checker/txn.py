@@ -79,6 +79,9 @@ def op_index(ops: list[Op], op: Op) -> int:
     """Where `op` is in `ops` (ids increase along a history's ops). For a whole
     history that is `op.id`; for some of its ops with their own ids (Spark's
     sub-histories, checker/spark/history_check.py) it is not."""
+    i = op.id
+    if i < len(ops) and ops[i] is op:  # a whole history's: no search
+        return i
     i = bisect.bisect_left(ops, op.id, key=lambda o: o.id)
     return i if i < len(ops) and ops[i] is op else op.id
 
