@@ -58,6 +58,13 @@ def external_reads(value: list) -> list[tuple[Key, list, str | None]]:
     differs from an earlier read of the key in the same txn (Berenson et al.'s
     P2, allowed under read committed), else None.
     """
+    return [(k, r, problem) for k, _, _, r, problem in _reads_against_own(value)]
+
+
+def _reads_against_own(value: list) -> list[tuple[Key, list, int, list, str | None]]:
+    """`external_reads`, with two more columns per read: (key, the list read,
+    how many of the txn's own appends to the key came before it, external
+    part, problem). The external part of an internal read is the list read."""
     own: dict[Key, list] = {}
     last: dict[Key, list] = {}
     out = []
@@ -65,11 +72,11 @@ def external_reads(value: list) -> list[tuple[Key, list, str | None]]:
         if f == "append":
             own.setdefault(k, []).append(v)
             continue
-        r = v or []
+        r = read = v or []
         mine = own.get(k)
+        n = len(mine) if mine else 0
         problem = None
-        if mine:
-            n = len(mine)
+        if n:
             if len(r) < n or r[len(r) - n:] != mine:
                 problem = "internal"
             else:
@@ -78,7 +85,7 @@ def external_reads(value: list) -> list[tuple[Key, list, str | None]]:
             problem = "fuzzy-read"
         if problem != "internal":
             last[k] = r
-        out.append((k, r, problem))
+        out.append((k, read, n, r, problem))
     return out
 
 
@@ -197,11 +204,12 @@ class Analysis:
                 self._lost_update(k, members)
 
     def _repeats(self, i: int, ok: bool, value: list, lost: dict) -> None:
-        """A transaction that touches some key twice, in one pass over its
-        micro-ops: intermediate appends, and (if it committed) its reads
-        against its own appends — `external_reads`' rules, future reads, and
-        reads of a key before its first append to it (lost-update candidates)."""
-        own: dict = {}  # key -> this txn's appends to it so far, in order
+        """A transaction that touches some key twice: intermediate appends, and
+        (if it committed) its reads against its own appends, in one pass over
+        them (`_reads_against_own`): future reads, internal and fuzzy reads,
+        and a read of a key before its first append to it (a lost-update
+        candidate)."""
+        own: dict = {}  # key -> this txn's appends to it, in order
         for f, k, v in value:
             if f == "append":
                 mine = own.get(k)
@@ -213,43 +221,23 @@ class Analysis:
         if not ok:
             return
         reads_by_key = self.reads_by_key
-        done: dict = {}  # key -> how many of its appends came so far
-        last: dict = {}  # key -> external part of its latest (not internal) read
         first_read: dict = {}
-        first_append: set = set()  # keys whose first micro-op here is an append
-        later_checks = []  # (key, read, its appends before it): future reads, once all appends are known
-        internal = []
-        for f, k, v in value:
-            if f == "append":
-                done[k] = done.get(k, 0) + 1
-                if k not in first_read:  # no read of k before: its first micro-op appends
-                    first_append.add(k)
+        for k, read, n, r, problem in _reads_against_own(value):
+            mine = own.get(k, ())
+            if read and len(mine) > n:
+                seen = [v for v in mine[n:] if v in read]
+                if seen:
+                    self._future_read(i, k, read, seen)
+            if problem == "internal":
+                self._internal(i, k, r, f"a list ending with its own appends {_show(mine)}")
                 continue
-            r = v or []
-            n = done.get(k, 0)
-            if r and len(own.get(k, ())) > n:
-                later_checks.append((k, r, n))
-            if n:
-                mine = own[k][:n]
-                if len(r) < n or r[len(r) - n:] != mine:
-                    internal.append((k, r))
-                    continue
-                r = r[: len(r) - n]
-            if k in last and last[k] != r:
+            if problem == "fuzzy-read":
                 self._fuzzy(i, k, first_read.get(k), r)
-            last[k] = r
             reads_by_key.setdefault(k, []).append((i, r))
-            first_read.setdefault(k, r)
-        for k, r, n in later_checks:
-            seen = [v for v in own[k][n:] if v in r]
-            if seen:
-                self._future_read(i, k, r, seen)
-        for k, r in internal:
-            self._internal(i, k, r, f"a list ending with its own appends {_show(own[k])}")
-        # lost-update candidates: the txn read a key before its first append to it
-        for k, r in first_read.items():
-            if k in own and k not in first_append:
-                lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+            if k not in first_read:
+                first_read[k] = r
+                if not n and mine:  # read before its first append to the key
+                    lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
 
     def _future_read(self, i: int, k, r: list, seen: list) -> None:
         """A read that shows elements its own transaction appends only later

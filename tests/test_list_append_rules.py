@@ -126,3 +126,29 @@ def test_reads_of_a_rolled_back_append_are_an_incompatible_order_allowed_at_read
     assert r["also-found"] == ["G1a", "incompatible-order"] and "read-uncommitted" in r["possible"]
     rc = check(h, "read-committed")
     assert rc.valid is False and "read-committed" in rc.to_json()["not"]
+
+
+def test_two_txns_that_read_a_list_and_append_to_it_lost_an_update():
+    """Elle's lost-update on lists: T1 and T2 both read x = [1] and then append to x, so
+    whichever committed later should have seen the other's append. T3 appends to x
+    before reading it: not a candidate, though it too appends and reads [1] besides its
+    own append."""
+    h = history((0, 0, 10, "ok", [("append", "x", 1)]),
+                (1, 11, 20, "ok", [("r", "x", [1]), ("append", "x", 2)]),
+                (2, 11, 20, "ok", [("r", "x", [1]), ("append", "x", 3)]),
+                (0, 21, 30, "ok", [("append", "x", 4), ("r", "x", [1, 4])]),
+                (1, 31, 40, "ok", [("r", "x", [1, 2, 4])]))
+    r = check(h, "read-committed")
+    lost = r.anomalies["lost-update"]
+    assert len(lost) == 1 and lost[0]["read"] == [1]
+    assert sorted(o["name"] for o in lost[0]["ops"]) == ["T1", "T2"]
+
+
+def test_future_read_names_only_the_appends_after_the_read():
+    """[append x 1, r x [1, 2], append x 2]: 2 is from the txn's future, 1 is not; the read
+    also fails to end with the txn's own earlier append (internal), and the explanation
+    names every append of the txn to x."""
+    h = history((0, 0, 10, "ok", [("append", "x", 1), ("r", "x", [1, 2]), ("append", "x", 2)]))
+    r = check(h, "read-uncommitted")
+    assert r.anomalies["future-read"][0]["values"] == [2]
+    assert "its own appends [1, 2]" in r.anomalies["internal"][0]["explanation"]
