@@ -387,14 +387,15 @@ def _monotonic_detail(ctx, a: int, q: int, p: int) -> str:
             f"at micro-op {p + 1}, which the anti-dependency leaves.")
 
 
+_FUNCTION = operator.itemgetter(0)  # a micro-op's function
+
+
 def _writes(op) -> bool:
     """Does the transaction write (or append)? Its committed value if it
     committed, else what it was invoked with (an info txn observed: it wrote)."""
     value = op.value if op.type == "ok" else op.invoke_value
     return any(map("r".__ne__, map(_FUNCTION, value)))
 
-
-_FUNCTION = operator.itemgetter(0)  # a micro-op's function
 
 DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
 QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}
