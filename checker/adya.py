@@ -240,10 +240,20 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
             if min((first_write if k == g.WW else first_read for _, k in ins), default=NEVER) > last_read:
                 continue
             reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
-            entries = sorted((min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER), u, k)
-                             for u, k in ins)
-            if not entries or entries[0][0] > max(p for _, p in reads):
+            # an entry after every read the rw edges leave closes no cycle, and nor do
+            # the marks it spreads (each is compared with those reads): such in-edges are
+            # left out, and those whose kind enters after the reads (`bounds`) are left
+            # out before their labels are computed
+            last = max(p for _, p in reads)
+            entries = []
+            for u, k in ins:
+                if (first_write if k == g.WW else first_read) <= last:
+                    q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
+                    if q <= last:
+                        entries.append((q, u, k))
+            if not entries:
                 continue
+            entries.sort()
             mark: dict[int, tuple[int, int, int]] = {}  # node -> (entry position, next node, kind)
             for q, u, k in entries:  # earliest entries first: each node keeps its earliest
                 if u in mark:
@@ -362,6 +372,14 @@ def _is_cursor(ctx, cycle: Cycle) -> str | None:
     cycle = _one_rw(cycle)
     if cycle is None or any(k != g.WW for _, _, k in cycle[1:]):
         return None
+    # a key every edge is on is read by the rw edge's source and written by every
+    # transaction of the cycle (`key_sets`): where there is none, no label is computed
+    ids, key_sets = ctx.oc.idl, ctx.facts.key_sets
+    common = set(key_sets(ids[cycle[0][0]])[0])
+    for _, b, _ in cycle:
+        common &= key_sets(ids[b])[1]
+        if not common:
+            return None
     keys = None
     for a, b, k in cycle:
         ks = {x for x, _, _ in ctx.edge_facts(a, b, k)}
@@ -376,8 +394,11 @@ def _is_monotonic(ctx, cycle: Cycle) -> str | None:
     if cycle is None or any(k not in (g.WW, g.WR) for _, _, k in cycle[1:]):
         return None
     a, b, _ = cycle[0]
-    p = max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)
     u, _, k = cycle[-1]
+    first_write, first_read, last_read = ctx.facts.bounds(ctx.oc.idl[a])
+    if (first_write if k == g.WW else first_read) > last_read:  # q <= p cannot hold (`bounds`)
+        return None
+    p = max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)
     q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
     return _monotonic_detail(ctx, a, q, p) if q <= p else None
 

@@ -34,6 +34,8 @@ class ListAppendLabels:
     def __init__(self, an):
         self.an = an
         self._txn: dict[int, tuple[dict, list]] = {}
+        self._keys: dict[int, tuple[set, set]] = {}
+        self._bounds: dict[int, tuple[int, int, int]] = {}
         self._pos: dict[Any, dict[Any, int]] = {}
 
     def _ops(self, node: int) -> tuple[dict, list]:
@@ -59,20 +61,33 @@ class ListAppendLabels:
             got = self._txn[node] = (appends, reads)
         return got
 
+    def key_sets(self, node: int) -> tuple[set, set]:
+        """(keys of the reads an rw edge can leave, keys appended): every
+        fact (key, ...) of an edge a -> b has its key among a's second set
+        for ww, a's first for rw, and among b's second for ww and rw."""
+        got = self._keys.get(node)
+        if got is None:
+            appends, reads = self._ops(node)
+            got = self._keys[node] = ({k for _, k, _ in reads}, set(appends))
+        return got
+
     def overwrites(self, node: int) -> bool:
         """Does the transaction read a key and append to it too (only such a
         transaction can leave a G-cursor cycle by its rw edge)?"""
-        appends, reads = self._ops(node)
-        return any(k in appends for _, k, _ in reads)
+        reads, appends = self.key_sets(node)
+        return not reads.isdisjoint(appends)
 
     def bounds(self, node: int) -> tuple[int, int, int]:
         """(first append, first read, last read) position among the micro-ops
         `__call__` can name in the transaction (`NEVER` for first, -1 for last,
         when there is none): a ww edge enters it at an append, a wr edge at a
         read, an rw edge leaves it from a read."""
-        appends, reads = self._ops(node)
-        return (min((p for ps in appends.values() for p, _ in ps), default=NEVER),
-                reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1)
+        got = self._bounds.get(node)
+        if got is None:
+            appends, reads = self._ops(node)
+            got = self._bounds[node] = (min((p for ps in appends.values() for p, _ in ps), default=NEVER),
+                                        reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1)
+        return got
 
     def _index(self, k, v) -> int | None:
         pos = self._pos.get(k)
@@ -124,6 +139,8 @@ class RwRegisterLabels:
     def __init__(self, an):
         self.an = an
         self._txn: dict[int, tuple[list, list]] = {}
+        self._keys: dict[int, tuple[set, set]] = {}
+        self._bounds: dict[int, tuple[int, int, int]] = {}
         self._has_pred: set | None = None
 
     def _ops(self, node: int) -> tuple[list, list]:
@@ -145,17 +162,28 @@ class RwRegisterLabels:
             got = self._txn[node] = (writes, reads)
         return got
 
+    def key_sets(self, node: int) -> tuple[set, set]:
+        """(keys of its external reads, keys written), as `ListAppendLabels.key_sets`."""
+        got = self._keys.get(node)
+        if got is None:
+            writes, reads = self._ops(node)
+            got = self._keys[node] = ({k for _, k, _ in reads}, {k for _, k, _ in writes})
+        return got
+
     def overwrites(self, node: int) -> bool:
         """Does the transaction read a key and write it too?"""
-        writes, reads = self._ops(node)
-        return bool({k for _, k, _ in writes} & {k for _, k, _ in reads})
+        reads, writes = self.key_sets(node)
+        return not reads.isdisjoint(writes)
 
     def bounds(self, node: int) -> tuple[int, int, int]:
         """(first write, first read, last read) position among the micro-ops
         `__call__` can name in the transaction (as `ListAppendLabels.bounds`)."""
-        writes, reads = self._ops(node)
-        return (writes[0][0] if writes else NEVER, reads[0][0] if reads else NEVER,
-                reads[-1][0] if reads else -1)
+        got = self._bounds.get(node)
+        if got is None:
+            writes, reads = self._ops(node)
+            got = self._bounds[node] = (writes[0][0] if writes else NEVER, reads[0][0] if reads else NEVER,
+                                        reads[-1][0] if reads else -1)
+        return got
 
     def _first(self, k, w) -> bool:
         """Is w one of the values readers of nil precede (a final write with no known predecessor)?"""
