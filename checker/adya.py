@@ -236,8 +236,8 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
             ins = into.get(a, ())
             # no dependency edge can enter Ti at or before its last read: no cycle
             # here, known without the labels of its edges (`bounds`)
-            first_write, first_read, last_read = ctx.facts.bounds(oc.idl[a])
-            if min((first_write if k == g.WW else first_read for _, k in ins), default=NEVER) > last_read:
+            bounds = ctx.facts.bounds(oc.idl[a])
+            if min((_earliest_entry(bounds, k) for _, k in ins), default=NEVER) > bounds[2]:
                 continue
             reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
             # an entry after every read the rw edges leave closes no cycle, and nor do
@@ -247,7 +247,7 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
             last = max(p for _, p in reads)
             entries = []
             for u, k in ins:
-                if (first_write if k == g.WW else first_read) <= last:
+                if _earliest_entry(bounds, k) <= last:
                     q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
                     if q <= last:
                         entries.append((q, u, k))
@@ -395,12 +395,19 @@ def _is_monotonic(ctx, cycle: Cycle) -> str | None:
         return None
     a, b, _ = cycle[0]
     u, _, k = cycle[-1]
-    first_write, first_read, last_read = ctx.facts.bounds(ctx.oc.idl[a])
-    if (first_write if k == g.WW else first_read) > last_read:  # q <= p cannot hold (`bounds`)
+    bounds = ctx.facts.bounds(ctx.oc.idl[a])
+    if _earliest_entry(bounds, k) > bounds[2]:  # q <= p cannot hold: q is at or after it, p at or before
         return None
     p = max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)
     q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
     return _monotonic_detail(ctx, a, q, p) if q <= p else None
+
+
+def _earliest_entry(bounds: tuple[int, int, int], kind: int) -> int:
+    """The earliest micro-op at which a dependency edge of `kind` can enter the
+    transaction whose labels' `bounds` these are: a ww edge at an append, a wr
+    edge at a read (bounds[2], its last read, is the latest an rw edge leaves)."""
+    return bounds[0] if kind == g.WW else bounds[1]
 
 
 def _monotonic_detail(ctx, a: int, q: int, p: int) -> str:
