@@ -557,8 +557,6 @@ def decode_raw_lines(block: bytes) -> list[RawLine]:
     reader's strict types: msgspec.MsgspecError when some line breaks them, and then the
     caller's slow path (RULES, `event_from_dict`) decides about each line."""
     return _RAW_LINES.decode_lines(block)
-_INDEX = operator.attrgetter("index")
-_TIME = operator.attrgetter("time")
 
 
 def _line_chunks(fh) -> Iterator[list[_Line]]:
@@ -574,24 +572,6 @@ def _line_chunks(fh) -> Iterator[list[_Line]]:
         if not last and len(lines) != block.count(b"\n"):
             raise ValueError("a blank line")
         yield lines
-
-
-LARGE_CHUNK = 4096  # lines from which a chunk's index and time columns are checked with numpy
-
-
-def _columns_checked(lines: list[_Line], pos: int, last_time: int) -> list[int] | None:
-    """For a large chunk: None if its indexes are not pos, pos+1, ..., else the
-    positions whose time is below the one before (`note_backwards`), with numpy
-    (imported here, so small files never load it): no Python int per line."""
-    import numpy as np
-
-    n = len(lines)
-    index = np.fromiter(map(_INDEX, lines), np.int64, n)
-    if not np.array_equal(index, np.arange(pos, pos + n, dtype=np.int64)):
-        return None
-    times = np.fromiter(map(_TIME, lines), np.int64, n)
-    before = np.concatenate([np.array([last_time], dtype=np.int64), times[:-1]])
-    return (np.flatnonzero(times < before) + pos).tolist()
 
 
 def _read_ops_fast(fh, source: str) -> History | None:
@@ -613,27 +593,18 @@ def _read_ops_fast(fh, source: str) -> History | None:
             return None
         if lines is None:
             break
-        n = len(lines)
-        if n >= LARGE_CHUNK:
-            try:
-                late = _columns_checked(lines, pos, last_time)
-            except OverflowError:  # a number past 64 bits: the slow path judges it
-                return None
-            if late is None:
-                return None
-            backwards += late
-        else:
-            if list(map(_INDEX, lines)) != list(range(pos, pos + n)):
-                return None
-            backwards += [pos + i for i in note_backwards(list(map(_TIME, lines)), last_time)]
-        if n:
-            last_time = lines[-1].time
         for e in lines:
+            if e.index != pos:
+                return None
+            t = e.time
+            if t < last_time:
+                backwards.append(pos)
+            last_time = t
             p = e.process
             if p == NEMESIS:
-                nemesis.append(Event(pos, e.time, e.type, p, e.f, e.value, e.node, e.error, e.ts))
+                nemesis.append(Event(pos, t, e.type, p, e.f, e.value, e.node, e.error, e.ts))
             else:
-                feed(pos, e.type, p, e.f, e.value, e.time, e.node, e.error, e.ts)
+                feed(pos, e.type, p, e.f, e.value, t, e.node, e.error, e.ts)
             pos += 1
     h._ops = pairer.ops
     h.compact = (pos, nemesis)

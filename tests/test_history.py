@@ -123,26 +123,9 @@ def test_time_backwards_across_chunks_is_counted(tmp_path, monkeypatch):
     path = write(tmp_path, rows)
     assert read_jsonl(path).time_backwards == (2, 20)
     assert read_jsonl(path, events=False).time_backwards == (2, 20)
-    monkeypatch.setattr(history, "LARGE_CHUNK", 1)  # the compact reader's numpy columns
-    assert read_jsonl(path, events=False).time_backwards == (2, 20)
 
 
-@pytest.mark.parametrize("line,lineno,problem", BAD)
-def test_large_chunks_name_bad_lines_too(tmp_path, monkeypatch, line, lineno, problem):
-    # chunks of LARGE_CHUNK lines or more check index and time columns with numpy
-    import sleuth.history as history
-
-    monkeypatch.setattr(history, "LARGE_CHUNK", 1)
-    path = write(tmp_path, [GOOD[0], GOOD[1], line])
-    with pytest.raises(HistoryError) as e:
-        read_jsonl(path, events=False)
-    assert str(e.value).startswith(f"{path}:{lineno}: ") and problem in str(e.value)
-
-
-def test_large_chunk_with_a_time_past_64_bits(tmp_path, monkeypatch):
-    import sleuth.history as history
-
-    monkeypatch.setattr(history, "LARGE_CHUNK", 1)
+def test_compact_load_with_a_time_past_64_bits(tmp_path):
     rows = [ev(0, 2**70, "invoke", 0, "write", 1), ev(1, 2**70 + 1, "ok", 0, "write", 1)]
     assert [o.invoke_time for o in read_jsonl(write(tmp_path, rows), events=False).ops()] == [2**70]
 
