@@ -85,6 +85,8 @@ class Workload:
              (strict serializability of single-operation transactions on one
              object is linearizability).
     options: names in OPTIONS the checker function takes.
+    micro_ops: a transactional workload's micro-op functions; its checker
+             takes micro-ops as lists or tuples (the compact reader's).
     """
 
     name: str
@@ -94,6 +96,7 @@ class Workload:
     options: tuple[str, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()
     reader: tuple[str, str] | None = None  # (module, function) reading a file for the checker
+    micro_ops: tuple[str, ...] = ()
 
     def load(self, path: str, events: bool = True) -> Any:
         """The history in `path`: by the workload's own reader if it has one
@@ -101,7 +104,7 @@ class Workload:
         if self.reader is None:
             from sleuth.imports import load
 
-            return load(path, events=events)
+            return load(path, events=events, micro_ops=self.micro_ops)
         return getattr(importlib.import_module(self.reader[0]), self.reader[1])(path, events=events)
 
     @property
@@ -135,9 +138,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
     Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS,
-             ("cycle_search_timeout",), TXN_ALIASES),
+             ("cycle_search_timeout",), TXN_ALIASES, micro_ops=("append", "r")),
     Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
-             ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES),
+             ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES,
+             micro_ops=("r", "w")),
     Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative")),
     Workload("counter", "sleuth.checker.counter", "check_counter"),
     Workload("source", "sleuth.checker.source", "check_source"),  # an upstream log, via a source node

@@ -161,7 +161,7 @@ class Analysis:
                 keys = set()
                 reads = None
                 for mop in value:
-                    if type(mop) is not list or len(mop) != 3:
+                    if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
                         raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
                     f, k, v = mop
                     keys.add(k)

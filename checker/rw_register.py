@@ -57,7 +57,8 @@ def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
     if not isinstance(value, list):
         raise history.error(op.invoke_pos, f"an rw-register txn value must be a list of micro-ops, got {value!r}")
     for mop in value:
-        if type(mop) is not list or len(mop) != 3 or mop[0] not in ("r", "w") or type(mop[1]) is list:
+        if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3 or mop[0] not in ("r", "w") \
+                or type(mop[1]) is list:
             raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [\"r\"|\"w\", key, value]")
     return value
 

@@ -67,16 +67,16 @@ MICRO_OPS = frozenset(("append", "r", "w"))
 
 
 @gc_paused
-def load(path: str | os.PathLike, events: bool = True) -> History:
+def load(path: str | os.PathLike, events: bool = True, micro_ops: tuple[str, ...] = ()) -> History:
     """Read a history in any supported format (see the module docstring).
 
-    `events=False` is passed on to `read_jsonl` (a compact load keeping only
-    ops); the other formats always keep their events.
+    `events=False` and `micro_ops` are passed on to `read_jsonl` (a compact
+    load keeping only ops); the other formats always keep their events.
     """
     source = os.fspath(path)
     ext = os.path.splitext(source)[1].lower()
     if ext == ".jsonl":
-        return read_jsonl(source, events=events)
+        return read_jsonl(source, events=events, micro_ops=micro_ops)
     text = _read_text(source)
     if ext == ".edn":
         return load_edn(text, source)
