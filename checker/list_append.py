@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import operator
 from array import array
-from itertools import repeat
+from itertools import compress, count, repeat
 from typing import Any
 
 import numpy as np
@@ -277,6 +277,7 @@ class Analysis:
         r_len = array("q")  # how many elements it saw,
         r_of = array("q")  # and how long its key's order is
         empty: dict = {}
+        self._starts = starts = {}  # ordered key -> where its order starts in `flat`
         eq = operator.eq
         for k, reads in self.reads_by_key.items():
             # column by column at C speed: a million transactions' reads pass here
@@ -299,7 +300,7 @@ class Analysis:
             self.order_ops[k] = ws
             self.seen[k] = values
             observed.update(ws)
-            at = len(flat)
+            at = starts[k] = len(flat)
             flat.extend(ws)
             n = len(reads)
             r_op.extend(readers)
@@ -366,7 +367,10 @@ class Analysis:
                         w = wk.get(v)
                         if w is None or w in failed:
                             self._bad_element(k, v, w, i, r)
+        ends_marked = self._keys_read_ending_in_marked()
         for k, values in self.intermediate.items():
+            if k in self._starts and k not in ends_marked:
+                continue
             for i, r in self.reads_by_key.get(k, ()):
                 if not r or r[-1] not in values:
                     continue
@@ -381,6 +385,28 @@ class Analysis:
                                    f"ending at {v!r}, an intermediate append of "
                                    f"{txn.txn_label(self.history, ops[w])}, which went on to append "
                                    f"{last!r} to {k!r} (intermediate read)"})
+
+    def _keys_read_ending_in_marked(self) -> set:
+        """The ordered keys some ok read of which ends in an intermediate value (a G1b
+        candidate). Every read of an ordered key is a prefix of its order, so it ends
+        at the element of its length: the intermediate elements are marked in the
+        flat orders, and each read's last element looked up, all at once. Most keys
+        have none, and are then passed over without a Python step per read."""
+        flat, r_at, r_len = self._flat[0], self._flat[2], self._flat[3]
+        starts, order = self._starts, self.order
+        marked: list[int] = []
+        for k, values in self.intermediate.items():
+            at = starts.get(k)
+            if at is not None:
+                marked.extend(compress(count(at), map(values.__contains__, order[k])))
+        if not marked:
+            return set()
+        is_marked = np.zeros(len(flat) + 1, dtype=bool)  # the last slot: "no element" (an empty read)
+        is_marked[marked] = True
+        at, n = np.frombuffer(r_at, dtype=np.int64), np.frombuffer(r_len, dtype=np.int64)
+        last = np.where(n > 0, at + n - 1, len(flat))
+        key_at = {at: k for k, at in starts.items()}
+        return {key_at[a] for a in np.unique(at[is_marked[last]]).tolist()}
 
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
         ops = self.ops
