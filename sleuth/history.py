@@ -584,7 +584,7 @@ def _decode_block(block: bytes, txn: msgspec.json.Decoder | None) -> list[_Line]
     out: list[_Line] = []
     start = 0
     while (i := block.find(b'"nemesis"', start)) >= 0:
-        first = block.rfind(b"\n", start, i) + 1
+        first = block.rfind(b"\n", start, i) + 1 or start
         end = block.find(b"\n", i) + 1 or len(block)
         if first > start:
             out += _decode_run(block[start:first], txn)

@@ -101,6 +101,31 @@ def test_nemesis_and_odd_values_between_txns(tmp_path):
         [(o.type, o.invoke_pos, o.complete_pos) for o in h.ops()]
 
 
+@pytest.mark.parametrize("block", [1 << 20, 97])  # one block; blocks cut between and inside the runs
+def test_nemesis_lines_in_a_row(tmp_path, monkeypatch, block):
+    """Consecutive nemesis lines, at the start, in the middle and at the end (no last
+    newline): each line is read once, and the txns around them still as tuples."""
+    import sleuth.history as history
+
+    monkeypatch.setattr(history, "CHUNK_BYTES", block)
+    nemesis = [["n1"], {"grudge": {}}, "all"]
+    events, i = [], 0
+    for p in range(3):
+        for v in nemesis[: p + 1]:
+            events.append(ev(i, "info", "nemesis", "kill", v))
+            i += 1
+        events.append(ev(i, "invoke", p, "txn", [["append", "x", p]]))
+        events.append(ev(i + 1, "ok", p, "txn", [["append", "x", p]]))
+        i += 2
+    events += [ev(i, "info", "nemesis", "heal", None), ev(i + 1, "info", "nemesis", "heal", "all")]
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"".join(history.dumps_event(e) for e in events).rstrip(b"\n"))
+    h = read_jsonl(path, events=False, micro_ops=("append", "r"))
+    assert len(h) == len(events)
+    assert [e.value for e in h.nemesis_events()] == [e.value for e in events if e.process == "nemesis"]
+    assert [op.value for op in h.ops()] == [[("append", "x", p)] for p in range(3)]
+
+
 @pytest.mark.parametrize("mop,problem", [
     (["append", "x"], "bad micro-op ['append', 'x']: expected [f, key, value]"),
     (["write", "x", 1], "unknown micro-op 'write'"),
