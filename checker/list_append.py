@@ -37,7 +37,7 @@ import numpy as np
 from sleuth.checker import graph as g
 from sleuth.checker import txn
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, gc_paused
+from sleuth.history import History, Op, as_written, gc_paused
 
 Key = Any
 
@@ -162,7 +162,8 @@ class Analysis:
                 reads = None
                 for mop in value:
                     if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
-                        raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [f, key, value]")
+                        raise history.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: "
+                                                           "expected [f, key, value]")
                     f, k, v = mop
                     keys.add(k)
                     if f == "append":
@@ -185,7 +186,7 @@ class Analysis:
                             else:
                                 reads.append((k, v))
                     else:
-                        raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {mop!r} "
+                        raise history.error(op.invoke_pos, f"unknown micro-op {f!r} in {as_written(mop)!r} "
                                                            "(expected append or r)")
                 if len(keys) < len(value):
                     self._repeats(i, ok, value, lost)
@@ -198,7 +199,7 @@ class Analysis:
                             rk.append((i, v))
         except TypeError:  # an unhashable key or value
             raise history.error(ops[i].invoke_pos, "keys and appended values must be scalars: "
-                                                   f"{ops[i].invoke_value!r}") from None
+                                                   f"{as_written(ops[i].invoke_value)!r}") from None
         for (k, *_), members in lost.items():
             if len(members) > 1:
                 self._lost_update(k, members)

@@ -47,7 +47,7 @@ from typing import Any
 from sleuth.checker import graph as g
 from sleuth.checker import txn
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, gc_paused
+from sleuth.history import History, Op, as_written, gc_paused
 
 Key = Any
 
@@ -59,7 +59,7 @@ def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
     for mop in value:
         if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3 or mop[0] not in ("r", "w") \
                 or type(mop[1]) is list:
-            raise history.error(op.invoke_pos, f"bad micro-op {mop!r}: expected [\"r\"|\"w\", key, value]")
+            raise history.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: expected [\"r\"|\"w\", key, value]")
     return value
 
 

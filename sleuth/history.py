@@ -263,6 +263,16 @@ def _same_micro_ops(invoked: Any, completed: list) -> bool:
     return True
 
 
+def as_written(value: Any) -> Any:
+    """A micro-op, or a txn value, for a message: micro-ops that the typed reader made
+    tuples (`_txn_lines`) shown as the lists the file holds."""
+    if type(value) is tuple:
+        return list(value)
+    if type(value) is list:
+        return [list(m) if type(m) is tuple else m for m in value]
+    return value
+
+
 def _names_another_key(f: str, invoked: Any, completed: Any) -> bool:
     """Is this a [key, value] operation whose completion names another key than its invoke?
     (The register checker says so, naming the line; it needs the invoke's value for that.)"""

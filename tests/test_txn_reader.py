@@ -139,3 +139,17 @@ def test_bad_micro_op_is_named_by_line(tmp_path, mop, problem):
     with pytest.raises(HistoryError) as e:
         list_append.check(WORKLOADS["list-append"].load(str(path), events=False))
     assert str(e.value).startswith(f"{path}:3: ") and problem in str(e.value)
+
+
+@pytest.mark.parametrize("workload,mop", [("list-append", ["append", ["x"], 1]), ("rw-register", ["w", ["x"], 1])])
+def test_messages_show_micro_ops_as_written(tmp_path, workload, mop):
+    """A list as a key is bad input; the message shows the micro-op as the file holds it
+    (a list), the same words as from the general reader, not a Python tuple."""
+    path = tmp_path / "h.jsonl"
+    write_jsonl([ev(0, "invoke", 0, "txn", [mop]), ev(1, "ok", 0, "txn", [mop])], path)
+    messages = []
+    for h in (WORKLOADS[workload].load(str(path), events=False), read_jsonl(path)):
+        with pytest.raises(HistoryError) as e:
+            CHECK[workload](h)
+        messages.append(str(e.value))
+    assert messages[0] == messages[1] and str(mop) in messages[0], messages
