@@ -52,6 +52,7 @@ from typing import Any
 import orjson
 
 from sleuth import edn
+from sleuth.checker import WORKLOADS
 from sleuth.history import (
     NEMESIS,
     RULES,
@@ -63,7 +64,7 @@ from sleuth.history import (
     read_jsonl,
 )
 
-MICRO_OPS = frozenset(("append", "r", "w"))
+MICRO_OPS = frozenset(f for w in WORKLOADS.values() for f in w.micro_ops)  # the transactional workloads'
 
 
 @gc_paused
