@@ -145,8 +145,8 @@ def _name(ctx, node: int) -> str:
     return f"T{ctx.txns[ctx.oc.idl[node]].id}"
 
 
-def _label_lists(m: int, src, dst, sel) -> tuple[list[int], np.ndarray]:
-    labels, sizes = g.scc_labels(m, src[sel], dst[sel])
+def _label_lists(m: int, src, dst, sel, key: np.ndarray) -> tuple[list[int], np.ndarray]:
+    labels, sizes = g.scc_labels(m, src[sel], dst[sel], key)
     return labels.tolist(), (labels, sizes)
 
 
@@ -154,7 +154,7 @@ def cursor(ctx) -> Iterator[tuple[int, Task]]:
     """G-cursor tasks: one per component of the ww+rw edges that holds an rw edge."""
     oc = ctx.oc
     src, dst, kind = oc.src, oc.dst, oc.kind
-    label, (labels, sizes) = _label_lists(len(oc.ids), src, dst, np.isin(kind, (g.WW, g.RW)))
+    label, (labels, sizes) = _label_lists(len(oc.ids), src, dst, np.isin(kind, (g.WW, g.RW)), oc.key)
     inside = (labels[src] == labels[dst]) & (sizes[labels[src]] > 1)
     # Ti must be entered by a ww edge of its component (it writes x after Tj)
     written = np.zeros(len(oc.ids), dtype=bool)
@@ -292,7 +292,7 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
     uplist = upd.tolist()
     data = np.isin(kind, g.DATA)
     both = data & upd[src] & upd[dst]
-    ulabel, (ulabels, usizes) = _label_lists(m, src, dst, both)
+    ulabel, (ulabels, usizes) = _label_lists(m, src, dst, both, ctx.oc.key)
     rw = np.flatnonzero(both & (kind == g.RW) & (ulabels[src] == ulabels[dst]))
     rw = rw[usizes[ulabels[src[rw]]] > 1]
     anything = g.any_cycle(frozenset(g.DATA))

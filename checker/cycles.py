@@ -158,6 +158,7 @@ class OnCycles:
     dst: np.ndarray
     kind: np.ndarray
     adj: g.Adjacency
+    key: np.ndarray  # local node -> its order guess for `g.scc_labels` (its invocation)
 
 
 class CycleSearch:
@@ -213,7 +214,7 @@ class CycleSearch:
         if spec.base in SI_BASES:
             key = ("si", spec.kinds)
             if key not in sccs:
-                sccs[key] = _si_product(m, src, dst, kind, spec.kinds)
+                sccs[key] = _si_product(m, src, dst, kind, spec.kinds, oc.key)
             inside &= _in_si_product(sccs[key], src, dst, kind, starts)
         # one search per sub-component, from its first start edge (in edge order)
         sel = starts[inside]
@@ -316,12 +317,13 @@ def _components(oc: OnCycles, kinds: frozenset[int], sccs: dict) -> tuple[np.nda
     once per set of kinds and kept in `sccs`."""
     if kinds not in sccs:
         sel = np.flatnonzero(np.isin(oc.kind, list(kinds)))
-        labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel])
+        labels, sizes = g.scc_labels(len(oc.ids), oc.src[sel], oc.dst[sel], oc.key)
         sccs[kinds] = labels, sizes, labels.tolist()
     return sccs[kinds]
 
 
-def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+def _si_product(m: int, src, dst, kind, kinds: frozenset[int],
+                key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Components of Cerone & Gotsman's product graph over `kinds`: node 2v
     is "v, not entered by rw", 2v+1 "v, entered by rw"; non-rw edges leave
     either, rw edges only the first and enter the second. A closed walk with
@@ -331,7 +333,7 @@ def _si_product(m: int, src, dst, kind, kinds: frozenset[int]) -> tuple[np.ndarr
     rw = np.flatnonzero(kind == g.RW) if g.RW in kinds else np.zeros(0, np.int64)
     ps = np.concatenate([2 * src[non], 2 * src[non] + 1, 2 * src[rw]])
     pd = np.concatenate([2 * dst[non], 2 * dst[non], 2 * dst[rw] + 1])
-    return g.scc_labels(2 * m, ps, pd)
+    return g.scc_labels(2 * m, ps, pd, np.repeat(key, 2))
 
 
 def _in_si_product(product: tuple[np.ndarray, np.ndarray], src, dst, kind, starts: np.ndarray) -> np.ndarray:
@@ -380,4 +382,4 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     dst2 = np.concatenate([local[d[same]], np.asarray(rt_d, dtype=np.int64)])
     kind2 = np.concatenate([k[same], np.full(len(rt_s), g.REALTIME, dtype=np.int64)])
     return OnCycles(nodes, nodes.tolist(), comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
-                    g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()))
+                    g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()), invoke[nodes] * g.KEY_ROOM)

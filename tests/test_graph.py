@@ -115,6 +115,66 @@ def test_small_and_large_graph_sccs_agree(seed, monkeypatch):
     assert max(map(len, partition(small))) > 1
 
 
+def random_graph(rnd, n):
+    edges = [(rnd.randrange(n), rnd.randrange(n)) for _ in range(rnd.randint(0, 3 * n))]
+    return edges, np.array([a for a, _ in edges], dtype=np.int64), np.array([b for _, b in edges], dtype=np.int64)
+
+
+def random_key(rnd, n):
+    """Keys of every sort: distinct, with ties, all equal, far apart."""
+    return np.array(rnd.choice([
+        lambda: rnd.sample(range(n), n),
+        lambda: [rnd.randrange(3) for _ in range(n)],
+        lambda: [7] * n,
+        lambda: [rnd.randrange(-10**12, 10**12) for _ in range(n)],
+    ])(), dtype=np.int64)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, g.KEY_ROUNDS])
+@pytest.mark.parametrize("seed", range(100))
+def test_cyclic_edges_keep_every_edge_on_a_cycle(seed, rounds, monkeypatch):
+    # An edge lies on a cycle iff its ends reach each other (brute force); every
+    # such edge must survive whatever the keys and however many rounds of relaxation.
+    monkeypatch.setattr(g, "KEY_ROUNDS", rounds)
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 14)
+    edges, src, dst = random_graph(rnd, n)
+    r = reach(n, edges)
+    on_cycle = {(a, b) for a, b in edges if a == b or (b, a) in r}
+    s, d = g.cyclic_edges(random_key(rnd, n), src, dst)
+    kept = list(zip(s.tolist(), d.tolist()))
+    assert on_cycle <= set(kept)
+    assert len(kept) <= len(edges) and set(kept) <= set(edges)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_cyclic_edges_of_an_acyclic_graph_are_none(seed):
+    # A DAG, with keys a topological order, or its reverse: the first leaves
+    # nothing at once; the relaxation must settle the second (depth under KEY_ROUNDS).
+    rnd = random.Random(seed)
+    n = rnd.randint(2, 30)
+    edges = [(a, b) for a, b in ((rnd.randrange(n), rnd.randrange(n)) for _ in range(3 * n)) if a < b]
+    src = np.array([a for a, _ in edges], dtype=np.int64)
+    dst = np.array([b for _, b in edges], dtype=np.int64)
+    for key in (np.arange(n), np.zeros(n, dtype=np.int64)):
+        assert len(g.cyclic_edges(key, src, dst)[0]) == 0
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_sccs_by_key_are_mutual_reachability(seed, monkeypatch):
+    # scc_labels with an order guess searches only cyclic_edges' part; the rest
+    # are components of one node. Against the definition, as without a key.
+    monkeypatch.setattr(g, "scipy_loaded", lambda: False)
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 14)
+    edges, src, dst = random_graph(rnd, n)
+    labels, sizes = g.scc_labels(n, src, dst, random_key(rnd, n))
+    r = reach(n, edges)
+    expected = {frozenset(v for v in range(n) if v == u or ((u, v) in r and (v, u) in r)) for u in range(n)}
+    assert partition(labels) == expected
+    assert sizes.tolist() == np.bincount(labels).tolist()
+
+
 def _search(n, src, dst, kind, spec_name, label=None):
     from sleuth.checker import cycles
     spec = next(s for s in cycles.SPECS if s.name == spec_name)
