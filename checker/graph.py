@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -38,7 +39,7 @@ SMALL_GRAPH = 100_000  # nodes + edges up to which SCCs are found in Python (the
 
 
 def scc_labels(n: int, src: np.ndarray, dst: np.ndarray,
-               key: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+               key: np.ndarray | Callable[[], np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Component label of each node and the size of each component.
 
     With `key` (a guess at a topological order: see `cyclic_edges`), only
@@ -49,14 +50,15 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray,
     nor above KEY_LIMIT: scipy's traversal of the whole graph is then the
     quicker (at a million serializable transactions, 7.4M edges, 0.48 s with
     its import against 0.8 s for `cyclic_edges`' passes, whose gathers
-    miss the cache).
+    miss the cache). `key` may be a function that computes it, called only
+    when it is used.
     """
     if n == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if key is None or scipy_loaded() or n + len(src) > KEY_LIMIT:
         labels = _labels(n, src, dst)
         return labels, np.bincount(labels)
-    s, d = cyclic_edges(key, src, dst)
+    s, d = cyclic_edges(key() if callable(key) else key, src, dst)
     kept = np.zeros(n, dtype=bool)
     kept[s] = True
     kept[d] = True

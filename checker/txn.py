@@ -245,7 +245,8 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     gsrc, gdst, gkind = gr.arrays()
     ids = np.int32 if n + nb < 2**31 else np.int64  # half the memory, while ids fit
     labels, _ = g.scc_labels(n + nb, np.concatenate([gsrc, ps, bs], dtype=ids),
-                             np.concatenate([gdst, pd, bd], dtype=ids), g.realtime_key(invoke, complete))
+                             np.concatenate([gdst, pd, bd], dtype=ids),
+                             lambda: g.realtime_key(invoke, complete))
     explainer = Explainer(history, gr, explain_data)
     search = cycles.CycleSearch(classify, explainer.cycle, timeout, labels=edge_labels, txns=txns)
     oc = cycles.on_cycles(n, labels, gsrc, gdst, gkind, invoke, complete, ps, pd)
