@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 
 
-def _stat(pid: int) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name: state, ppid, …; None once gone."""
+def _stat(pid: int, tid: str | None = None) -> list[str] | None:
+    """The fields of /proc/PID/stat (of one thread's: /proc/PID/task/TID/stat) after the
+    command name: state, ppid, …; None once gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat", "rb") as f:
             stat = f.read()
     except OSError:
         return None
@@ -22,8 +23,22 @@ def state(pid: int) -> str | None:
 
 
 def running(pid: int) -> bool:
-    """The process exists and is not a zombie (a zombie is dead, only not yet reaped)."""
-    return state(pid) not in (None, "Z")
+    """The process exists and is not a zombie (a zombie is dead, only not yet reaped).
+
+    A process whose main thread is a zombie while another of its threads still
+    runs is not dead: SIGKILLed in the middle of an fsync, a storage node's
+    main thread ends at once, but the thread blocked in the fsync (state D)
+    ends only when the disk answers, and until then the process keeps its
+    files and its listening socket (a restart on the same port then failed
+    with "address already in use")."""
+    st = state(pid)
+    if st != "Z":
+        return st is not None
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return any((fields := _stat(pid, t)) and fields[0] != "Z" for t in tids)
 
 
 def descendants(root: int) -> list[int]:
