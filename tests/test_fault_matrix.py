@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 MATRIX = [
     # (fault, workload, nemesis)
     ("stale-read", "register", None),
-    ("oracle-amnesia", "list-append", "kill"),
+    ("oracle-amnesia", "list-append", "kill"),  # the oracle killed twice: see EXTRA
     ("no-fencing", "register", "dual-leader"),
     ("rtw-no-conflict", "counter", None),
     ("ack-before-durable", "register", "kill"),
@@ -27,6 +27,11 @@ MATRIX = [
     ("rtr-skip", "source", None),
 ]
 TIME_LIMIT = os.environ.get("SLEUTH_MATRIX_SECONDS", "30")
+# The amnesiac oracle is caught only when a read lands between its restart and the
+# next write above its forgotten bound; at the default 5 s interval the kills rotate
+# storage, oracle, coordinator and reach the oracle once in 30 s, and that one chance
+# was missed now and then. At 2.5 s it is killed twice.
+EXTRA = {"oracle-amnesia": ("--nemesis-interval", "2.5")}
 
 
 def sleuth_run(tmp_path, workload, fault, nemesis, seed=0, extra=()):
@@ -45,7 +50,7 @@ def sleuth_run(tmp_path, workload, fault, nemesis, seed=0, extra=()):
 
 @pytest.mark.parametrize("fault, workload, nemesis", MATRIX, ids=[m[0] for m in MATRIX])
 def test_fault_is_caught(tmp_path, fault, workload, nemesis):
-    code, s = sleuth_run(tmp_path, workload, fault, nemesis)
+    code, s = sleuth_run(tmp_path, workload, fault, nemesis, extra=EXTRA.get(fault, ()))
     assert code == 1 and s["valid"] is False, s
     assert s["anomaly-types"], s
     assert s["ok"] > 100  # the cluster kept serving: the bug, not an outage, is what was judged
@@ -55,6 +60,6 @@ def test_fault_is_caught(tmp_path, fault, workload, nemesis):
 
 @pytest.mark.parametrize("fault, workload, nemesis", MATRIX, ids=[m[0] for m in MATRIX])
 def test_same_run_without_the_fault_is_valid(tmp_path, fault, workload, nemesis):
-    code, s = sleuth_run(tmp_path, workload, None, nemesis)
+    code, s = sleuth_run(tmp_path, workload, None, nemesis, extra=EXTRA.get(fault, ()))
     assert code == 0 and s["valid"] is True and s["anomaly-types"] == [], s
     assert s["ok"] > 100
