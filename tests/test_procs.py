@@ -1,4 +1,4 @@
-"""cluster/procs.py: what counts as a running process."""
+"""sleuth.cluster.procs (cluster/procs.py): what counts as a running process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from cluster import procs
+from sleuth.cluster import procs
 
 # The main thread ends alone (pthread_exit) while another thread sleeps: the
 # process's leader is a zombie, yet the process lives on and keeps its
