@@ -362,7 +362,11 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     m = len(nodes)
     local = np.full(n, -1, dtype=np.int64)
     local[nodes] = np.arange(m)
-    uniq, comp = np.unique(lab[nodes], return_inverse=True)
+    # components numbered by their first transaction, not by the SCC labels' values, which
+    # differ between scipy and Tarjan in Python: each component's real-time edges join the
+    # edge list in this order, so the examples shown would otherwise depend on which ran
+    uniq, first, comp = np.unique(lab[nodes], return_index=True, return_inverse=True)
+    comp = np.argsort(np.argsort(first))[comp]
     s = np.concatenate([src, process_src])
     d = np.concatenate([dst, process_dst])
     k = np.concatenate([kind, np.full(len(process_src), g.PROCESS, dtype=np.int64)])
