@@ -37,7 +37,7 @@ import numpy as np
 from sleuth.checker import graph as g
 from sleuth.checker import txn
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, as_written, gc_paused
+from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
 Key = Any
 
@@ -407,7 +407,7 @@ class Analysis:
         at, n = np.frombuffer(r_at, dtype=np.int64), np.frombuffer(r_len, dtype=np.int64)
         last = np.where(n > 0, at + n - 1, len(flat))
         key_at = {at: k for k, at in starts.items()}
-        return {key_at[a] for a in np.unique(at[is_marked[last]]).tolist()}
+        return {key_at[a] for a in set(at[is_marked[last]].tolist())}  # np.unique imports numpy.ma
 
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
         ops = self.ops
@@ -562,5 +562,7 @@ def check(history: History, model: str = "strict-serializable",
     a = Analysis(history)
     stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
     from sleuth.checker.labels import ListAppendLabels  # imports this module
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
-                       cycle_search_timeout=cycle_search_timeout, edge_labels=ListAppendLabels(a))
+    result = txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                         cycle_search_timeout=cycle_search_timeout, edge_labels=ListAppendLabels(a))
+    unfreed(a)  # when the program is about to leave: not freed for nothing
+    return result

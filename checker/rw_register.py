@@ -47,7 +47,7 @@ from typing import Any
 from sleuth.checker import graph as g
 from sleuth.checker import txn
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, as_written, gc_paused
+from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
 Key = Any
 
@@ -371,5 +371,7 @@ def check(history: History, model: str = "strict-serializable", linearizable_key
     a = Analysis(history, linearizable_keys, sequential_keys, wfr_keys)
     stats = {"ops": len(a.ops)}
     from sleuth.checker.labels import RwRegisterLabels
-    return txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
-                       cycle_search_timeout=cycle_search_timeout, edge_labels=RwRegisterLabels(a))
+    result = txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
+                         cycle_search_timeout=cycle_search_timeout, edge_labels=RwRegisterLabels(a))
+    unfreed(a)  # when the program is about to leave: not freed for nothing
+    return result

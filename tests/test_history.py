@@ -229,3 +229,28 @@ def test_every_reader_applies_the_same_event_rules(tmp_path, field, value):
     assert len(set(map(repr, results.values()))) == 1, results
     if field == "node" and value == 3:
         assert results["slow"][1][0][2] == "3"  # a numbered node is shown as its text, everywhere
+
+
+def test_unfreed_keeps_only_the_last_object_and_only_when_the_program_leaves(monkeypatch):
+    import weakref
+
+    from sleuth import history
+
+    class Box:
+        pass
+
+    monkeypatch.setattr(history, "_UNFREED", None)
+    a = Box()
+    ra = weakref.ref(a)
+    history.unfreed(a)
+    del a
+    assert ra() is None  # in-process (tests, a library): freed as ever
+    history.leave_unfreed()  # `sleuth check` as a program, which leaves without freeing
+    b, c = Box(), Box()
+    rb, rc = weakref.ref(b), weakref.ref(c)
+    history.unfreed(b)
+    del b
+    assert rb() is not None
+    history.unfreed(c)  # the next file's: the one before is let go
+    del c
+    assert rb() is None and rc() is not None

@@ -21,7 +21,7 @@ import click
 import sleuth.cli as cli
 from sleuth import exits
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
-from sleuth.history import HistoryError, gc_paused
+from sleuth.history import HistoryError, gc_paused, leave_unfreed
 from sleuth.workloads import SIM_DBS
 
 
@@ -203,6 +203,7 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         # allocated (3 s at 1M transactions). Nothing here builds cycles.
         gc.disable()
         cli.FAST_EXIT = True
+        leave_unfreed()
     if workload is None:
         _check_runs(files, as_json)
     if report_dir and len(files) != 1:
