@@ -165,6 +165,7 @@ def test_sccs_by_key_are_mutual_reachability(seed, monkeypatch):
     # scc_labels with an order guess searches only cyclic_edges' part; the rest
     # are components of one node. Against the definition, as without a key.
     monkeypatch.setattr(g, "scipy_loaded", lambda: False)
+    monkeypatch.setattr(g, "KEY_MIN", 0)
     rnd = random.Random(seed)
     n = rnd.randint(1, 14)
     edges, src, dst = random_graph(rnd, n)
