@@ -49,14 +49,12 @@ def scc_labels(n: int, src: np.ndarray, dst: np.ndarray,
     graph, and needs no scipy. The key is not used below KEY_MIN (Tarjan in
     Python is quicker than numpy's calls on a small graph: a call of `sleuth
     check` on 1,000 histories of 50 transactions took 25% longer with it),
-    nor once scipy is imported, nor above KEY_LIMIT: scipy's traversal of the whole graph is then the
-    quicker (at a million serializable transactions, 7.4M edges, 0.48 s with
-    its import against 0.8 s for `cyclic_edges`' passes, whose gathers
-    miss the cache). `key` may be a function that computes it, called only
-    when it is used.
+    nor once scipy is imported, nor above KEY_LIMIT: scipy's traversal of
+    the whole graph is then the quicker (at a million serializable
+    transactions, 7.4M edges, 0.48 s with its import against 0.8 s for
+    `cyclic_edges`' passes, whose gathers miss the cache). `key` may be a
+    function that computes it, called only when it is used.
     """
-    if n == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if key is None or scipy_loaded() or not KEY_MIN < n + len(src) <= KEY_LIMIT:
         labels = _labels(n, src, dst)
         return labels, np.bincount(labels)
@@ -125,9 +123,10 @@ def cyclic_edges(key: np.ndarray, src: np.ndarray, dst: np.ndarray) -> tuple[np.
     remaining backward edge is raised above its tail (`key[v] = key[u] + 1`),
     which on an acyclic part settles into a topological order and leaves no
     edge. It stops when no edge is left, after a round (not the first) that
-    took away less than a tenth, or after KEY_ROUNDS rounds. On the sims' 100,000-
-    transaction histories (in invoke order, keys from positions) it leaves
-    0 of 737,000 edges when serializable, 18,000 under snapshot isolation.
+    took away less than a tenth, or after KEY_ROUNDS rounds. On the sims'
+    100,000-transaction histories (in invoke order, keys from positions) it
+    leaves 0 of 737,000 edges when serializable, 18,000 under snapshot
+    isolation.
     """
     # a copy, relaxed in place; int32 when it fits, for gathers that touch half the memory
     # (the relaxation raises the largest key by at most one a round)
