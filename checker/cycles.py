@@ -363,27 +363,17 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     local = np.full(n, -1, dtype=np.int64)
     local[nodes] = np.arange(m)
     # components numbered by their first transaction, not by the SCC labels' values, which
-    # differ between scipy and Tarjan in Python: each component's real-time edges join the
-    # edge list in this order, so the examples shown would otherwise depend on which ran
+    # differ between scipy and Tarjan in Python: the searches cut short are reported in this
+    # order, which would otherwise depend on which ran
     uniq, first, comp = np.unique(lab[nodes], return_index=True, return_inverse=True)
     comp = np.argsort(np.argsort(first))[comp]
     s = np.concatenate([src, process_src])
     d = np.concatenate([dst, process_dst])
     k = np.concatenate([kind, np.full(len(process_src), g.PROCESS, dtype=np.int64)])
     same = (lab[s] == lab[d]) & (local[s] >= 0)
-    order = np.argsort(comp, kind="stable")
-    bounds = np.searchsorted(comp[order], np.arange(len(uniq) + 1)).tolist()
-    order = order.tolist()
-    inv, cpl = invoke[nodes].tolist(), complete[nodes].tolist()
-    rt_s: list[int] = []  # real-time edges of every component, gathered as lists: thousands of
-    rt_d: list[int] = []  # small components would cost two small arrays each
-    for c in range(len(uniq)):
-        members = order[bounds[c]:bounds[c + 1]]
-        rs, rd = g.realtime_pairs(members, [inv[x] for x in members], [cpl[x] for x in members])
-        rt_s += rs
-        rt_d += rd
-    src2 = np.concatenate([local[s[same]], np.asarray(rt_s, dtype=np.int64)])
-    dst2 = np.concatenate([local[d[same]], np.asarray(rt_d, dtype=np.int64)])
+    rt_s, rt_d = g.realtime_reduction(comp, invoke[nodes], complete[nodes])
+    src2 = np.concatenate([local[s[same]], rt_s])
+    dst2 = np.concatenate([local[d[same]], rt_d])
     kind2 = np.concatenate([k[same], np.full(len(rt_s), g.REALTIME, dtype=np.int64)])
     return OnCycles(nodes, nodes.tolist(), comp.tolist(), np.bincount(comp).tolist(), src2, dst2, kind2,
-                    g.Adjacency(m, src2.tolist(), dst2.tolist(), kind2.tolist()), invoke[nodes] * g.KEY_ROOM)
+                    g.Adjacency(m, src2, dst2, kind2), invoke[nodes] * g.KEY_ROOM)

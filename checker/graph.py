@@ -258,45 +258,72 @@ def realtime_key(invoke: np.ndarray, complete: np.ndarray) -> np.ndarray:
     return np.concatenate([invoke, np.sort(complete[complete != INF_TIME])]) * KEY_ROOM
 
 
-def realtime_pairs(ids: list[int], invoke: list[int], complete: list[int]) -> tuple[list[int], list[int]]:
-    """Explicit real-time edges among `ids`, transitively reduced (Elle's frontier).
+def realtime_reduction(group: np.ndarray, invoke: np.ndarray,
+                       complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Explicit real-time edges within each group of transactions, transitively
+    reduced: the edges of Elle's frontier walk, for every group at once.
 
-    Walk invocations and completions in time order; a completed transaction
-    joins the frontier, and leaves it once something that began after it
-    completes. Each invocation gets an edge from every frontier member.
-    `invoke`/`complete` are indexed by position in `ids`; INF_TIME = never.
+    Transactions are given by position: their `group`, `invoke` and
+    `complete` (INF_TIME: never). Returns (from, to) positions, every edge
+    inside one group, in the order the walk meets them: by group, then by
+    the invocation of `to`, then by `from` (where the walk's order is a
+    set's iteration order).
+
+    Elle walks invocations and completions in time order: a completed
+    transaction joins the frontier and leaves it once something that began
+    after it completes; each invocation gets an edge from every member. So a
+    -> b is an edge iff a completed before b began and no c began after a
+    completed and completed before b began: exactly the real-time pairs
+    with nothing between them, the transitive reduction. With L(a) the
+    earliest completion of a transaction invoked after a completed, b's
+    invocation must lie in (complete[a], L(a)]: one range of the group's
+    transactions sorted by invocation, found by binary search (an invocation
+    at a completion's time sorts first, as in the walk: it does not see it).
     """
-    events = []
-    for i in range(len(ids)):
-        events.append((invoke[i], 0, i))  # at equal times invokes sort first: no order
-        if complete[i] != INF_TIME:
-            events.append((complete[i], 1, i))
-    events.sort()
-    frontier: set[int] = set()
-    preds: dict[int, frozenset[int]] = {}
-    src: list[int] = []
-    dst: list[int] = []
-    for _, kind, i in events:
-        if kind == 0:
-            preds[i] = frozenset(frontier)
-            for a in frontier:
-                src.append(ids[a])
-                dst.append(ids[i])
-        else:
-            frontier -= preds.pop(i)
-            frontier.add(i)
-    return src, dst
+    n = len(group)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # times as ranks (equal times, equal ranks: duplicates in `ranks` do no harm, and
+    # np.unique costs more than the sort), and (group, rank) as one int64 with room for
+    # "never" in each group
+    done = complete != INF_TIME
+    ranks = np.sort(np.concatenate([invoke, complete[done]]))
+    width = len(ranks) + 1
+    base = group.astype(np.int64) * width
+    inv = base + np.searchsorted(ranks, invoke)
+    cpl = base + np.where(done, np.searchsorted(ranks, complete), width - 1)
+    order = np.argsort(inv, kind="stable")
+    by_inv = inv[order]
+    # the earliest completion among transactions invoked from each sorted position on:
+    # values of later groups exceed every value of this one
+    later = np.minimum.accumulate(cpl[order][::-1])[::-1]
+    lo = np.searchsorted(by_inv, cpl, side="right")
+    end = base + width - 1  # past every invocation of the group
+    first = np.minimum(later[np.minimum(lo, n - 1)], end)
+    first[lo == n] = end[lo == n]
+    hi = np.searchsorted(by_inv, first, side="right")
+    counts = np.where(done, np.maximum(hi - lo, 0), 0)
+    src = np.repeat(np.arange(n), counts)
+    starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    dst = order[np.arange(len(src)) + starts]
+    walk = np.lexsort((src, dst, inv[dst]))  # inv: group first, then time
+    return src[walk], dst[walk]
 
 
 class Adjacency:
-    """Out-edges of a small graph as Python lists, for breadth-first search."""
+    """Out-edges of a small graph as Python lists, for breadth-first search:
+    each node's (to, kind) pairs in the order the edges are given."""
 
     __slots__ = ("out",)
 
     def __init__(self, n: int, src, dst, kind):
-        self.out: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        for s, d, k in zip(src, dst, kind, strict=True):
-            self.out[s].append((d, k))
+        # grouped by source with numpy (a stable sort keeps each node's order), then one
+        # slice per node: a million appends cost three times as much
+        src = np.asarray(src, dtype=np.int64)
+        by = np.argsort(src, kind="stable")
+        pairs = list(zip(np.asarray(dst)[by].tolist(), np.asarray(kind)[by].tolist(), strict=True))
+        bounds = np.searchsorted(src[by], np.arange(n + 1)).tolist()
+        self.out: list[list[tuple[int, int]]] = [pairs[bounds[i]:bounds[i + 1]] for i in range(n)]
 
 
 class SearchTimeout(Exception):

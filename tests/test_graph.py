@@ -53,17 +53,32 @@ def test_barrier_encoding_is_exactly_realtime(seed):
     assert real == brute_realtime(invoke, complete)
 
 
-@pytest.mark.parametrize("seed", range(200))
-def test_frontier_edges_are_a_reduction_of_realtime(seed):
+@pytest.mark.parametrize("seed", range(300))
+def test_realtime_reduction_is_the_transitive_reduction_per_group(seed):
+    # several groups of random intervals (ties, and transactions that never
+    # completed, included), shuffled together: within each group the edges
+    # must be exactly the real-time pairs with no third transaction between
+    # them (what Elle's frontier walk yields), and none may cross groups
     rnd = random.Random(seed)
-    n = rnd.randint(1, 10)
-    invoke, complete = random_intervals(rnd, n)
-    ids = list(range(100, 100 + n))  # arbitrary node ids
-    src, dst = g.realtime_pairs(ids, invoke, complete)
-    closure = reach(200, zip(src, dst, strict=True))
-    want = {(a + 100, b + 100) for a, b in brute_realtime(invoke, complete)}
-    assert closure == want
-    assert set(zip(src, dst, strict=True)) <= want  # every edge is itself real-time order
+    groups, invoke, complete = [], [], []
+    for grp in range(rnd.randint(1, 4)):
+        n = rnd.randint(0, 9)
+        inv, cpl = random_intervals(rnd, n)
+        groups += [grp] * n
+        invoke += inv
+        complete += cpl
+    at = list(range(len(groups)))
+    rnd.shuffle(at)
+    groups, invoke, complete = ([xs[i] for i in at] for xs in (groups, invoke, complete))
+    src, dst = g.realtime_reduction(np.array(groups), np.array(invoke, dtype=np.int64),
+                                    np.array(complete, dtype=np.int64))
+    order = brute_realtime(invoke, complete)
+    order = {(a, b) for a, b in order if groups[a] == groups[b]}
+    want = {(a, b) for a, b in order if not any((a, c) in order and (c, b) in order for c in range(len(groups)))}
+    got = list(zip(src.tolist(), dst.tolist(), strict=True))
+    assert set(got) == want and len(got) == len(want)
+    # in the order of the walk: by group, then by the target's invocation, then by the source
+    assert got == sorted(got, key=lambda e: (groups[e[1]], invoke[e[1]], e[1], e[0]))
 
 
 def test_scc_labels():
