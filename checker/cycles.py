@@ -365,7 +365,7 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     # components numbered by their first transaction, not by the SCC labels' values, which
     # differ between scipy and Tarjan in Python: the searches cut short are reported in this
     # order, which would otherwise depend on which ran
-    uniq, first, comp = np.unique(lab[nodes], return_index=True, return_inverse=True)
+    _, first, comp = np.unique(lab[nodes], return_index=True, return_inverse=True)
     comp = np.argsort(np.argsort(first))[comp]
     s = np.concatenate([src, process_src])
     d = np.concatenate([dst, process_dst])

@@ -266,8 +266,8 @@ def realtime_reduction(group: np.ndarray, invoke: np.ndarray,
     Transactions are given by position: their `group`, `invoke` and
     `complete` (INF_TIME: never). Returns (from, to) positions, every edge
     inside one group, in the order the walk meets them: by group, then by
-    the invocation of `to`, then by `from` (where the walk's order is a
-    set's iteration order).
+    the invocation of `to`, then by `from` (the walk's own order among the
+    members of its frontier was a set's).
 
     Elle walks invocations and completions in time order: a completed
     transaction joins the frontier and leaves it once something that began
