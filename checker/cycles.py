@@ -363,8 +363,8 @@ def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind
     local = np.full(n, -1, dtype=np.int64)
     local[nodes] = np.arange(m)
     # components numbered by their first transaction, not by the SCC labels' values, which
-    # differ between scipy and Tarjan in Python: the searches cut short are reported in this
-    # order, which would otherwise depend on which ran
+    # differ between scipy and Tarjan in Python: each component's real-time edges join the
+    # edge list in this order, so the examples shown would otherwise depend on which ran
     _, first, comp = np.unique(lab[nodes], return_index=True, return_inverse=True)
     comp = np.argsort(np.argsort(first))[comp]
     s = np.concatenate([src, process_src])

@@ -294,15 +294,13 @@ def realtime_reduction(group: np.ndarray, invoke: np.ndarray,
     cpl = base + np.where(done, np.searchsorted(ranks, complete), width - 1)
     order = np.argsort(inv, kind="stable")
     by_inv = inv[order]
-    # the earliest completion among transactions invoked from each sorted position on:
-    # values of later groups exceed every value of this one
-    later = np.minimum.accumulate(cpl[order][::-1])[::-1]
-    lo = np.searchsorted(by_inv, cpl, side="right")
-    end = base + width - 1  # past every invocation of the group
-    first = np.minimum(later[np.minimum(lo, n - 1)], end)
-    first[lo == n] = end[lo == n]
+    # the earliest completion among transactions invoked from each sorted position on
+    # (values of later groups exceed every value of this one), and past the last, none
+    later = np.append(np.minimum.accumulate(cpl[order][::-1])[::-1], INF_TIME)
+    lo = np.searchsorted(by_inv, cpl, side="right")  # a "never" completion: past its group
+    first = np.minimum(later[lo], base + width - 1)  # at most past every invocation of the group
     hi = np.searchsorted(by_inv, first, side="right")
-    counts = np.where(done, np.maximum(hi - lo, 0), 0)
+    counts = np.maximum(hi - lo, 0)
     src = np.repeat(np.arange(n), counts)
     starts = np.repeat(lo - (np.cumsum(counts) - counts), counts)
     dst = order[np.arange(len(src)) + starts]
