@@ -153,3 +153,20 @@ def test_messages_show_micro_ops_as_written(tmp_path, workload, mop):
             CHECK[workload](h)
         messages.append(str(e.value))
     assert messages[0] == messages[1] and str(mop) in messages[0], messages
+
+
+def test_txn_f_is_one_shared_string_and_another_f_still_named(tmp_path):
+    """Every txn line's f is the decoder's one literal "txn" (not a string kept per
+    operation); a line of another f leaves the typed decoder for the general one, and
+    the checker names it by line as before."""
+    events = [ev(0, "invoke", 0, "txn", [["append", "x", 1]]), ev(1, "ok", 0, "txn", [["append", "x", 1]]),
+              ev(2, "invoke", 1, "txn", [["r", "x", None]]), ev(3, "ok", 1, "txn", [["r", "x", [1]]])]
+    path = tmp_path / "h.jsonl"
+    write_jsonl(events, path)
+    a, b = read_jsonl(path, events=False, micro_ops=("append", "r")).ops()
+    assert a.f == "txn" and a.f is b.f
+    write_jsonl([*events, ev(4, "invoke", 2, "read", [["r", "x", None]]),
+                 ev(5, "ok", 2, "read", [["r", "x", [1]]])], path)
+    with pytest.raises(HistoryError) as e:
+        list_append.check(WORKLOADS["list-append"].load(str(path), events=False))
+    assert str(e.value).startswith(f"{path}:5: ") and "not 'read'" in str(e.value)
