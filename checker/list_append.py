@@ -40,6 +40,9 @@ from sleuth.checker.result import Result
 from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
 Key = Any
+_OK, _INFO = 0, 1
+_TYPE_CODE = {"ok": _OK, "info": _INFO, "fail": 2}  # an op's type (a paired op is never "invoke")
+_TYPE = operator.attrgetter("type")
 
 
 def _appends_of(op: Op) -> list[tuple[Key, Any]]:
@@ -270,7 +273,7 @@ class Analysis:
         self.order: dict[Key, list] = {}
         self.order_ops: dict[Key, list[int]] = {}  # per element: appending op, or -1
         self.seen: dict[Key, set] = {}  # values each ordered key's reads show
-        observed: set[int] = set()
+        observed: list[int] = []  # writers seen by reads of keys without an order (`flat` holds the rest)
         # Machine integers (8 bytes each, handed to numpy without a copy):
         flat = array("q")  # every ordered key's order_ops, concatenated
         r_op = array("q")  # per read of an ordered key: reader op,
@@ -294,13 +297,12 @@ class Analysis:
                 bad = [(i, r) for i, r in reads if longest[: len(r)] != r]
                 self._incompatible(k, reads, longest, bad)
                 for _, r in reads:
-                    observed.update(wk[v] for v in r if v in wk)
+                    observed += [wk[v] for v in r if v in wk]
                 continue
             ws = list(map(wk.get, longest, repeat(-1)))
             self.order[k] = longest
             self.order_ops[k] = ws
             self.seen[k] = values
-            observed.update(ws)
             at = starts[k] = len(flat)
             flat.extend(ws)
             n = len(reads)
@@ -309,14 +311,17 @@ class Analysis:
             r_at.extend(repeat(at, n))
             r_of.extend(repeat(len(ws), n))
         self._flat = (flat, r_op, r_at, r_len, r_of)
-        # Nodes: ok transactions, and info ones that were observed.
-        self.node_of = node_of = [-1] * len(self.ops)
-        txns: list[Op] = []
-        for i, op in enumerate(self.ops):
-            if op.type == "ok" or (op.type == "info" and i in observed):
-                node_of[i] = len(txns)
-                txns.append(op)
-        self.graph = txn.Graph(txns)
+        # Nodes: ok transactions, and info ones that were observed (the writers of
+        # every ordered key's elements, -1 for none, and those of the other keys'
+        # reads), marked and numbered with numpy: a million ops pass here
+        n = len(self.ops)
+        seen = np.zeros(n + 1, dtype=bool)  # the last slot takes the -1s
+        seen[np.frombuffer(flat, dtype=np.int64)] = True
+        seen[observed] = True
+        code = np.fromiter(map(_TYPE_CODE.__getitem__, map(_TYPE, self.ops)), np.int8, n)
+        is_node = (code == _OK) | ((code == _INFO) & seen[:n])
+        self.node_of = np.where(is_node, np.cumsum(is_node) - 1, -1)  # op index -> node, or -1
+        self.graph = txn.Graph(list(compress(self.ops, is_node.tolist())))
 
     # -- non-cycle anomalies ------------------------------------------------
 
@@ -464,7 +469,7 @@ class Analysis:
         """ww, wr and rw edges of every ordered key at once, from flat arrays."""
         flat, r_op, r_at, r_len, r_of = (np.frombuffer(a, dtype=np.int64) for a in self._flat)
         del self._flat  # needed only here: 70 MB at a million transactions
-        node_of = np.asarray(self.node_of + [-1], dtype=np.int64)  # index -1 -> -1
+        node_of = np.append(np.asarray(self.node_of, dtype=np.int64), -1)  # index -1 -> -1
         wn = node_of[flat]  # node of each element's writer
         gr = self.graph
         # ww: consecutive elements of the same key
@@ -485,8 +490,8 @@ class Analysis:
         # Committed appends no read saw came after everything seen.
         for k, unseen in self._unseen_by_key().items():
             ws = self.order_ops[k]
-            last = self.node_of[ws[-1]] if ws and ws[-1] >= 0 else -1
-            full_readers = [self.node_of[i] for i, r in self.reads_by_key[k] if len(r) == len(ws)]
+            last = int(self.node_of[ws[-1]]) if ws and ws[-1] >= 0 else -1
+            full_readers = [int(self.node_of[i]) for i, r in self.reads_by_key[k] if len(r) == len(ws)]
             for u in unseen:
                 if last >= 0:
                     gr.add(last, u, g.WW)
@@ -501,7 +506,7 @@ class Analysis:
             wk = self.writer.get(k)
             if wk is None or len(wk) == len(seen):
                 continue
-            unseen = [node_of[w] for v, w in wk.items() if v not in seen and node_of[w] >= 0]
+            unseen = [int(node_of[w]) for v, w in wk.items() if v not in seen and node_of[w] >= 0]
             if unseen:
                 out[k] = unseen
         return out
