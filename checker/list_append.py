@@ -311,11 +311,11 @@ class Analysis:
             r_at.extend(repeat(at, n))
             r_of.extend(repeat(len(ws), n))
         self._flat = (flat, r_op, r_at, r_len, r_of)
-        # Nodes: ok transactions, and info ones that were observed (the writers of
-        # every ordered key's elements, -1 for none, and those of the other keys'
-        # reads), marked and numbered with numpy: a million ops pass here
+        # Nodes: ok transactions, and info ones that were observed (they wrote an
+        # element of an ordered key's order, `flat`, or of a read of another key,
+        # `observed`), marked and numbered with numpy: a million ops pass here
         n = len(self.ops)
-        seen = np.zeros(n + 1, dtype=bool)  # the last slot takes the -1s
+        seen = np.zeros(n + 1, dtype=bool)  # the last slot takes flat's -1s (no writer)
         seen[np.frombuffer(flat, dtype=np.int64)] = True
         seen[observed] = True
         code = np.fromiter(map(_TYPE_CODE.__getitem__, map(_TYPE, self.ops)), np.int8, n)
