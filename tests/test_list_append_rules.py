@@ -99,6 +99,25 @@ def test_observed_info_append_committed_unobserved_may_not_have():
     assert check(unobserved).valid is True
 
 
+def test_graph_nodes_are_ok_txns_and_observed_info_ones():
+    """Nodes, in op order: every ok transaction, and an info one only when a read saw one
+    of its appends, through a key with a version order (y) or one whose reads have none
+    (x: incompatible-order); not a failed one, nor an info one nobody saw."""
+    h = history(
+        (0, 0, None, "info", [("append", "x", 1)]),  # seen by a read of x, which has no order
+        (1, 5, None, "info", [("append", "y", 1)]),  # seen by a read of y
+        (2, 6, None, "info", [("append", "z", 1)]),  # seen by nobody
+        (3, 7, 8, "fail", [("append", "z", 2)]),
+        (4, 10, 20, "ok", [("append", "x", 2)]),
+        (5, 30, 40, "ok", [("r", "x", [1]), ("r", "y", [1])]),
+        (6, 50, 60, "ok", [("r", "x", [2])]),
+    )
+    a = list_append.Analysis(h)
+    assert "incompatible-order" in a.anomalies
+    assert [op.process for op in a.graph.txns] == [0, 1, 4, 5, 6]
+    assert [int(n) for n in a.node_of] == [0, 1, -1, -1, 2, 3, 4]
+
+
 def test_failed_append_observed_is_g1a_and_dirty_update():
     h = history(
         (0, 0, 10, "fail", [("append", "x", 1)]),
