@@ -175,16 +175,41 @@ def test_cyclic_edges_of_an_acyclic_graph_are_none(seed):
         assert len(g.cyclic_edges(key, src, dst)[0]) == 0
 
 
+@pytest.mark.parametrize("rounds", [1, 2, g.TRIM_ROUNDS])
+@pytest.mark.parametrize("seed", range(100))
+def test_trimmed_keeps_every_edge_on_a_cycle(seed, rounds, monkeypatch):
+    # Every edge whose ends reach each other (brute force) survives the trimming of
+    # nodes without an in-edge or an out-edge, however many rounds run.
+    monkeypatch.setattr(g, "TRIM_ROUNDS", rounds)
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 14)
+    edges, src, dst = random_graph(rnd, n)
+    r = reach(n, edges)
+    on_cycle = {(a, b) for a, b in edges if a == b or (b, a) in r}
+    kept = list(zip(*(x.tolist() for x in g.trimmed(n, src, dst)), strict=True))
+    assert on_cycle <= set(kept) and set(kept) <= set(edges)
+
+
+def test_trimming_takes_away_a_dag_hanging_off_a_cycle():
+    # 0 <-> 1, and a chain 1 -> 2 -> 3 -> 4 and 5 -> 6 -> 0: only the cycle is left
+    src = np.array([0, 1, 1, 2, 3, 5, 6])
+    dst = np.array([1, 0, 2, 3, 4, 6, 0])
+    s, d = g.trimmed(7, src, dst)
+    assert sorted(zip(s.tolist(), d.tolist(), strict=True)) == [(0, 1), (1, 0)]
+
+
 @pytest.mark.parametrize("seed", range(150))
 def test_sccs_by_key_are_mutual_reachability(seed, monkeypatch):
-    # scc_labels with an order guess searches only cyclic_edges' part; the rest
-    # are components of one node. Against the definition, as without a key.
+    # scc_labels searches only the part trimmed() leaves, with an order guess of
+    # what cyclic_edges leaves; the rest are components of one node. Against the
+    # definition, as without either.
     monkeypatch.setattr(g, "scipy_loaded", lambda: False)
+    monkeypatch.setattr(g, "TRIM_MIN", 0)
     monkeypatch.setattr(g, "KEY_MIN", 0)
     rnd = random.Random(seed)
     n = rnd.randint(1, 14)
     edges, src, dst = random_graph(rnd, n)
-    labels, sizes = g.scc_labels(n, src, dst, random_key(rnd, n))
+    labels, sizes = g.scc_labels(n, src, dst, random_key(rnd, n) if seed % 3 else None)
     r = reach(n, edges)
     expected = {frozenset(v for v in range(n) if v == u or ((u, v) in r and (v, u) in r)) for u in range(n)}
     assert partition(labels) == expected
