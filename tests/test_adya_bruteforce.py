@@ -113,10 +113,10 @@ def test_g_monotonic_and_g_cursor_match_brute_force(datatype, seed):
         assert (name in found) == brute(datatype, h), name
 
 
-@pytest.mark.parametrize("name", BRUTE)
-@pytest.mark.parametrize("datatype", DATATYPES)
+# the plain rw-register histories infer no ww edge a G-cursor cycle needs: there
+# the comparison above sees only "absent", and the answers are not both common
+@pytest.mark.parametrize("datatype,name", [(d, n) for d in DATATYPES for n in BRUTE
+                                           if (d, n) != ("rw-register", "G-cursor")])
 def test_both_answers_are_common(datatype, name):
-    if (datatype, name) == ("rw-register", "G-cursor"):
-        pytest.skip("without linearizable keys these histories infer no ww edge G-cursor needs")
     answers = [BRUTE[name](datatype, history(datatype, s)) for s in SEEDS]
     assert 10 <= sum(answers) <= len(answers) - 10, sum(answers)
