@@ -28,8 +28,7 @@ later append).
 from __future__ import annotations
 
 import operator
-from array import array
-from itertools import compress, count, repeat
+from itertools import chain, compress, count, repeat
 from typing import Any
 
 import numpy as np
@@ -274,17 +273,20 @@ class Analysis:
         self.order_ops: dict[Key, list[int]] = {}  # per element: appending op, or -1
         self.seen: dict[Key, set] = {}  # values each ordered key's reads show
         observed: list[int] = []  # writers seen by reads of keys without an order (`flat` holds the rest)
-        # Machine integers (8 bytes each, handed to numpy without a copy):
-        flat = array("q")  # every ordered key's order_ops, concatenated
-        r_op = array("q")  # per read of an ordered key: reader op,
-        r_at = array("q")  # where its key's order starts in `flat`,
-        r_len = array("q")  # how many elements it saw,
-        r_of = array("q")  # and how long its key's order is
+        # Per ordered key: its order_ops, readers and read lengths, made machine-integer
+        # columns once at the end (`_flat`): a million transactions' reads pass here
+        orders: list[list[int]] = []
+        readers_of: list[tuple[int, ...]] = []
+        lens_of: list[list[int]] = []
+        key_at: list[int] = []  # where each key's order starts in `flat`,
+        key_size: list[int] = []  # how long it is,
+        key_reads: list[int] = []  # and how many reads it has
         empty: dict = {}
         self._starts = starts = {}  # ordered key -> where its order starts in `flat`
         eq = operator.eq
+        at = 0
         for k, reads in self.reads_by_key.items():
-            # column by column at C speed: a million transactions' reads pass here
+            # column by column at C speed
             readers, rs = zip(*reads)
             lens = list(map(len, rs))
             longest = rs[lens.index(max(lens))]  # the first longest, as max(key=len) gives
@@ -303,20 +305,28 @@ class Analysis:
             self.order[k] = longest
             self.order_ops[k] = ws
             self.seen[k] = values
-            at = starts[k] = len(flat)
-            flat.extend(ws)
-            n = len(reads)
-            r_op.extend(readers)
-            r_len.extend(lens)
-            r_at.extend(repeat(at, n))
-            r_of.extend(repeat(len(ws), n))
-        self._flat = (flat, r_op, r_at, r_len, r_of)
+            starts[k] = at
+            orders.append(ws)
+            readers_of.append(readers)
+            lens_of.append(lens)
+            key_at.append(at)
+            key_size.append(len(ws))
+            key_reads.append(len(reads))
+            at += len(ws)
+        n_reads = sum(key_reads)
+        flat = np.fromiter(chain.from_iterable(orders), np.int64, at)  # every ordered key's order_ops
+        # per read of an ordered key: reader op, where its key's order starts in `flat`,
+        # how many elements it saw, and how long its key's order is
+        self._flat = (flat, np.fromiter(chain.from_iterable(readers_of), np.int64, n_reads),
+                      np.repeat(np.array(key_at, dtype=np.int64), key_reads),
+                      np.fromiter(chain.from_iterable(lens_of), np.int64, n_reads),
+                      np.repeat(np.array(key_size, dtype=np.int64), key_reads))
         # Nodes: ok transactions, and info ones that were observed (they wrote an
         # element of an ordered key's order, `flat`, or of a read of another key,
         # `observed`), marked and numbered with numpy: a million ops pass here
         n = len(self.ops)
         seen = np.zeros(n + 1, dtype=bool)  # the last slot takes flat's -1s (no writer)
-        seen[np.frombuffer(flat, dtype=np.int64)] = True
+        seen[flat] = True
         seen[observed] = True
         code = np.fromiter(map(_TYPE_CODE.__getitem__, map(_TYPE, self.ops)), np.int8, n)
         is_node = (code == _OK) | ((code == _INFO) & seen[:n])
@@ -409,10 +419,9 @@ class Analysis:
             return set()
         is_marked = np.zeros(len(flat) + 1, dtype=bool)  # the last slot: "no element" (an empty read)
         is_marked[marked] = True
-        at, n = np.frombuffer(r_at, dtype=np.int64), np.frombuffer(r_len, dtype=np.int64)
-        last = np.where(n > 0, at + n - 1, len(flat))
+        last = np.where(r_len > 0, r_at + r_len - 1, len(flat))
         key_at = {at: k for k, at in starts.items()}
-        return {key_at[a] for a in set(at[is_marked[last]].tolist())}  # np.unique imports numpy.ma
+        return {key_at[a] for a in set(r_at[is_marked[last]].tolist())}  # np.unique imports numpy.ma
 
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
         ops = self.ops
@@ -467,7 +476,7 @@ class Analysis:
 
     def _edges(self) -> None:
         """ww, wr and rw edges of every ordered key at once, from flat arrays."""
-        flat, r_op, r_at, r_len, r_of = (np.frombuffer(a, dtype=np.int64) for a in self._flat)
+        flat, r_op, r_at, r_len, r_of = self._flat
         del self._flat  # needed only here: 70 MB at a million transactions
         node_of = np.append(np.asarray(self.node_of, dtype=np.int64), -1)  # index -1 -> -1
         wn = node_of[flat]  # node of each element's writer
