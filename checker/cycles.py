@@ -178,7 +178,7 @@ class CycleSearch:
         self.seen: set[tuple[str, frozenset[int]]] = set()
         self.incomplete: set[str] = set()
         self.hits: set[tuple[int, int]] = set()  # (component, spec index) whose search found a cycle
-        self.plain: dict[int, list] = {}  # component -> the data cycles the plain specs found there
+        self.plain: dict[int, list] = {}  # component -> the first data cycles the plain specs found there
         self.timeouts: list[dict] = []  # one per component cut short
 
     def run(self, oc: OnCycles) -> None:
@@ -239,7 +239,9 @@ class CycleSearch:
                         self.hits.add((c, i))
                         cycle = g.simple_cycle(walk)
                         if spec.name in BASES:  # a data cycle: maybe also one of adya's types
-                            self.plain.setdefault(c, []).append(cycle)
+                            kept = self.plain.setdefault(c, [])
+                            if len(kept) < adya.REUSE:  # only the first few are tried (`_adya`)
+                                kept.append(cycle)
                         if self._record(cycle, oc.idl) == spec.name:
                             break
             except g.SearchTimeout:
