@@ -278,9 +278,6 @@ class Analysis:
         orders: list[list[int]] = []
         readers_of: list[tuple[int, ...]] = []
         lens_of: list[list[int]] = []
-        key_at: list[int] = []  # where each key's order starts in `flat`,
-        key_size: list[int] = []  # how long it is,
-        key_reads: list[int] = []  # and how many reads it has
         empty: dict = {}
         self._starts = starts = {}  # ordered key -> where its order starts in `flat`
         eq = operator.eq
@@ -306,21 +303,19 @@ class Analysis:
             self.order_ops[k] = ws
             self.seen[k] = values
             starts[k] = at
+            at += len(ws)
             orders.append(ws)
             readers_of.append(readers)
             lens_of.append(lens)
-            key_at.append(at)
-            key_size.append(len(ws))
-            key_reads.append(len(reads))
-            at += len(ws)
-        n_reads = sum(key_reads)
+        n_reads = np.fromiter(map(len, readers_of), np.int64, len(orders))  # per ordered key
+        total = int(n_reads.sum())
         flat = np.fromiter(chain.from_iterable(orders), np.int64, at)  # every ordered key's order_ops
         # per read of an ordered key: reader op, where its key's order starts in `flat`,
         # how many elements it saw, and how long its key's order is
-        self._flat = (flat, np.fromiter(chain.from_iterable(readers_of), np.int64, n_reads),
-                      np.repeat(np.array(key_at, dtype=np.int64), key_reads),
-                      np.fromiter(chain.from_iterable(lens_of), np.int64, n_reads),
-                      np.repeat(np.array(key_size, dtype=np.int64), key_reads))
+        self._flat = (flat, np.fromiter(chain.from_iterable(readers_of), np.int64, total),
+                      np.repeat(np.fromiter(starts.values(), np.int64, len(starts)), n_reads),
+                      np.fromiter(chain.from_iterable(lens_of), np.int64, total),
+                      np.repeat(np.fromiter(map(len, orders), np.int64, len(orders)), n_reads))
         # Nodes: ok transactions, and info ones that were observed (they wrote an
         # element of an ordered key's order, `flat`, or of a read of another key,
         # `observed`), marked and numbered with numpy: a million ops pass here
