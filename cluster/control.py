@@ -311,6 +311,8 @@ class Cluster:
                     entry["state"] = "up"
                     if n.role == "coordinator":
                         entry["epoch"] = st.get("epoch")
+                    if st.get("error"):  # a source that met a change it cannot ingest
+                        entry["state"], entry["error"] = "errored", st["error"]
                 except Exception:
                     entry["state"] = "unresponsive"
             if n.role == "coordinator":

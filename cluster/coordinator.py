@@ -25,7 +25,8 @@ Seeds 002 and 001, as this coordinator implements them:
 - **Source tables** (cluster/source.py) are read-only here: a source node
   writes them. With `SET real_time_recency = true` a read of one first asks
   its source for a timestamp covering the upstream's current LSN (seed 003)
-  and reads at least there.
+  and reads at least there; a source errored by a change it cannot ingest
+  (an upstream TRUNCATE) fails such a read at once with its error (XX000).
 
 The fault switches this process honours: `stale-read`, `no-fencing`,
 `rtw-no-conflict`, `write-ts-not-strict` (the oracle and storage nodes
@@ -54,6 +55,8 @@ STALE_MS = 2_000  # how far back the stale-read fault reads
 SINCE_LAG_MS = 30_000  # since trails the oracle's read_ts by this much, at least
 RPC_TIMEOUT = 3.0
 ORACLE_BACKOFF = 0.5  # after the oracle failed a round, writes are refused this long
+_RTR_TIMEOUT = ("timed out before ingesting the source's visible frontier when real-time-recency "
+                "query issued")  # Materialize's words
 
 
 class Conflict(Exception):
@@ -422,9 +425,12 @@ class Coordinator:
                 rpc = self.source_rpc[src] = RpcClient(host, int(port), source=self.bind)
             try:
                 ts = max(ts, await rpc.call("rtr", wait=timeout, timeout=timeout + 1))
-            except (RpcError, Unavailable):
-                raise SQLError("57014", "timed out before ingesting the source's visible frontier "
-                                        "when real-time-recency query issued") from None
+            except RpcError as e:
+                if e.code == "source-errored":  # it will never catch up: say why, at once
+                    raise SQLError("XX000", e.message) from None
+                raise SQLError("57014", _RTR_TIMEOUT) from None
+            except Unavailable:
+                raise SQLError("57014", _RTR_TIMEOUT) from None
         return ts
 
     def read_only(self, table: str) -> None:

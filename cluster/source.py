@@ -25,6 +25,12 @@ shards all on one storage node, so one append covers them all). Then, every `TIC
 not passed that LSN yet, waits until a durable binding covers it, and returns
 the timestamp the read must run at least at.
 
+An errored source (the stream met a change it cannot ingest, such as an
+upstream TRUNCATE: upstream.py) ingests nothing more. It says so in `status`
+and answers `rtr` with the error at once (no read can be recent any more);
+reads without real-time recency go on seeing what it ingested before, as
+when it is cut off from its upstream.
+
 Fault switches honoured here: `ack-early` (acknowledge each transaction as it
 arrives, up to a tick before it is written and the global timestamp passes it) and
 `rtr-skip` (answer `rtr` with the current binding, without asking upstream).
@@ -206,6 +212,7 @@ class Source:
         """The timestamp a real-time-recent read must read at least at (seed 003)."""
         if "rtr-skip" in self.faults:  # the bug: whatever is ingested now, no upstream question
             return self.bindings.frontier[1]
+        self._errored()
         deadline = time.monotonic() + wait
         try:
             target = await asyncio.wait_for(self._upstream(upstream.current_lsn, self.url), wait)
@@ -214,6 +221,7 @@ class Source:
         probed = False
         async with self.changed:
             while (ts := self.bindings.covering(target)) is None or ts > self.read_ts:
+                self._errored()
                 if not probed and self.repl.received < target:
                     probed = True  # its commit arrives after every transaction before target
                     asyncio.get_running_loop().run_in_executor(self.pool, _quiet_probe, self.url)
@@ -227,11 +235,17 @@ class Source:
                     pass
         return ts
 
+    def _errored(self) -> None:
+        """RpcError `source-errored` once the stream has stopped on a change it cannot ingest."""
+        if self.repl is not None and self.repl.error is not None:
+            raise RpcError("source-errored", f"source {self.name} is errored: {self.repl.error}")
+
     async def status(self) -> dict:
         lsn, ts = self.bindings.frontier
         return {"role": "source", "name": self.name, "tables": self.tables, "binding_lsn": lsn,
                 "binding_ts": ts, "acked_lsn": self.acked, "ticks": self.ticks,
-                "connected": bool(self.repl and self.repl.connected), "uptime": time.time() - self.started}
+                "connected": bool(self.repl and self.repl.connected),
+                "error": self.repl.error if self.repl else None, "uptime": time.time() - self.started}
 
     async def bindings_rpc(self) -> list:
         return self.bindings.pairs()

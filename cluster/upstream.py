@@ -11,7 +11,11 @@ has, so this module (and only it, in a source node) uses psycopg2.
   groups changes into committed transactions (`Txn`, with the commit's end
   LSN), hands each to a callback, and sends the acknowledgement (`ack`) as
   the slot's flush position when the source node raises it. It reconnects
-  after the upstream dies, and never hands over a transaction twice.
+  after the upstream dies, and never hands over a transaction twice. A
+  change it cannot ingest (`Unsupported`: a TRUNCATE, an old row without
+  REPLICA IDENTITY FULL) is a definite error, as in Materialize: streaming
+  stops for good before that transaction, and `error` says why (skipping
+  it would be wrong, and a reconnect would only meet it again).
   (psycopg2 itself moves the flush position on to a keepalive's WAL end when
   everything received has been acknowledged: no transaction of ours lies in
   between, so that keeps seed 002's rule.)
@@ -36,6 +40,10 @@ from sleuth.cluster import pgoutput
 
 log = logging.getLogger("sleuth.source")
 PROBE_PREFIX = "sleuth-probe"
+
+
+class Unsupported(Exception):
+    """A change the source cannot ingest: its stream is errored from there on."""
 
 
 @dataclass
@@ -148,11 +156,17 @@ class Replication(threading.Thread):
         self.ack = 0  # raised by the source node; sent upstream as the flush position
         self.sent = 0
         self.connected = False
+        self.error: str | None = None  # set once, by an `Unsupported` change: streaming stopped
 
     def run(self) -> None:
         while True:
             try:
                 self._stream()
+            except Unsupported as e:
+                self.error = str(e)
+                log.error("replication stopped: %s; the source is errored (only a source created "
+                          "anew, with a new slot, ingests again)", e)
+                return
             except Exception as e:  # the upstream died, was cut off, restarted: reconnect
                 self.connected = False
                 log.warning("replication: %s; reconnecting", str(e).strip().splitlines()[0] if str(e) else e)
@@ -186,12 +200,14 @@ class Replication(threading.Thread):
                     rows = txn.changes.setdefault(m["relation"], [])
                     if m["old"] is not None:
                         if m.get("key_only"):
-                            raise ValueError(f"{m['relation']}: old row without REPLICA IDENTITY FULL")
+                            raise Unsupported(f"an old row of {m['relation']} without REPLICA IDENTITY "
+                                              f"FULL at LSN {pgoutput.lsn_text(msg.data_start)}")
                         rows.append([m["old"], -1])
                     if m["new"] is not None:
                         rows.append([m["new"], 1])
                 elif kind == "T" and txn is not None:
-                    raise ValueError(f"TRUNCATE of {', '.join(m['relations'])} is not supported")
+                    raise Unsupported(f"upstream TRUNCATE of {', '.join(m['relations'])} at LSN "
+                                      f"{pgoutput.lsn_text(msg.data_start)}, which a source cannot ingest")
                 elif kind == "C" and txn is not None:
                     txn.end_lsn = m["end_lsn"]
                     if txn.end_lsn > self.received:

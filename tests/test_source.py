@@ -155,6 +155,37 @@ def test_cut_from_its_upstream_a_real_time_recent_read_fails_with_materializes_e
         assert got == [(1, "before"), (2, "during")]
 
 
+def test_an_upstream_truncate_errors_the_source_and_a_recent_read_says_so_at_once(upstream, cluster):
+    """A TRUNCATE cannot be ingested (a source sees no rows deleted): the source stops for good
+    before it, says why in its status, and fails a real-time-recent read with that error at once,
+    instead of reconnecting every 0.3 s to meet the same TRUNCATE (the bug) and letting each such
+    read time out. A read without recency still sees what was ingested before."""
+    src = cluster.node("source1")
+    with psycopg.connect(upstream.url, autocommit=True) as up, \
+            psycopg.connect(cluster.dsn(), autocommit=True) as db:
+        up.execute("INSERT INTO src VALUES (1, 'before')")
+        assert rows(db) == [(1, "before")]
+        up.execute("TRUNCATE src")
+        up.execute("INSERT INTO src VALUES (2, 'after')")
+        deadline = time.monotonic() + 10
+        while (status := call_sync(src.host, src.port, "status"))["error"] is None:
+            assert time.monotonic() < deadline, "the source never said it is errored"
+            time.sleep(0.1)
+        assert "TRUNCATE of src" in status["error"]
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.InternalError_) as e:
+            rows(db)
+        assert "source source1 is errored" in str(e.value) and "TRUNCATE of src" in str(e.value)
+        assert time.monotonic() - started < 3  # not after real_time_recency_timeout (10 s)
+        assert rows(db, rtr=False) == [(1, "before")]
+        time.sleep(1)  # a reconnecting stream would be connected again by now
+        assert not call_sync(src.host, src.port, "status")["connected"]
+        node = next(n for n in cluster.status()["nodes"] if n["role"] == "source")
+        assert node["state"] == "errored" and "TRUNCATE of src" in node["error"]
+    log = cluster.runtime.logs("source1")
+    assert log.count("replication stopped") == 1 and "reconnecting" not in log
+
+
 def test_rows_already_upstream_come_in_the_initial_snapshot_then_the_stream(upstream, tmp_path, monkeypatch):
     with psycopg.connect(upstream.url, autocommit=True) as up:
         up.execute("INSERT INTO src SELECT g, 'pre' FROM generate_series(1, 50) g")

@@ -98,7 +98,8 @@ def status(as_json, name) -> None:
     click.echo(f"cluster {name!r} ({st['runtime']})" + (f", faults: {', '.join(st['faults'])}" if st["faults"] else ""))
     for n in st["nodes"]:
         epoch = f"  epoch {n['epoch']}" if n["role"] == "coordinator" else ""
-        click.echo(f"  {n['name']:<10} {n['role']:<12} {n['host']}:{n['port']:<6} {n['state']}{epoch}")
+        error = f"  ({n['error']})" if n.get("error") else ""
+        click.echo(f"  {n['name']:<10} {n['role']:<12} {n['host']}:{n['port']:<6} {n['state']}{epoch}{error}")
 
 
 @cluster.command(name="list")
