@@ -41,6 +41,26 @@ def test_spaces_escapes_strings_errors_and_blank_lines():
     assert fast["process"][1] == -1 and fast["ts"][2] == 5
 
 
+def test_a_carriage_return_between_tokens_is_written_compact_as_any_other_whitespace():
+    """JSON allows \\r between tokens; a value's text must still be the one `orjson.dumps` writes,
+    or the same value would compare unequal to itself written compactly elsewhere."""
+    lines = ['{"index":0,"time":1,"type":"invoke","process":0,"f":"txn","value":[["append",\r1,2]]}',
+             '{"index":1,"time":2,"type":"fail","process":0,"f":"txn","value":[["append",1,2]],'
+             '"error":[1,\r2]}']
+    fast, slow = both(lines)
+    assert fast == slow
+    assert fast["value"] == ['[["append",1,2]]'] * 2 and fast["error"] == [None, "[1,2]"]
+
+
+def test_a_number_with_a_fraction_or_an_exponent_is_written_as_orjson_writes_it():
+    lines = ['{"index":0,"time":1,"type":"invoke","process":0,"f":"write","value":[1e2,2.50,-0.5E1]}',
+             '{"index":1,"time":2,"type":"ok","process":0,"f":"write","value":[1e2,2.50,-0.5E1],'
+             '"node":"n1.local"}']
+    fast, slow = both(lines)
+    assert fast == slow
+    assert fast["value"] == ["[100.0,2.5,-5.0]"] * 2 and fast["node"] == [None, "n1.local"]
+
+
 @pytest.mark.parametrize("line", [
     '{"index":0,"time":1.0,"type":"invoke","process":0,"f":"txn"}',  # RULES accept a whole float time
     '{"index":0,"time":1,"type":"invoke","process":0,"f":"txn","node":3}',  # and a numeric node

@@ -32,6 +32,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -76,11 +77,22 @@ def fingerprint(files: list[str]) -> list[list]:
     return [[os.path.abspath(f), os.path.getsize(f), os.stat(f).st_mtime_ns] for f in files]
 
 
+_FRACTION_OR_EXPONENT = re.compile(rb"[0-9][.eE]")  # 2.50 and 1e2 are written 2.5 and 100.0
+
+
+def _loose(b: bytes) -> bool:
+    """Might this JSON text differ from what `orjson.dumps` writes? Only whitespace between
+    tokens (space, tab, carriage return; a line holds no newline), an escape, or a number
+    with a fraction or an exponent can make it (or, harmlessly, a string that looks so)."""
+    return (b" " in b or b"\\" in b or b"\t" in b or b"\r" in b
+            or _FRACTION_OR_EXPONENT.search(b) is not None)
+
+
 def _json_text(raw) -> str:
     """A value's JSON text as `orjson.dumps` writes it, from its text in the file: as it is
-    unless it holds a space or an escape (then decoded and written again)."""
+    unless it may not be compact (`_loose`: then decoded and written again)."""
     b = bytes(raw)
-    if b" " in b or b"\\" in b or b"\t" in b:
+    if _loose(b):
         b = orjson.dumps(orjson.loads(b))
     return b.decode()
 
@@ -99,7 +111,7 @@ def _decode_fast(fno: int, block: bytes) -> dict | None:
         return None
     null = b"null"
     # a value's text is as orjson writes it, unless the file's is not compact
-    text = _json_text if (b" " in block or b"\\" in block or b"\t" in block) else (lambda r: bytes(r).decode())
+    text = _json_text if _loose(block) else (lambda r: bytes(r).decode())
     try:  # a value's text must be UTF-8 JSON, which msgspec does not check in a Raw
         return {
             "file": [fno] * len(events),
