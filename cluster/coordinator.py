@@ -25,8 +25,10 @@ Seeds 002 and 001, as this coordinator implements them:
 - **Source tables** (cluster/source.py) are read-only here: a source node
   writes them. With `SET real_time_recency = true` a read of one first asks
   its source for a timestamp covering the upstream's current LSN (seed 003)
-  and reads at least there; a source errored by a change it cannot ingest
-  (an upstream TRUNCATE) fails such a read at once with its error (XX000).
+  and reads at least there. A source errored by a change it cannot ingest
+  (an upstream TRUNCATE) makes its tables inaccessible, as in Materialize:
+  every read of one fails with its error (XX000), a real-time-recent one at
+  once, others once the coordinator has seen the source's status (each second).
 
 The fault switches this process honours: `stale-read`, `no-fencing`,
 `rtw-no-conflict`, `write-ts-not-strict` (the oracle and storage nodes
@@ -89,6 +91,7 @@ class Coordinator:
         self.not_null: dict[str, list[str]] = {}  # table -> its NOT NULL columns
         self.sources: dict[str, dict] = {}  # source table -> {name, node, addr} (read-only here)
         self.source_rpc: dict[str, RpcClient] = {}
+        self.source_errors: dict[str, str] = {}  # source address -> why it is errored, for good
         self.bind = source
         self.uppers: dict[str, int] = {}
         # table -> the latest timestamp a write to it may have landed at. A read-then-write
@@ -123,6 +126,7 @@ class Coordinator:
         await self.refresh_catalog()
         asyncio.create_task(self._group_commit_loop())
         asyncio.create_task(self._maintenance_loop())
+        asyncio.create_task(self._source_watch_loop())
         log.info("coordinator %s leads at epoch %d", self.name, self.epoch)
 
     def node_of(self, table: str) -> int:
@@ -414,24 +418,52 @@ class Coordinator:
             rows.extend([tuple(row)] * n)
         return rows
 
+    def _source_rpc(self, addr: str) -> RpcClient:
+        rpc = self.source_rpc.get(addr)
+        if rpc is None:
+            host, _, port = addr.rpartition(":")
+            rpc = self.source_rpc[addr] = RpcClient(host, int(port), source=self.bind)
+        return rpc
+
     async def real_time_recent_ts(self, tables: list[str], timeout: float) -> int:
         """Seed 003: a timestamp at which every source these tables come from has ingested all
         its upstream held when this was asked (0 when none is a source table)."""
         ts = 0
         for src in {self.sources[t]["addr"]: t for t in tables if t in self.sources}:
-            rpc = self.source_rpc.get(src)
-            if rpc is None:
-                host, _, port = src.rpartition(":")
-                rpc = self.source_rpc[src] = RpcClient(host, int(port), source=self.bind)
             try:
-                ts = max(ts, await rpc.call("rtr", wait=timeout, timeout=timeout + 1))
+                ts = max(ts, await self._source_rpc(src).call("rtr", wait=timeout, timeout=timeout + 1))
             except RpcError as e:
                 if e.code == "source-errored":  # it will never catch up: say why, at once
+                    self.source_errors[src] = e.message
                     raise SQLError("XX000", e.message) from None
                 raise SQLError("57014", _RTR_TIMEOUT) from None
             except Unavailable:
                 raise SQLError("57014", _RTR_TIMEOUT) from None
         return ts
+
+    def readable(self, tables: list[str]) -> None:
+        """SQLError XX000 when one of `tables` comes from an errored source: as in Materialize,
+        such a source is inaccessible until it is created anew."""
+        for t in tables:
+            error = self.source_errors.get(self.sources[t]["addr"]) if t in self.sources else None
+            if error is not None:
+                raise SQLError("XX000", error)
+
+    async def _source_watch_loop(self) -> None:
+        """Each second, learn which sources are errored (their `status`), for `readable`; in a
+        loop of its own, so a source that does not answer delays nothing else."""
+        while True:
+            await asyncio.sleep(1.0)
+            names = {s["addr"]: s["name"] for s in self.sources.values()}
+            for src, name in names.items():
+                if src in self.source_errors:
+                    continue
+                try:
+                    error = (await self._source_rpc(src).call("status", timeout=RPC_TIMEOUT)).get("error")
+                except (RpcError, Unavailable):
+                    continue
+                if error:
+                    self.source_errors[src] = f"source {name} is errored: {error}"
 
     def read_only(self, table: str) -> None:
         if table in self.sources:
@@ -688,6 +720,7 @@ class Session:
 
     async def _read_ts(self, tables: list[str]) -> int:
         """The timestamp of a read; inside a transaction, the same for every read."""
+        self.c.readable(tables)
         if self.txn is not None and self.txn["ts"] is not None:
             return self.txn["ts"]
         rtr = 0

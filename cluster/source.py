@@ -26,10 +26,9 @@ not passed that LSN yet, waits until a durable binding covers it, and returns
 the timestamp the read must run at least at.
 
 An errored source (the stream met a change it cannot ingest, such as an
-upstream TRUNCATE: upstream.py) ingests nothing more. It says so in `status`
-and answers `rtr` with the error at once (no read can be recent any more);
-reads without real-time recency go on seeing what it ingested before, as
-when it is cut off from its upstream.
+upstream TRUNCATE: upstream.py) ingests nothing more. It says so in `status`,
+where coordinators learn it and refuse reads of its tables, and answers
+`rtr` with the error at once (no read can be recent any more).
 
 Fault switches honoured here: `ack-early` (acknowledge each transaction as it
 arrives, up to a tick before it is written and the global timestamp passes it) and
