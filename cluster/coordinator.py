@@ -58,7 +58,7 @@ SINCE_LAG_MS = 30_000  # since trails the oracle's read_ts by this much, at leas
 RPC_TIMEOUT = 3.0
 ORACLE_BACKOFF = 0.5  # after the oracle failed a round, writes are refused this long
 _RTR_TIMEOUT = ("timed out before ingesting the source's visible frontier when real-time-recency "
-                "query issued")  # Materialize's words
+                "query issued")  # Materialize's words; its code for them is 57014 (query_canceled)
 
 
 class Conflict(Exception):
