@@ -195,6 +195,25 @@ def test_an_upstream_truncate_errors_the_source_and_a_recent_read_says_so_at_onc
     assert log.count("replication stopped") == 1 and "reconnecting" not in log
 
 
+def test_an_update_without_the_whole_old_row_errors_the_source_too(upstream, cluster):
+    """Without REPLICA IDENTITY FULL an update carries only the old key, not the old row whose
+    retraction the source must write: the other change it cannot ingest, errored the same way."""
+    src = cluster.node("source1")
+    with psycopg.connect(upstream.url, autocommit=True) as up, \
+            psycopg.connect(cluster.dsn(), autocommit=True) as db:
+        up.execute("INSERT INTO src VALUES (1, 'a')")
+        assert rows(db) == [(1, "a")]
+        up.execute("ALTER TABLE src REPLICA IDENTITY DEFAULT")
+        up.execute("UPDATE src SET n = 2 WHERE n = 1")  # a key change: the old key is sent
+        deadline = time.monotonic() + 10
+        while (status := call_sync(src.host, src.port, "status"))["error"] is None:
+            assert time.monotonic() < deadline, "the source never said it is errored"
+            time.sleep(0.1)
+        assert "without REPLICA IDENTITY FULL" in status["error"]
+        with pytest.raises(psycopg.errors.InternalError_):
+            rows(db)
+
+
 def test_rows_already_upstream_come_in_the_initial_snapshot_then_the_stream(upstream, tmp_path, monkeypatch):
     with psycopg.connect(upstream.url, autocommit=True) as up:
         up.execute("INSERT INTO src SELECT g, 'pre' FROM generate_series(1, 50) g")
