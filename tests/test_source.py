@@ -42,6 +42,15 @@ def rows(conn, rtr=True):
     return conn.execute("SELECT n, v FROM src ORDER BY n").fetchall()
 
 
+def errored(src) -> str:
+    """The source's error, once its status shows one (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while (error := call_sync(src.host, src.port, "status")["error"]) is None:
+        assert time.monotonic() < deadline, "the source never said it is errored"
+        time.sleep(0.1)
+    return error
+
+
 def test_changes_arrive_and_a_real_time_recent_read_sees_each_commit(upstream, cluster):
     with psycopg.connect(upstream.url, autocommit=True) as up, \
             psycopg.connect(cluster.dsn(), autocommit=True) as db:
@@ -168,11 +177,7 @@ def test_an_upstream_truncate_errors_the_source_and_a_recent_read_says_so_at_onc
         assert rows(db) == [(1, "before")]
         up.execute("TRUNCATE src")
         up.execute("INSERT INTO src VALUES (2, 'after')")
-        deadline = time.monotonic() + 10
-        while (status := call_sync(src.host, src.port, "status"))["error"] is None:
-            assert time.monotonic() < deadline, "the source never said it is errored"
-            time.sleep(0.1)
-        assert "TRUNCATE of src" in status["error"]
+        assert "TRUNCATE of src" in errored(src)
         deadline = time.monotonic() + 5  # the coordinator looks at its sources each second
         while True:
             try:
@@ -205,11 +210,7 @@ def test_an_update_without_the_whole_old_row_errors_the_source_too(upstream, clu
         assert rows(db) == [(1, "a")]
         up.execute("ALTER TABLE src REPLICA IDENTITY DEFAULT")
         up.execute("UPDATE src SET n = 2 WHERE n = 1")  # a key change: the old key is sent
-        deadline = time.monotonic() + 10
-        while (status := call_sync(src.host, src.port, "status"))["error"] is None:
-            assert time.monotonic() < deadline, "the source never said it is errored"
-            time.sleep(0.1)
-        assert "without REPLICA IDENTITY FULL" in status["error"]
+        assert "without REPLICA IDENTITY FULL" in errored(src)
         with pytest.raises(psycopg.errors.InternalError_):
             rows(db)
 
