@@ -755,6 +755,7 @@ class Session:
         self.c.read_only(target)
         reads = tuple(stmt.select.tables) if isinstance(stmt, sql.Insert) else (target,)
         catalog = {t: await self.c.table(t) for t in reads}
+        self.c.readable(list(reads))
         async with self.c.occ:
             for _ in range(OCC_ATTEMPTS):
                 touched = set(reads) | {target}

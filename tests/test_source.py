@@ -192,6 +192,9 @@ def test_an_upstream_truncate_errors_the_source_and_a_recent_read_says_so_at_onc
             rows(db)
         assert "source source1 is errored" in str(e.value)
         assert time.monotonic() - started < 3  # not after real_time_recency_timeout (10 s)
+        db.execute("CREATE TABLE copy (n bigint, v text)")
+        with pytest.raises(psycopg.errors.InternalError_):  # nor through INSERT … SELECT
+            db.execute("INSERT INTO copy SELECT n, v FROM src")
         time.sleep(1)  # a reconnecting stream would be connected again by now
         assert not call_sync(src.host, src.port, "status")["connected"]
         node = next(n for n in cluster.status()["nodes"] if n["role"] == "source")
