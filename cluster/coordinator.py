@@ -429,13 +429,12 @@ class Coordinator:
         """Seed 003: a timestamp at which every source these tables come from has ingested all
         its upstream held when this was asked (0 when none is a source table)."""
         ts = 0
-        for src in {self.sources[t]["addr"]: t for t in tables if t in self.sources}:
+        for src, t in {self.sources[t]["addr"]: t for t in tables if t in self.sources}.items():
             try:
                 ts = max(ts, await self._source_rpc(src).call("rtr", wait=timeout, timeout=timeout + 1))
             except RpcError as e:
                 if e.code == "source-errored":  # it will never catch up: say why, at once
-                    self.source_errors[src] = e.message
-                    raise SQLError("XX000", e.message) from None
+                    raise SQLError("XX000", self._errored(src, self.sources[t]["name"], e.message)) from None
                 raise SQLError("57014", _RTR_TIMEOUT) from None
             except Unavailable:
                 raise SQLError("57014", _RTR_TIMEOUT) from None
@@ -463,7 +462,13 @@ class Coordinator:
                 except (RpcError, Unavailable):
                     continue
                 if error:
-                    self.source_errors[src] = f"source {name} is errored: {error}"
+                    self._errored(src, name, error)
+
+    def _errored(self, addr: str, name: str, reason: str) -> str:
+        """Record that the source at `addr` is errored for `reason`; returns what reads of its
+        tables answer from now on."""
+        self.source_errors[addr] = f"source {name} is errored: {reason}"
+        return self.source_errors[addr]
 
     def read_only(self, table: str) -> None:
         if table in self.sources:

@@ -235,9 +235,10 @@ class Source:
         return ts
 
     def _errored(self) -> None:
-        """RpcError `source-errored` once the stream has stopped on a change it cannot ingest."""
+        """RpcError `source-errored`, with the reason its `status` gives, once the stream has
+        stopped on a change it cannot ingest."""
         if self.repl is not None and self.repl.error is not None:
-            raise RpcError("source-errored", f"source {self.name} is errored: {self.repl.error}")
+            raise RpcError("source-errored", self.repl.error)
 
     async def status(self) -> dict:
         lsn, ts = self.bindings.frontier
