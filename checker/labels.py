@@ -22,7 +22,6 @@ from typing import Any
 
 from sleuth.checker import graph as g
 from sleuth.checker.adya import NEVER
-from sleuth.checker.list_append import external_reads
 from sleuth.checker.txn import op_index
 
 Fact = tuple[Any, int, int]  # (key, position in the source txn, position in the target txn)
@@ -33,48 +32,56 @@ class ListAppendLabels:
 
     def __init__(self, an):
         self.an = an
-        self._txn: dict[int, tuple[dict, list]] = {}
-        self._keys: dict[int, tuple[set, set]] = {}
-        self._bounds: dict[int, tuple[int, int, int]] = {}
+        # node -> (appends by key as [(pos, value)], reads as (pos, key, external part),
+        # (keys read, keys appended), bounds): one pass over its micro-ops, made once
+        self._txn: dict[int, tuple[dict, list, tuple[set, set], tuple[int, int, int]]] = {}
         self._pos: dict[Any, dict[Any, int]] = {}
 
-    def _ops(self, node: int) -> tuple[dict, list]:
-        """(appends by key as [(pos, value)], reads as (pos, key, external part))."""
+    def _ops(self, node: int) -> tuple:
+        """(appends by key as [(pos, value)], reads as (pos, key, external part), `key_sets`,
+        `bounds`), in one pass over the micro-ops. A read's external part is the list
+        read minus the transaction's own appends to the key before it; a read that does
+        not end with them (internal) is left out, as `external_reads` says."""
         got = self._txn.get(node)
         if got is None:
             op = self.an.graph.txns[node]
             ok = op.type == "ok"
-            value = op.value if ok else op.invoke_value
+            order = self.an.order
             appends: dict[Any, list] = {}
-            for p, (f, k, v) in enumerate(value):
-                if f == "append":
-                    appends.setdefault(k, []).append((p, v))
             reads = []
-            if ok:
-                order = self.an.order
-                if len({k for _, k, _ in value}) == len(value):  # each key once: every read is external
-                    reads = [(p, k, r or []) for p, (f, k, r) in enumerate(value) if f == "r" and k in order]
-                else:
-                    at = [p for p, (f, _, _) in enumerate(value) if f == "r"]
-                    reads = [(p, k, r) for p, (k, r, problem) in zip(at, external_reads(value), strict=True)
-                             if problem != "internal" and k in order]
-            got = self._txn[node] = (appends, reads)
+            first = NEVER
+            for p, (f, k, v) in enumerate(op.value if ok else op.invoke_value):
+                if f == "append":
+                    mine = appends.get(k)
+                    if mine is None:
+                        appends[k] = [(p, v)]
+                        if first == NEVER:
+                            first = p
+                    else:
+                        mine.append((p, v))
+                elif ok and k in order:
+                    r = v or []
+                    mine = appends.get(k)
+                    if mine is not None:  # after its own appends: those end the read, or it is internal
+                        n = len(mine)
+                        if len(r) < n or any(x != w for x, (_, w) in zip(r[len(r) - n:], mine, strict=True)):
+                            continue
+                        r = r[: len(r) - n]
+                    reads.append((p, k, r))
+            got = self._txn[node] = (appends, reads, ({k for _, k, _ in reads}, set(appends)),
+                                     (first, reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1))
         return got
 
     def key_sets(self, node: int) -> tuple[set, set]:
         """(keys of the reads an rw edge can leave, keys appended): every
         fact (key, ...) of an edge a -> b has its key among a's second set
         for ww, a's first for rw, and among b's second for ww and rw."""
-        got = self._keys.get(node)
-        if got is None:
-            appends, reads = self._ops(node)
-            got = self._keys[node] = ({k for _, k, _ in reads}, set(appends))
-        return got
+        return self._ops(node)[2]
 
     def overwrites(self, node: int) -> bool:
         """Does the transaction read a key and append to it too (only such a
         transaction can leave a G-cursor cycle by its rw edge)?"""
-        reads, appends = self.key_sets(node)
+        reads, appends = self._ops(node)[2]
         return not reads.isdisjoint(appends)
 
     def bounds(self, node: int) -> tuple[int, int, int]:
@@ -82,12 +89,7 @@ class ListAppendLabels:
         `__call__` can name in the transaction (`NEVER` for first, -1 for last,
         when there is none): a ww edge enters it at an append, a wr edge at a
         read, an rw edge leaves it from a read."""
-        got = self._bounds.get(node)
-        if got is None:
-            appends, reads = self._ops(node)
-            got = self._bounds[node] = (min((p for ps in appends.values() for p, _ in ps), default=NEVER),
-                                        reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1)
-        return got
+        return self._ops(node)[3]
 
     def _index(self, k, v) -> int | None:
         pos = self._pos.get(k)
