@@ -22,6 +22,7 @@ from typing import Any
 
 from sleuth.checker import graph as g
 from sleuth.checker.adya import NEVER
+from sleuth.checker.list_append import external_part
 from sleuth.checker.txn import op_index
 
 Fact = tuple[Any, int, int]  # (key, position in the source txn, position in the target txn)
@@ -40,8 +41,9 @@ class ListAppendLabels:
     def _ops(self, node: int) -> tuple:
         """(appends by key as [(pos, value)], reads as (pos, key, external part), `key_sets`,
         `bounds`), in one pass over the micro-ops. A read's external part is the list
-        read minus the transaction's own appends to the key before it; a read that does
-        not end with them (internal) is left out, as `external_reads` says."""
+        read minus the transaction's own appends to the key before it
+        (`list_append.external_part`); a read that does not end with them (internal) is
+        left out, as `external_reads` says."""
         got = self._txn.get(node)
         if got is None:
             op = self.an.graph.txns[node]
@@ -63,10 +65,9 @@ class ListAppendLabels:
                     r = v or []
                     mine = appends.get(k)
                     if mine is not None:  # after its own appends: those end the read, or it is internal
-                        n = len(mine)
-                        if len(r) < n or any(x != w for x, (_, w) in zip(r[len(r) - n:], mine, strict=True)):
+                        r = external_part(r, [w for _, w in mine])
+                        if r is None:
                             continue
-                        r = r[: len(r) - n]
                     reads.append((p, k, r))
             got = self._txn[node] = (appends, reads, ({k for _, k, _ in reads}, set(appends)),
                                      (first, reads[0][0] if reads else NEVER, reads[-1][0] if reads else -1))

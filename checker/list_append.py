@@ -79,16 +79,27 @@ def _reads_against_own(value: list) -> list[tuple[Key, list, int, list, str | No
         n = len(mine) if mine else 0
         problem = None
         if n:
-            if len(r) < n or r[len(r) - n:] != mine:
+            outside = external_part(r, mine)
+            if outside is None:
                 problem = "internal"
             else:
-                r = r[: len(r) - n]
+                r = outside
         if problem is None and k in last and last[k] != r:
             problem = "fuzzy-read"
         if problem != "internal":
             last[k] = r
         out.append((k, read, n, r, problem))
     return out
+
+
+def external_part(read: list, own: list) -> list | None:
+    """What a read that follows the transaction's own appends `own` to its key shows
+    of the others: the read minus them at its end, or None when it does not end with
+    them (an internal read)."""
+    n = len(own)
+    if len(read) < n or read[len(read) - n:] != own:
+        return None
+    return read[: len(read) - n]
 
 
 def _reads_of(op: Op) -> list[tuple[Key, list]]:
