@@ -113,21 +113,14 @@ class Context:
     facts: Callable
     sccs: Callable[[frozenset], tuple]
     txns: list
-    _upd: tuple[np.ndarray, list[bool]] | None = None
+    _upd: list[bool] | None = None
     _facts: dict = field(default_factory=dict)
 
-    def update(self) -> np.ndarray:
-        """Per local node: does the transaction write?"""
-        return self._writers()[0]
-
-    def update_list(self) -> list[bool]:
-        """`update()` as a list (indexing a numpy array one item at a time is slow)."""
-        return self._writers()[1]
-
-    def _writers(self) -> tuple[np.ndarray, list[bool]]:
+    def update(self) -> list[bool]:
+        """Per local node: does the transaction write? (A list: indexing a numpy array
+        one item at a time is slow.)"""
         if self._upd is None:
-            writes = [_writes(self.txns[i]) for i in self.oc.idl]
-            self._upd = np.array(writes, dtype=bool), writes
+            self._upd = [_writes(self.txns[i]) for i in self.oc.idl]
         return self._upd
 
     def edge_facts(self, a: int, b: int, kind: int) -> list:
@@ -318,7 +311,8 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
     oc, sccs = ctx.oc, ctx.sccs
     src, dst, kind = oc.src, oc.dst, oc.kind
     m = len(oc.ids)
-    upd, uplist = ctx.update(), ctx.update_list()
+    uplist = ctx.update()
+    upd = np.array(uplist, dtype=bool)
     data = np.isin(kind, g.DATA)
     both = data & upd[src] & upd[dst]
     ulabel, (ulabels, usizes) = _label_lists(m, src, dst, both, ctx.oc.key)
@@ -383,7 +377,7 @@ def update(ctx) -> Iterator[tuple[int, Task]]:
 # the detail sentence if the (local) cycle is of its type, else None.
 
 def _is_update(ctx, cycle: Cycle) -> str | None:
-    upd = ctx.update_list()
+    upd = ctx.update()
     ro = [a for a, _, _ in cycle if not upd[a]]
     if len(ro) > 1 or all(k != g.RW for _, _, k in cycle):
         return None
