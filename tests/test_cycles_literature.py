@@ -182,6 +182,12 @@ def test_rw_register_non_repeatable_read_is_fuzzy_not_internal():
     assert rc.valid is True and "fuzzy-read" in rc.also_found and "internal" not in rc.anomaly_types
     rr = rw_register.check(h, model="repeatable-read")
     assert rr.valid is False and "fuzzy-read" in rr.anomaly_types
+    # Cerone et al.'s INT: read atomic and the models above it forbid it too (Elle: `internal`)
+    from test_list_append_rules import FUZZY_ALLOWED
+
+    from sleuth.checker.models import MODELS
+    for model in MODELS:
+        assert rw_register.check(h, model=model).valid is (model in FUZZY_ALLOWED), model
     # reading back something other than its own write is still internal
     ev2 = [Event(0, 0, "invoke", 0, "txn", [["w", "x", 2], ["r", "x", None]]),
            Event(1, 1, "ok", 0, "txn", [["w", "x", 2], ["r", "x", 3]])]

@@ -79,7 +79,10 @@ WEAKEST = [
     ("G2-item-realtime", ("strict-serializable",)),
     ("future-read", ("read-committed",)),
     ("incompatible-order", ("read-committed",)),
-    ("fuzzy-read", ("consistent-view", "repeatable-read")),
+    # a changed read within one transaction: Adya's P2 (one anti-dependency, a G-single),
+    # which read committed allows, and a break of Cerone et al.'s INT, which read atomic and
+    # every model of theirs above it forbid (Elle's `internal`)
+    ("fuzzy-read", ("consistent-view", "repeatable-read", "read-atomic")),
     # Adya: PL-CS forbids G-cursor, PL-2L G-monotonic, PL-3U G-update; each is also a
     # G-single or G2-item, which repeatable read forbids (consistent view implies PL-CS
     # and PL-2L, so it is never the weakest)
