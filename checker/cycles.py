@@ -37,7 +37,13 @@ serializable: any data cycle; strong-session: data+process; strict: data+
 process+real-time). Every component of every such edge set that holds a
 cycle holds a start edge of some spec, and the search from it returns a
 cycle using only that set's edges: so some forbidden cycle is reported.
-Counts are lower bounds: one cycle per (spec, component).
+Consistent view (Adya's PL-2+) and forward consistent view are the exception:
+they forbid the cycles with at most one rw edge, which are not all the cycles
+of any edge set, so G-single's search tries a sub-component's start edges in
+turn until one lies on a G-single (`CycleSearch._from_the_others`).
+tests/test_cycle_types_bruteforce.py holds every model's verdict to every
+simple cycle of random histories. Counts are lower bounds: one cycle per
+(spec, component).
 
 After the specs, Adya's G-cursor, G-monotonic and G-update (`checker.adya`:
 they need edge labels, operation order, read-only transactions) are looked
@@ -216,8 +222,13 @@ class CycleSearch:
             if key not in sccs:
                 sccs[key] = _si_product(m, src, dst, kind, spec.kinds, oc.key)
             inside &= _in_si_product(sccs[key], src, dst, kind, starts)
-        # one search per sub-component, from its first start edge (in edge order)
+        # one search per sub-component, from its first start edge (in edge order); for
+        # G-single, from each of its start edges in turn until one is on a G-single
         sel = starts[inside]
+        every: dict[int, list[tuple[int, int]]] = {}
+        if spec.base == "G-single":
+            for e in zip(labels[src[sel]].tolist(), src[sel].tolist(), dst[sel].tolist(), strict=True):
+                every.setdefault(e[0], []).append(e[1:])
         sel = sel[np.sort(np.unique(labels[src[sel]], return_index=True)[1])]
         for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
             c = oc.comp[a]
@@ -234,6 +245,8 @@ class CycleSearch:
                     if found and auto is spec.fallbacks[-1]:
                         break  # any walk at all: only to report some cycle here, and one is
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
+                    if walk is None and auto is spec.automaton:
+                        walk = self._from_the_others(oc, every.get(label[a], ()), spec, label, t + left[c])
                     if walk is not None:
                         found = True
                         self.hits.add((c, i))
@@ -247,6 +260,23 @@ class CycleSearch:
             except g.SearchTimeout:
                 cut[c] = i
             left[c] -= time.perf_counter() - t
+
+    @staticmethod
+    def _from_the_others(oc: OnCycles, edges, spec: Spec, label: list[int], deadline: float):
+        """A walk `spec` accepts from the sub-component's other start edges, tried in
+        edge order; None if none is on one. For G-single: consistent view (Adya's PL-2+)
+        forbids exactly the cycles with at most one rw edge, which are not all the
+        cycles of one edge set, so a sub-component whose first rw edge lies only on
+        cycles with more (a G-nonadjacent, say) may still hold a G-single through
+        another. Every G-single cycle holds a start edge (its rw edge; for `-process`
+        and `-realtime`, its process or real-time edge), and the search from one is a
+        breadth-first search back to its tail with no other rw edge, whose shortest
+        answer is a simple cycle: so one from every start edge misses none."""
+        for a, b in edges[1:]:
+            walk = g.bfs_cycle(oc.adj, (a, b, spec.start), spec.automaton, label, deadline)
+            if walk is not None:
+                return walk
+        return None
 
     def _absent(self, name: str, c: int, cut_at: int) -> bool:
         """Is `name` certainly absent from component c, because the plain
@@ -339,14 +369,20 @@ def _si_product(m: int, src, dst, kind, kinds: frozenset[int],
 
 
 def _in_si_product(product: tuple[np.ndarray, np.ndarray], src, dst, kind, starts: np.ndarray) -> np.ndarray:
-    """Which start edges lie on a cycle of the product graph (`_si_product`)."""
+    """Which start edges lie on a cycle of the product graph (`_si_product`): an edge
+    does when one of its copies there has both ends in one component. A non-rw edge
+    has two copies, from "not entered by rw" and from "entered by rw"; the second
+    is the one on the cycle when the walk reaches the edge's tail by an rw edge (a
+    process or real-time edge right after a read missed a write)."""
     labels, sizes = product
     s, d, k = src[starts], dst[starts], kind[starts]
     is_rw = k == g.RW
+    # two different product nodes in one component: a cycle through the copy
     via_rw = (labels[2 * s] == labels[2 * d + 1]) & is_rw
-    via_0 = (labels[2 * s] == labels[2 * d]) & ~is_rw
     via_1 = (labels[2 * s + 1] == labels[2 * d]) & ~is_rw
-    return (via_rw | via_0 | via_1) & (sizes[labels[2 * s]] > 1)
+    # the same product node when s == d: a cycle only if its component is more than it
+    via_0 = (labels[2 * s] == labels[2 * d]) & ~is_rw & ((s != d) | (sizes[labels[2 * s]] > 1))
+    return via_rw | via_0 | via_1
 
 
 def on_cycles(n: int, labels: np.ndarray, src: np.ndarray, dst: np.ndarray, kind: np.ndarray,

@@ -22,13 +22,14 @@ N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 
 
-def generate(rnd, final_read=True):
+def generate(rnd, final_read=True, txns=(2, 5), stale=0.3):
+    """`txns`: how many, at least and at most; `stale`: how often a read is served stale."""
     keys = ["x", "y", "z"][: rnd.randint(1, 3)]
     counters = dict.fromkeys(keys, 0)
     store: dict = {k: [] for k in keys}
-    txns = []
+    n, txns = txns, []
     free, ids = [0, 0, 0], [0, 1, 2]
-    for _ in range(rnd.randint(2, 5)):
+    for _ in range(rnd.randint(*n)):
         c = rnd.randrange(3)
         start = free[c] + rnd.randint(0, 5)
         end = start + rnd.randint(1, 10)
@@ -57,7 +58,7 @@ def generate(rnd, final_read=True):
                 out.append([f, k, v])
             else:
                 seen = store[k]
-                if rnd.random() < 0.3:
+                if rnd.random() < stale:
                     seen = seen[: rnd.randint(0, len(seen))]
                 out.append([f, k, list(seen) + own.get(k, [])])
         for k, vs in own.items():
