@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install bytecode demo test test-fast bench bench-spark spark-up spark-down lint clean
+.PHONY: install bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean
 
 install: $(STAMP)
 
@@ -29,6 +29,10 @@ test: install
 
 test-fast: install
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not docker and not spark and not cluster"
+
+# sleuth's and adya's verdicts under every model, on random sim histories (adya on PATH)
+compare-adya: install
+	$(BIN)/python bench/compare_adya.py
 
 bench: install bytecode
 	$(BIN)/python bench/bench_check.py
