@@ -225,10 +225,9 @@ class CycleSearch:
         # one search per sub-component, from its first start edge (in edge order); for
         # G-single, from each of its start edges in turn until one is on a G-single
         sel = starts[inside]
-        every: dict[int, list[tuple[int, int]]] = {}
-        if spec.base == "G-single":
-            for e in zip(labels[src[sel]].tolist(), src[sel].tolist(), dst[sel].tolist(), strict=True):
-                every.setdefault(e[0], []).append(e[1:])
+        # G-single: every start edge, grouped by sub-component in edge order (a stable sort)
+        by = sel[np.argsort(labels[src[sel]], kind="stable")] if spec.base == "G-single" else None
+        by_label = labels[src[by]] if by is not None else None
         sel = sel[np.sort(np.unique(labels[src[sel]], return_index=True)[1])]
         for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
             c = oc.comp[a]
@@ -245,8 +244,9 @@ class CycleSearch:
                     if found and auto is spec.fallbacks[-1]:
                         break  # any walk at all: only to report some cycle here, and one is
                     walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
-                    if walk is None and auto is spec.automaton:
-                        walk = self._from_the_others(oc, every.get(label[a], ()), spec, label, t + left[c])
+                    if walk is None and by is not None and auto is spec.automaton:
+                        walk = self._from_the_others(oc, _group(by, by_label, label[a]), spec, label,
+                                                     t + left[c])
                     if walk is not None:
                         found = True
                         self.hits.add((c, i))
@@ -272,7 +272,7 @@ class CycleSearch:
         and `-realtime`, its process or real-time edge), and the search from one is a
         breadth-first search back to its tail with no other rw edge, whose shortest
         answer is a simple cycle: so one from every start edge misses none."""
-        for a, b in edges[1:]:
+        for a, b in zip(oc.src[edges[1:]].tolist(), oc.dst[edges[1:]].tolist(), strict=True):
             walk = g.bfs_cycle(oc.adj, (a, b, spec.start), spec.automaton, label, deadline)
             if walk is not None:
                 return walk
@@ -341,6 +341,12 @@ class CycleSearch:
                 example["explanation"] += "\n" + detail
             examples.append(example)
         return name
+
+
+def _group(edges: np.ndarray, keys: np.ndarray, key: int) -> np.ndarray:
+    """The run of `edges` (sorted by `keys`) whose key is `key`."""
+    lo, hi = np.searchsorted(keys, (key, key + 1))
+    return edges[lo:hi]
 
 
 def _components(oc: OnCycles, kinds: frozenset[int], sccs: dict) -> tuple[np.ndarray, np.ndarray, list[int]]:
