@@ -8,7 +8,7 @@ database character, and each one is judged by both checkers under every model
 both know. Disagreements whose reason is known are counted under it; any other
 is listed, and the exit status is 1.
 
-Known reasons (README, "Speed"):
+Known reasons (README, "What is measured"):
 - adya has no detector for Adya's G-cursor, G-monotonic and G-update, so where
   those are all sleuth found that the model forbids, adya says valid;
 - adya reads a list that ends with the transaction's own appends as it is, so

@@ -225,10 +225,12 @@ class CycleSearch:
         # one search per sub-component, from its first start edge (in edge order); for
         # G-single, from each of its start edges in turn until one is on a G-single
         sel = starts[inside]
-        # G-single: every start edge, grouped by sub-component in edge order (a stable sort)
-        by = sel[np.argsort(labels[src[sel]], kind="stable")] if spec.base == "G-single" else None
-        by_label = labels[src[by]] if by is not None else None
-        sel = sel[np.sort(np.unique(labels[src[sel]], return_index=True)[1])]
+        sub = labels[src[sel]]  # each start edge's sub-component
+        by = by_label = None
+        if spec.base == "G-single":  # every start edge, by sub-component in edge order (a stable sort)
+            order = np.argsort(sub, kind="stable")
+            by, by_label = sel[order], sub[order]
+        sel = sel[np.sort(np.unique(sub, return_index=True)[1])]
         for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
             c = oc.comp[a]
             if c in cut:
@@ -272,7 +274,8 @@ class CycleSearch:
         and `-realtime`, its process or real-time edge), and the search from one is a
         breadth-first search back to its tail with no other rw edge, whose shortest
         answer is a simple cycle: so one from every start edge misses none."""
-        for a, b in zip(oc.src[edges[1:]].tolist(), oc.dst[edges[1:]].tolist(), strict=True):
+        others = edges[1:]
+        for a, b in zip(oc.src[others].tolist(), oc.dst[others].tolist(), strict=True):
             walk = g.bfs_cycle(oc.adj, (a, b, spec.start), spec.automaton, label, deadline)
             if walk is not None:
                 return walk
