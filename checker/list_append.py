@@ -21,8 +21,10 @@ read observed one of their appends (then all of them happened: transactions
 are atomic), and they complete at an unknown time. Non-cycle anomalies found
 here: G1a (read of a failed append), G1b (read ending at a value its writer
 later appended past), dirty-update, duplicate-elements, incompatible-order,
-garbage-read, internal, lost-update, future-read (a read showing the txn's own
-later append).
+garbage-read, internal, lost-update (transactions that read the same version of a
+key, before or after their own appends to it, and appended past it: whichever came
+later missed the other's append, a cycle even when no read orders the two appends),
+future-read (a read showing the txn's own later append).
 """
 
 from __future__ import annotations
@@ -134,6 +136,10 @@ class Analysis:
         self._read_anomalies()
         self._dirty_updates()
         self._edges()
+        for (k, _, _), (r, members, after) in self._lost.items():
+            if len(members) > 1:
+                self._lost_update(k, r, sorted(members), after)
+        del self._lost
 
     def _unhashable_read(self) -> None:
         """Name the first ok read that returned an element no key or appended value can be."""
@@ -156,7 +162,11 @@ class Analysis:
         here). One that touches a key twice also goes through `_repeats`."""
         history, ops = self.history, self.ops
         writer, reads_by_key, failed = self.writer, self.reads_by_key, self.failed
-        lost: dict[tuple, list[int]] = {}
+        # lost-update candidates: (key, length, last element) of a version read ->
+        # [it, the transactions that read it and appended to the key, whether one read it
+        # after its own append]
+        self._lost: dict[tuple, list] = {}
+        lost = self._lost
         i = -1
         try:
             for i, op in enumerate(ops):
@@ -213,9 +223,6 @@ class Analysis:
         except TypeError:  # an unhashable key or value
             raise history.error(ops[i].invoke_pos, "keys and appended values must be scalars: "
                                                    f"{as_written(ops[i].invoke_value)!r}") from None
-        for (k, *_), members in lost.items():
-            if len(members) > 1:
-                self._lost_update(k, members)
 
     def _repeats(self, i: int, ok: bool, value: list, lost: dict) -> None:
         """A transaction that touches some key twice: intermediate appends, and
@@ -250,8 +257,10 @@ class Analysis:
             reads_by_key.setdefault(k, []).append((i, r))
             if k not in first_read:
                 first_read[k] = r
-                if not n and mine:  # read before its first append to the key
-                    lost.setdefault((k, len(r), r[-1] if r else None), []).append(i)
+            if mine:  # it read this version of k and appended past it, before or after the read
+                group = lost.setdefault((k, len(r), r[-1] if r else None), [r, set(), False])
+                group[1].add(i)
+                group[2] |= n > 0
 
     def _future_read(self, i: int, k, r: list, seen: list) -> None:
         """A read that shows elements its own transaction appends only later
@@ -470,13 +479,19 @@ class Analysis:
             "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {_show(r)}, but its own "
                            f"earlier micro-ops imply {expected}"})
 
-    def _lost_update(self, k, members: list[int]) -> None:
+    def _lost_update(self, k, r: list, members: list[int], after: bool) -> None:
+        """`members` each read key k = r (the external part: `after` when some read
+        it after appending to k themselves) and appended to k. Their appends all
+        follow r, in some order: whichever came later was appended past the
+        earlier one by a transaction that had read k without it. In a version order
+        no read gives (appends no read saw) that is still a cycle, though no edge."""
         names = ", ".join(txn.txn_label(self.history, self.ops[i]) for i in members)
-        r = next(v for f, kk, v in self.ops[members[0]].value if f == "r" and kk == k) or []
         self._add("lost-update", {
             "key": k, "read": r, "ops": [self._op(i) for i in members],
-            "explanation": f"{names} all read key {k!r} = {_show(r)} and then appended to it; "
-                           "whichever committed later should have seen the other's append"})
+            "explanation": f"{names} all read key {k!r} = {_show(r)}"
+                           + (" (besides their own appends)" if after else "")
+                           + " and appended to it; whichever committed later should have seen the "
+                             "other's append"})
 
     # -- dependency edges ---------------------------------------------------
 

@@ -22,9 +22,10 @@ N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 
 
-def generate(rnd, final_read=True, txns=(2, 5), stale=0.3):
-    """`txns`: how many, at least and at most; `stale`: how often a read is served stale."""
-    keys = ["x", "y", "z"][: rnd.randint(1, 3)]
+def generate(rnd, final_read=True, txns=(2, 5), stale=0.3, keys=None):
+    """`txns`: how many, at least and at most; `stale`: how often a read is served stale;
+    `keys`: how many keys (default: one to three, at random)."""
+    keys = ["x", "y", "z"][: rnd.randint(1, 3) if keys is None else keys]
     counters = dict.fromkeys(keys, 0)
     store: dict = {k: [] for k in keys}
     n, txns = txns, []

@@ -176,8 +176,9 @@ def test_reads_of_a_rolled_back_append_are_an_incompatible_order_allowed_at_read
 def test_two_txns_that_read_a_list_and_append_to_it_lost_an_update():
     """Elle's lost-update on lists: T1 and T2 both read x = [1] and then append to x, so
     whichever committed later should have seen the other's append. T3 appends to x
-    before reading it: not a candidate, though it too appends and reads [1] besides its
-    own append."""
+    before reading it, and reads [1] besides its own append: it too read x = [1] and
+    appended past it (T3 -rw-> T1 -ww-> T3 is a G-cursor in the graph), so it is one of
+    them, though Elle, which takes only reads before a transaction's writes, leaves it out."""
     h = history((0, 0, 10, "ok", [("append", "x", 1)]),
                 (1, 11, 20, "ok", [("r", "x", [1]), ("append", "x", 2)]),
                 (2, 11, 20, "ok", [("r", "x", [1]), ("append", "x", 3)]),
@@ -186,7 +187,8 @@ def test_two_txns_that_read_a_list_and_append_to_it_lost_an_update():
     r = check(h, "read-committed")
     lost = r.anomalies["lost-update"]
     assert len(lost) == 1 and lost[0]["read"] == [1]
-    assert sorted(o["name"] for o in lost[0]["ops"]) == ["T1", "T2"]
+    assert sorted(o["name"] for o in lost[0]["ops"]) == ["T1", "T2", "T3"]
+    assert "(besides their own appends)" in lost[0]["explanation"]
 
 
 def test_future_read_names_only_the_appends_after_the_read():
