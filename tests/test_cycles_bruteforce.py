@@ -22,13 +22,13 @@ N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 
 
-def generate(rnd, final_read=True, txns=(2, 5), stale=0.3, keys=None):
-    """`txns`: how many, at least and at most; `stale`: how often a read is served stale;
-    `keys`: how many keys (default: one to three, at random)."""
-    keys = ["x", "y", "z"][: rnd.randint(1, 3) if keys is None else keys]
+def transactions(rnd, keys, n, write="append"):
+    """`n` (at least, at most) transactions on three processes, at random intervals, of one
+    to three micro-ops on `keys`, half of them writes (`write`, of values unique per key):
+    [process, start, end, type, micro-ops] lists, reads holding None. One in ten fails and
+    one in ten crashes (info: its process is not used again)."""
     counters = dict.fromkeys(keys, 0)
-    store: dict = {k: [] for k in keys}
-    n, txns = txns, []
+    txns = []
     free, ids = [0, 0, 0], [0, 1, 2]
     for _ in range(rnd.randint(*n)):
         c = rnd.randrange(3)
@@ -40,13 +40,22 @@ def generate(rnd, final_read=True, txns=(2, 5), stale=0.3, keys=None):
             k = rnd.choice(keys)
             if rnd.random() < 0.5:
                 counters[k] += 1
-                mops.append(["append", k, counters[k]])
+                mops.append([write, k, counters[k]])
             else:
                 mops.append(["r", k, None])
         typ = rnd.choices(["ok", "info", "fail"], [8, 1, 1])[0]
         txns.append([ids[c], start, end, typ, mops])
         if typ == "info":
             ids[c] += 3
+    return txns
+
+
+def generate(rnd, final_read=True, txns=(2, 5), stale=0.3, keys=None):
+    """`txns`: how many, at least and at most; `stale`: how often a read is served stale;
+    `keys`: how many keys (default: one to three, at random)."""
+    keys = ["x", "y", "z"][: rnd.randint(1, 3) if keys is None else keys]
+    store: dict = {k: [] for k in keys}
+    txns = transactions(rnd, keys, txns)
     # execute in a random commit order; some reads stale
     for t in rnd.sample(txns, len(txns)):
         if t[3] == "fail" or (t[3] == "info" and rnd.random() < 0.5):
