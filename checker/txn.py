@@ -276,6 +276,10 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
         valid = UNKNOWN
     else:
         valid = True
+        if gr.edge_count() == 0 and sum(op.type == "ok" for op in txns) > 1:
+            notes.append("no dependency between transactions could be inferred (no read saw another "
+                         "transaction's write, and no order of versions is known): valid, but the history "
+                         "says nothing about isolation (Elle calls it unknown: empty-transaction-graph)")
     stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": 0 if oc is None else len(oc.ids),
              "components": 0 if oc is None else len(oc.sizes),
              "largest-component": max(oc.sizes) if oc is not None else 0,
