@@ -136,10 +136,6 @@ class Analysis:
         self._read_anomalies()
         self._dirty_updates()
         self._edges()
-        for (k, _, _), (r, members, after) in self._lost.items():
-            if len(members) > 1:
-                self._lost_update(k, r, sorted(members), after)
-        del self._lost
 
     def _unhashable_read(self) -> None:
         """Name the first ok read that returned an element no key or appended value can be."""
@@ -165,8 +161,7 @@ class Analysis:
         # lost-update candidates: (key, length, last element) of a version read ->
         # [it, the transactions that read it and appended to the key, whether one read it
         # after its own append]
-        self._lost: dict[tuple, list] = {}
-        lost = self._lost
+        lost: dict[tuple, list] = {}
         i = -1
         try:
             for i, op in enumerate(ops):
@@ -223,6 +218,9 @@ class Analysis:
         except TypeError:  # an unhashable key or value
             raise history.error(ops[i].invoke_pos, "keys and appended values must be scalars: "
                                                    f"{as_written(ops[i].invoke_value)!r}") from None
+        for (k, _, _), (r, members, after) in lost.items():
+            if len(members) > 1:
+                self._lost_update(k, r, sorted(members), after)
 
     def _repeats(self, i: int, ok: bool, value: list, lost: dict) -> None:
         """A transaction that touches some key twice: intermediate appends, and
