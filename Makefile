@@ -30,7 +30,7 @@ test: install
 test-fast: install
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not docker and not spark and not cluster"
 
-# sleuth's and adya's verdicts under every model, on random sim histories (adya on PATH)
+# sleuth's and adya's verdicts under every model, on random sim, list-append and rw-register histories (adya on PATH)
 compare-adya: install
 	$(BIN)/python bench/compare_adya.py
 
