@@ -69,7 +69,7 @@ def orders_and_types(h) -> tuple[list[set[str]], set[str]] | None:
         return None
     fixed = {t for t, ex in a.anomalies.items() if ex and t not in ("lost-update", "dirty-update")}
     txns = a.graph.txns  # committed: ok, and info ones some read saw
-    node = {a.ops.index(t): n for n, t in enumerate(txns)}
+    node = {t.id: n for n, t in enumerate(txns)}  # a whole history's op ids are its op indices
     reads: dict = {}  # key -> [(node, external read)]
     for i, t in enumerate(a.ops):
         if t.type == "ok":
@@ -77,13 +77,13 @@ def orders_and_types(h) -> tuple[list[set[str]], set[str]] | None:
                 reads.setdefault(k, []).append((node[i], r))
     appends: dict = {}  # key -> node -> its values, in its order
     for n, t in enumerate(txns):
-        for f, k, v in (t.value if t.type == "ok" else t.invoke_value):
-            if f == "append":
-                appends.setdefault(k, {}).setdefault(n, []).append(v)
+        for k, v in list_append._appends_of(t):
+            appends.setdefault(k, {}).setdefault(n, []).append(v)
     per_key = []
     for k in sorted(set(reads) | set(appends), key=repr):
         known = list(a.order.get(k, []))
-        unseen = [[v for v in vs if v not in set(known)] for vs in appends.get(k, {}).values()]
+        seen = set(known)
+        unseen = [[v for v in vs if v not in seen] for vs in appends.get(k, {}).values()]
         per_key.append([(k, known + tail) for tail in _interleavings(unseen)])
     writer = {(k, v): n for k, by in appends.items() for n, vs in by.items() for v in vs}
     out = []
