@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean
+.PHONY: install system bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean
 
 install: $(STAMP)
 
@@ -21,10 +21,14 @@ $(STAMP): pyproject.toml
 bytecode:
 	$(BIN)/python -m compileall -q sleuth checker workloads cluster nemesis reports >/dev/null
 
-demo: install
+# The Debian packages the live parts use (targets, reports, docker image, nemeses, Spark's Java)
+system:
+	bash ci/system-packages.sh
+
+demo: install system
 	$(BIN)/python demos/demo.py
 
-test: install
+test: install system
 	$(BIN)/pytest -q -n 2 --dist loadfile
 
 test-fast: install

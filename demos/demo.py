@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from sleuth import exits
+
 BIN = os.path.dirname(sys.executable)
 SLEUTH = os.path.join(BIN, "sleuth")
 
@@ -69,7 +71,7 @@ def main() -> None:
         print(p.stdout.strip())
 
 
-def live() -> None:
+def live() -> int:
     """The demo campaign (campaigns/demo.toml): live runs, judged, one page and one JUnit file for all."""
     store = tempfile.mkdtemp(prefix="sleuth-demo-store-")
     env = {**os.environ, "SLEUTH_HOME": os.path.join(store, ".home")}
@@ -84,14 +86,25 @@ def live() -> None:
         out = json.loads(p.stdout)
     except ValueError:
         print(f"the campaign printed no summary (exit {p.returncode})")
-        return
+        return p.returncode or exits.CRASHED
     for r in out["runs"]:  # the campaign named each run's verdict above; add what the model allows
         if r.get("also-found"):
             print(f"  {r['id']}: found, allowed by its model: {', '.join(r['also-found'])}")
     print(f"exit {p.returncode}\ncampaign page: {out['page']}\nJUnit XML: {out['junit']}\n"
           f"(sleuth serve --store {store})")
+    return p.returncode
+
+
+def run() -> int:
+    """The whole demo; its exit status is the campaign's (0: every run as expected), so a
+    demo whose live part failed (a prerequisite missing, a run not as expected) does not
+    pass for one that worked. The simulated part runs either way."""
+    status = live()
+    main()
+    if status != 0:
+        print(f"\ndemo: the campaign did not pass (exit {status}); its message is above", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":
-    live()
-    main()
+    sys.exit(run())

@@ -158,7 +158,7 @@ class MariaDBTarget(OneServer, MySQLTarget):
         self.snapshot_isolation = spec == "mariadb+snapshot-isolation"
         if shutil.which("mariadbd") is None or shutil.which("mariadb-install-db") is None:
             raise Unsupported("--target mariadb needs Debian's mariadb-server (mariadbd, mariadb-install-db); "
-                              "sleuth installs nothing system-wide: apt-get install mariadb-server")
+                              "apt-get install mariadb-server (make system installs every package sleuth's live parts use)")
         if self.snapshot_isolation and not offers_snapshot_isolation():
             raise Unsupported("--target mariadb+snapshot-isolation: this mariadbd has no innodb_snapshot_isolation "
                               "(MariaDB 10.6.18, 10.11.8 or later)")
