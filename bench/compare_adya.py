@@ -209,8 +209,13 @@ def main() -> int:
                     known[why] += 1
                 else:
                     unexplained.append((path.name, option, model, r.valid, r.anomaly_types, verdict, types))
-            print(f"  {source}: {i + 1}/{args.histories} histories", file=sys.stderr, end="\r")
-        print(f"\n{source}: {args.histories} histories x {len(models.MODELS)} models: {judged} verdicts "
+            if sys.stderr.isatty():  # one line rewritten in a terminal; a line per quarter in a log
+                print(f"  {source}: {i + 1}/{args.histories} histories", file=sys.stderr, end="\r")
+            elif (i + 1) % max(1, args.histories // 4) == 0:
+                print(f"  {source}: {i + 1}/{args.histories} histories", file=sys.stderr)
+        if sys.stderr.isatty():
+            print(file=sys.stderr)  # past the rewritten line
+        print(f"{source}: {args.histories} histories x {len(models.MODELS)} models: {judged} verdicts "
               "from each checker", file=sys.stderr)
         print(f"{source}: agree {judged - sum(known.values()) - (len(unexplained) - before)} of {judged}")
         for why, n in known.most_common():
