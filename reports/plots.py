@@ -61,32 +61,52 @@ def throughput(path: str, ops: dict[str, np.ndarray], windows: list, title: str)
     plt.close(fig)
 
 
+def cycle_geometry(n: int) -> list[tuple[tuple[float, float], tuple[float, float], float, tuple[float, float]]]:
+    """Where `cycle` draws each of n edges (i -> i+1 around a circle of radius R): its
+    start, its end, its bend (matplotlib's arc3 `rad`) and where its label goes, on the
+    arc's middle. Two transactions' two edges (a -> b, b -> a) bend to either side, or they
+    would lie on one line under one label and read as a single edge."""
+    pos = [(R * math.cos(2 * math.pi * i / n + math.pi / 2), R * math.sin(2 * math.pi * i / n + math.pi / 2))
+           for i in range(n)]
+    rad = 0.35 if n == 2 else 0.0
+    out = []
+    for i in range(n):
+        (x1, y1), (x2, y2) = pos[i], pos[(i + 1) % n]
+        # arc3's control point is the chord's middle moved by rad * (dy, -dx); the curve's
+        # middle lies halfway there; the label sits a little further in the same direction
+        # (a straight edge's label: just outside the chord's middle, as it always was)
+        dx, dy = x2 - x1, y2 - y1
+        mx, my = (x1 + x2) / 2, (y1 + y2) / 2
+        label = (mx + 0.6 * rad * dy, my - 0.6 * rad * dx) if rad else (mx * 0.9 / R, my * 0.9 / R)
+        out.append(((x1, y1), (x2, y2), rad, label))
+    return out
+
+
+R = 0.85  # the circle the transactions sit on, in axes units of [-1.2, 1.2]
+
+
 def cycle(path: str, steps: list[dict], title: str, limit: int = 10) -> None:
     """Transactions on a circle, one arrow per dependency edge, labelled with its kind."""
     shown = steps[:limit]
     names = [s["from"] for s in shown]
-    if len(steps) <= limit:
-        pass
-    else:
+    if len(steps) > limit:
         names.append(f"… {len(steps) - limit} more")
-    n = len(names)
-    pos = {name: (math.cos(2 * math.pi * i / n + math.pi / 2), math.sin(2 * math.pi * i / n + math.pi / 2))
-           for i, name in enumerate(names)}
+    geometry = cycle_geometry(len(names))
+    pos = {name: geometry[i][0] for i, name in enumerate(names)}
     fig, ax = plt.subplots(figsize=(4.2, 4.2), dpi=110)
-    for i, name in enumerate(names):
-        nxt = names[(i + 1) % n]
-        (x1, y1), (x2, y2) = pos[name], pos[nxt]
+    for i, (start, end, rad, (lx, ly)) in enumerate(geometry):
         kind = shown[i]["kind"] if i < len(shown) else "…"
-        ax.annotate("", xy=(x2 * 0.85, y2 * 0.85), xytext=(x1 * 0.85, y1 * 0.85),
-                    arrowprops={"arrowstyle": "-|>", "color": "#c92a2a" if kind == "rw" else "#495057",
-                                "lw": 1.4, "shrinkA": 14, "shrinkB": 14})
-        ax.text((x1 + x2) * 0.45, (y1 + y2) * 0.45, kind, fontsize=8, ha="center", va="center",
-                color="#c92a2a" if kind == "rw" else "#495057")
+        color = "#c92a2a" if kind == "rw" else "#495057"
+        ax.annotate("", xy=end, xytext=start,
+                    arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 14, "shrinkB": 14,
+                                "connectionstyle": f"arc3,rad={rad}"})
+        ax.text(lx, ly, kind, fontsize=8, ha="center", va="center", color=color)
     for name, (x, y) in pos.items():
-        ax.text(x * 0.85, y * 0.85, name, ha="center", va="center", fontsize=8,
+        ax.text(x, y, name, ha="center", va="center", fontsize=8,
                 bbox={"boxstyle": "round", "fc": "#f1f3f5", "ec": "#adb5bd"})
     ax.set_xlim(-1.2, 1.2)
     ax.set_ylim(-1.2, 1.2)
+    ax.set_aspect("equal")  # arc3 bends in display space: equal scales keep the labels on the arcs
     ax.axis("off")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
