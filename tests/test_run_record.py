@@ -223,6 +223,9 @@ def test_check_report_writes_a_report_for_an_imported_history(tmp_path):
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "valid" in page and (tmp_path / "rep" / "history.jsonl").exists()
     assert op_counts(read_jsonl(tmp_path / "rep" / "history.jsonl"))["ok"] > 0
+    # the file's own nemesis (:start-partition ... :stop-partition) is named and counted, not "none"
+    assert json.loads((tmp_path / "rep" / "test.json").read_text())["nemesis"] == ["partition"]
+    assert "partition: start-partition &times;1" in page
 
 
 
