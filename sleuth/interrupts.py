@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -52,3 +54,16 @@ class Signals:
         for sig, handler in self.saved.items():
             signal.signal(sig, handler)
         self.saved = {}
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held back while the block runs, and delivered as it ends: for
+    writing one JSON Lines record whole (a record cut by Ctrl-C in the middle, with the
+    interrupt's own records after it on the same line, is no JSON at all). A write to a
+    pipe that is full waits for its reader meanwhile, as it would anyway."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -14,3 +16,23 @@ def write_json(path: str, obj: Any) -> None:
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=1, default=repr)
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def written_whole(path: str | os.PathLike) -> Iterator[str]:
+    """The path to write instead of `path`: a temp file beside it, renamed onto `path`
+    when the block ends, removed if the block fails or is interrupted, so `path` holds
+    either what it held before or the whole new file, never half of one. A path that
+    is not a regular file (/dev/stdout, a fifo) is written in place."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        yield path
+        return
+    tmp = path + ".tmp"
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise

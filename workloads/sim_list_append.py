@@ -38,6 +38,7 @@ from collections.abc import Iterator
 
 import orjson
 
+from sleuth.jsonfile import written_whole
 from sleuth.workloads import SIM_DBS as DBS  # the one list of their names
 
 FAIL_RATE = 0.01  # transactions the database refuses (nothing happens)
@@ -270,10 +271,11 @@ def simulate(db: str, txns: int, concurrency: int = 10, keys: int = 8, seed: int
 
 def write_sim(path: str, db: str, txns: int, concurrency: int = 10, keys: int = 8,
               seed: int = 0) -> dict:
-    """Write a simulated history to `path`; returns counts and seconds."""
+    """Write a simulated history to `path` (whole, or not at all: an interrupted write
+    leaves what was there); returns counts and seconds."""
     t = _time.perf_counter()
     sim = Sim(db, txns, concurrency, keys, seed)
-    with open(path, "wb") as fh:
+    with written_whole(path) as out, open(out, "wb") as fh:
         for chunk in sim.run():
             fh.write(chunk)
     return {**sim.stats, "keys": sim.next_key, "seconds": round(_time.perf_counter() - t, 2)}

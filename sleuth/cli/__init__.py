@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import traceback
 
@@ -68,6 +69,10 @@ PROGRAM = False  # running as the `sleuth` program (`entry`), not called in-proc
 FAST_EXIT = False  # set by a command (check) after which the program may leave at once
 
 
+def _terminated(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def entry() -> None:
     """The `sleuth` program: `main`, and after `sleuth check` an exit that
     skips tearing down the heap.
@@ -86,6 +91,11 @@ def entry() -> None:
     # 100k-transaction check on this 2-core machine, taken from whatever else runs. Set before
     # numpy is first imported (commands import it lazily); a user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # SIGTERM (what a CI job's timeout sends) is an interrupt, as Ctrl-C is: "interrupted", exit 2
+    # (docs/exit-status.md), not death by the signal (143); commands with their own handling
+    # (run, campaign, serve) replace this. An inherited "ignore" is kept.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         main()
     except SystemExit as e:

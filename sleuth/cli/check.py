@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -22,6 +22,7 @@ import sleuth.cli as cli
 from sleuth import exits
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
 from sleuth.history import HistoryError, gc_paused, leave_unfreed
+from sleuth.interrupts import deferred
 from sleuth.workloads import SIM_DBS
 
 
@@ -185,7 +186,7 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
-    not decide, nothing to judge); 254 bad arguments or bad input; 255 sleuth
+    not decide, nothing to judge, interrupted by Ctrl-C or SIGTERM); 254 bad arguments or bad input; 255 sleuth
     itself failed. Several files: the highest status wins. A run directory
     (or its history.jsonl beside test.json) needs no --workload: the run's
     own checks apply, so the verdict is the run's.
@@ -219,31 +220,53 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         from tqdm import tqdm
 
         progress = tqdm(total=len(files), unit="history", file=sys.stderr, leave=False)
-    for path in files:
-        # Each file is judged by (spec, kwargs); an argument that brings its
-        # own settings (a run directory) would resolve them here, then judge.
-        if spark_master is not None:
-            status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
-        else:
-            status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
-                                                         timestamps=timestamps)
-        statuses.append(status)
-        if report_dir and result is not None:
-            from sleuth.cli.run import report_history
+    done = 0  # files whose outcome has been written
+    try:
+        for path in files:
+            # Each file is judged by (spec, kwargs); an argument that brings its
+            # own settings (a run directory) would resolve them here, then judge.
+            if spark_master is not None:
+                status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
+            else:
+                status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
+                                                             timestamps=timestamps)
+            statuses.append(status)
+            if report_dir and result is not None:
+                from sleuth.cli.run import report_history
 
-            click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}",
-                       err=True)
+                click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}",
+                           err=True)
+            if progress is not None:
+                progress.update(1)
+            with deferred():  # each file's outcome written whole, then counted
+                if as_json:
+                    sys.stdout.write(json.dumps(record, default=repr) + "\n")
+                    sys.stdout.flush()
+                if result is None:
+                    click.echo(f"sleuth: error: {record['error']}", err=True)
+                elif not as_json:
+                    _print_result(path, result, explain)
+                done += 1
+    except KeyboardInterrupt:
         if progress is not None:
-            progress.update(1)
-        if as_json:
-            sys.stdout.write(json.dumps(record, default=repr) + "\n")
-        if result is None:
-            click.echo(f"sleuth: error: {record['error']}", err=True)
-        elif not as_json:
-            _print_result(path, result, explain)
+            progress.close()
+        _interrupted(files, done, statuses, as_json)
     if progress is not None:
         progress.close()
     sys.exit(exits.combine(statuses))
+
+
+def _interrupted(files: tuple[str, ...], done: int, statuses: list[int], as_json: bool) -> NoReturn:
+    """Ctrl-C, or SIGTERM (a CI job's timeout; `sleuth.cli.entry` makes it an interrupt),
+    after `done` files: with --json a record for the file being judged and for each one
+    not reached, so every input file has its object ("valid": "unknown"); "interrupted" on
+    stderr; the status of the files judged, with 2 for the rest (docs/exit-status.md)."""
+    if as_json:
+        with deferred():
+            for path in files[done:]:
+                sys.stdout.write(json.dumps(_error_record(path, "interrupted: not judged", exits.UNKNOWN)) + "\n")
+            sys.stdout.flush()
+    exits.die("interrupted", exits.combine([*statuses[:done], exits.UNKNOWN]))
 
 
 def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
@@ -254,7 +277,13 @@ def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
     if not all(find_run(f) for f in files):
         exits.die("--workload is required unless each FILE is a run directory (or its history.jsonl "
                   "with test.json beside it)")
-    sys.exit(exits.combine([check_run_dir(f, as_json) for f in files]))
+    statuses: list[int] = []
+    try:
+        for f in files:
+            statuses.append(check_run_dir(f, as_json))
+    except KeyboardInterrupt:
+        _interrupted(files, len(statuses), statuses, as_json)
+    sys.exit(exits.combine(statuses))
 
 
 def _print_result(path: str, result, explain: bool) -> None:

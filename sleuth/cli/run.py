@@ -140,6 +140,7 @@ def check_run_dir(path: str, as_json: bool = False) -> int:
     function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
     returns the exit status (sleuth.exits)."""
     from sleuth.history import HistoryError, read_jsonl
+    from sleuth.interrupts import deferred
     from sleuth.judge import Checks, judge
     from sleuth.store import find_run, history_path, read_json, test_path
 
@@ -160,7 +161,9 @@ def check_run_dir(path: str, as_json: bool = False) -> int:
         click.echo(f"sleuth: error: {test_path(run_dir)}: cannot tell what the run checked ({e})", err=True)
         return exits.BAD_INPUT
     if as_json:
-        sys.stdout.write(json.dumps({"file": path, **results}, default=repr) + "\n")
+        with deferred():  # written whole (sleuth check's loop counts it once this returns)
+            sys.stdout.write(json.dumps({"file": path, **results}, default=repr) + "\n")
+            sys.stdout.flush()
     else:
         verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
         line = f"{path}: {verdict} ({results.get('model')})"
