@@ -228,6 +228,23 @@ def test_check_report_writes_a_report_for_an_imported_history(tmp_path):
     assert "partition: start-partition &times;1" in page
 
 
+def test_check_json_gives_a_bad_run_directory_its_object(tmp_path):
+    """--json: every input file has its one object; a run directory whose history is bad
+    input too (254, beside the one-line error on stderr), not only the good ones."""
+    src = os.path.join(os.path.dirname(__file__), "data", "imports", "same.edn")
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for d in (good, bad):
+        assert _sleuth("check", src, "-w", "list-append", "--report", str(d)).returncode == 0
+    with open(bad / "history.jsonl", "a") as fh:
+        fh.write("{not json\n")
+    p = _sleuth("check", "--json", str(good), str(bad))
+    assert p.returncode == exits.BAD_INPUT
+    records = [json.loads(line) for line in p.stdout.splitlines()]
+    assert [(r["file"], r["exit"]) for r in records] == [(str(good), 0), (str(bad), 254)]
+    assert records[1]["valid"] == "unknown" and "history.jsonl:" in records[1]["error"]
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
 
 
 @pytest.mark.slow

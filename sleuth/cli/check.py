@@ -67,7 +67,9 @@ def _summary_line(path: str, result) -> str:
     return line
 
 
-def _error_record(path: str, message: str, status: int) -> dict[str, Any]:
+def error_record(path: str, message: str, status: int) -> dict[str, Any]:
+    """--json's object for a file that was not judged (bad input, a crash, an interrupt):
+    every input file has one (docs/history-format.md's contract)."""
     return {"file": path, "valid": "unknown", "anomaly-types": [], "error": message, "exit": status}
 
 
@@ -81,12 +83,12 @@ def _failed(path: str, e: Exception) -> tuple[int, dict[str, Any], None, None]:
     reader's one-line error; any other exception is sleuth's own failure, 255
     (with its traceback on stderr when SLEUTH_DEBUG=1)."""
     if isinstance(e, HistoryError):
-        return exits.BAD_INPUT, _error_record(path, str(e), exits.BAD_INPUT), None, None
+        return exits.BAD_INPUT, error_record(path, str(e), exits.BAD_INPUT), None, None
     if os.environ.get("SLEUTH_DEBUG") == "1":
         import traceback
 
         traceback.print_exc()
-    return exits.CRASHED, _error_record(path, _crash_message(path, e), exits.CRASHED), None, None
+    return exits.CRASHED, error_record(path, _crash_message(path, e), exits.CRASHED), None, None
 
 
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
@@ -264,7 +266,7 @@ def _interrupted(files: tuple[str, ...], done: int, statuses: list[int], as_json
     if as_json:
         with deferred():
             for path in files[done:]:
-                sys.stdout.write(json.dumps(_error_record(path, "interrupted: not judged", exits.UNKNOWN)) + "\n")
+                sys.stdout.write(json.dumps(error_record(path, "interrupted: not judged", exits.UNKNOWN)) + "\n")
             sys.stdout.flush()
     exits.die("interrupted", exits.combine([*statuses[:done], exits.UNKNOWN]))
 

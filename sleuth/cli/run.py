@@ -139,30 +139,36 @@ def check_run_dir(path: str, as_json: bool = False) -> int:
     the run's own checks (`Checks.of_test`) applied to its history by the run's judging
     function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
     returns the exit status (sleuth.exits)."""
+    from sleuth.cli.check import error_record
     from sleuth.history import HistoryError, read_jsonl
     from sleuth.interrupts import deferred
     from sleuth.judge import Checks, judge
     from sleuth.store import find_run, history_path, read_json, test_path
 
+    def bad(message: str) -> int:
+        if as_json:  # every input file has its object, this one too
+            with deferred():
+                sys.stdout.write(json.dumps(error_record(path, message, exits.BAD_INPUT)) + "\n")
+                sys.stdout.flush()
+        click.echo(f"sleuth: error: {message}", err=True)
+        return exits.BAD_INPUT
+
     run_dir = find_run(path)
     if run_dir is None:
-        click.echo(f"sleuth: error: {path}: not a run directory (no history.jsonl with test.json beside it)",
-                   err=True)
-        return exits.BAD_INPUT
+        return bad(f"{path}: not a run directory (no history.jsonl with test.json beside it)")
     test = read_json(test_path(run_dir))
     try:
         checks = Checks.of_test(test)
         history = read_jsonl(history_path(run_dir), events=False)
         results = judge(history, checks, test.get("ended"))
     except HistoryError as e:
-        click.echo(f"sleuth: error: {e}", err=True)
-        return exits.BAD_INPUT
+        return bad(str(e))
     except (TypeError, ValueError, KeyError) as e:
-        click.echo(f"sleuth: error: {test_path(run_dir)}: cannot tell what the run checked ({e})", err=True)
-        return exits.BAD_INPUT
+        return bad(f"{test_path(run_dir)}: cannot tell what the run checked ({e})")
     if as_json:
         with deferred():  # written whole (sleuth check's loop counts it once this returns)
-            sys.stdout.write(json.dumps({"file": path, **results}, default=repr) + "\n")
+            record = {"file": path, **results, "exit": exits.of_valid(results["valid"])}  # as a file's
+            sys.stdout.write(json.dumps(record, default=repr) + "\n")
             sys.stdout.flush()
     else:
         verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
