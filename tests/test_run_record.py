@@ -362,3 +362,14 @@ def test_a_summary_line_is_never_cut_without_an_ellipsis():
     long = "T1 (line 3) < T0 (rw) because " + "x" * 300
     cut = clip(long, 200)
     assert len(cut) == 200 and cut.endswith("…") and long.startswith(cut[:-1])
+
+
+def test_a_summary_line_names_its_anomaly_once():
+    from sleuth.cli.run import anomaly_line
+
+    cycle = "G-single: a cycle with exactly one anti-dependency (read skew); 3 transactions.\nT1 < T2 (rw)"
+    assert anomaly_line("G-single", cycle) == ("G-single: a cycle with exactly one anti-dependency (read skew); "
+                                               "3 transactions. (+1 line in the report)")
+    other = "process 4's read ran at ts 17, below ts 19 of process 9's txn"
+    assert anomaly_line("read-ts-below-write", other) == f"read-ts-below-write: {other}"
+    assert anomaly_line("G0", "") is None

@@ -14,6 +14,19 @@ from sleuth.cluster.faults import FAULTS
 from sleuth.workloads.clients import WORKLOADS
 
 
+def anomaly_line(name: str, explanation: str) -> str | None:
+    """The summary's line for an anomaly type: its name and its first example's first line,
+    clipped, and how many more lines the report shows. A cycle's explanation names its
+    type already ("G-single: a cycle with …"): the name is not said twice."""
+    text = explanation.splitlines()
+    if not text:
+        return None
+    first = text[0].removeprefix(f"{name}: ")
+    rest = len(text) - 1
+    more = f" (+{rest} line{'s' if rest > 1 else ''} in the report)" if rest else ""
+    return f"{name}: {clip(first, 200)}{more}"
+
+
 def clip(text: str, width: int) -> str:
     """`text` cut to `width` characters, never silently: a cut line ends in an ellipsis."""
     return text if len(text) <= width else text[:width - 1].rstrip() + "…"
@@ -120,11 +133,9 @@ def _summary(rec) -> None:
         anomalies = read_json(results_path(rec.run_dir)).get("anomalies", {})
         out(f"  anomalies: {', '.join(rec.anomaly_types)}")
         for name in rec.anomaly_types[:4]:
-            ex = (anomalies.get(name) or [{}])[0]
-            text = str(ex.get("explanation", "")).splitlines()
-            if text:
-                more = f" (+{len(text) - 1} lines in the report)" if len(text) > 1 else ""
-                out(f"    {name}: {clip(text[0], 200)}{more}")
+            line = anomaly_line(name, str((anomalies.get(name) or [{}])[0].get("explanation", "")))
+            if line:
+                out(f"    {line}")
     for note in rec.notes[:3]:
         out(f"  note: {note}")
     if rec.nemesis_errors:
