@@ -221,6 +221,16 @@ FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": D
 # event name -> fault kind, for every start and every heal event a schedule writes
 STARTS: dict[str, str] = {f: kind for kind, cls in FAULTS.items() for f in cls.start_fs}
 STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULTS.items()}
+# The same, as Jepsen's combined nemesis names them (`jepsen.nemesis.combined`: the :perf
+# specs that shade its plots), for histories imported from Jepsen: a kill ends with :start,
+# a clock bump with :reset-clock; its :start-packet has no fault of sleuth's and is its own
+# kind; a :strobe-clock is an instant there, no window. Reports read both vocabularies.
+JEPSEN_STARTS: dict[str, str] = {"kill": "kill", "pause": "pause", "start-partition": "partition",
+                                 "bump-clock": "clock", "start-packet": "packet"}
+JEPSEN_STOPS: dict[str, str] = {"start": "kill", "resume": "pause", "stop-partition": "partition",
+                                "reset-clock": "clock", "stop-packet": "packet"}
+ANY_STARTS: dict[str, str] = {**JEPSEN_STARTS, **STARTS}
+ANY_STOPS: dict[str, str] = {**JEPSEN_STOPS, **STOPS}
 
 
 def parse_mix(text: str | None, target: Target) -> list[str]:

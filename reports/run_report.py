@@ -20,7 +20,7 @@ import numpy as np
 
 from sleuth import counterexample, store
 from sleuth.history import History, read_jsonl
-from sleuth.nemesis.faults import STARTS, STOPS
+from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
 from sleuth.reports.counterexample import timeline_svg
 
@@ -30,15 +30,16 @@ TIMELINE_OPS = 2000
 
 def nemesis_windows(events: list[dict], end: float) -> list[tuple[float, float, str]]:
     """(start s, stop s, start event name) for each fault; a fault never healed stays open
-    until `end`. Event names are the nemesis's own (nemesis/faults.py: STARTS, STOPS)."""
+    until `end`. Event names are the nemesis's own, or Jepsen's in an imported history
+    (nemesis/faults.py: ANY_STARTS, ANY_STOPS)."""
     open_: dict[str, tuple[float, str]] = {}
     out = []
     for e in events:
         t, f = e["time"] / 1e9, e["f"]
-        if f in STARTS:
-            open_.setdefault(STARTS[f], (t, f))
-        elif f in STOPS and STOPS[f] in open_:
-            start, name = open_.pop(STOPS[f])
+        if f in ANY_STARTS:
+            open_.setdefault(ANY_STARTS[f], (t, f))
+        elif f in ANY_STOPS and ANY_STOPS[f] in open_:
+            start, name = open_.pop(ANY_STOPS[f])
             out.append((start, t, name))
     out.extend((t, end, f) for t, f in open_.values())
     return sorted(out)
@@ -63,7 +64,7 @@ def fault_counts(nemesis: list[dict]) -> dict[str, int]:
     """Start events that took effect, by name (a start that failed records {"error": …})."""
     out: dict[str, int] = {}
     for e in nemesis:
-        if e["f"] in STARTS and not (isinstance(e.get("value"), dict) and "error" in e["value"]):
+        if e["f"] in ANY_STARTS and not (isinstance(e.get("value"), dict) and "error" in e["value"]):
             out[e["f"]] = out.get(e["f"], 0) + 1
     return out
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sleuth.cli import main
-from sleuth.reports.run_report import nemesis_windows, render
+from sleuth.reports.run_report import fault_counts, nemesis_windows, render
 from sleuth.workloads.sim_list_append import write_sim
 
 
@@ -66,6 +66,20 @@ def test_nemesis_windows_pair_starts_with_stops():
           {"time": 3e9, "f": "start-dual-leader"}, {"time": 5e9, "f": "stop-dual-leader"},
           {"time": 6e9, "f": "pause"}]
     assert nemesis_windows(ev, 9.0) == [(1.0, 2.0, "kill"), (3.0, 5.0, "start-dual-leader"), (6.0, 9.0, "pause")]
+
+
+def test_a_jepsen_historys_windows_close_with_jepsens_own_heal_events():
+    """Jepsen's combined nemesis ends a kill with :start and a clock bump with :reset-clock
+    (its :perf specs); read with sleuth's names only, the first kill of an imported history
+    opened a window that nothing closed, and the report shaded everything after it."""
+    ev = [{"time": 1e9, "f": "kill"}, {"time": 2e9, "f": "start"},
+          {"time": 3e9, "f": "kill"}, {"time": 4e9, "f": "start"},
+          {"time": 5e9, "f": "bump-clock"}, {"time": 6e9, "f": "reset-clock"},
+          {"time": 7e9, "f": "strobe-clock"},  # an instant in Jepsen: no window
+          {"time": 8e9, "f": "start-packet"}]
+    assert nemesis_windows(ev, 9.0) == [(1.0, 2.0, "kill"), (3.0, 4.0, "kill"), (5.0, 6.0, "bump-clock"),
+                                        (8.0, 9.0, "start-packet")]
+    assert fault_counts(ev) == {"kill": 2, "bump-clock": 1, "start-packet": 1}
 
 
 def _chromium():

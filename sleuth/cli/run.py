@@ -197,14 +197,14 @@ def report_history(out_dir: str, history, results: dict, workload: str, source: 
     (history.jsonl in sleuth's format, results.json, a small test.json) with its report."""
     from sleuth import store
     from sleuth.history import write_jsonl
-    from sleuth.nemesis.faults import STARTS
+    from sleuth.nemesis.faults import ANY_STARTS
     from sleuth.reports.run_report import render
 
     os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
     write_jsonl(history.events, store.history_path(out_dir))
     # the faults the history itself records (a Jepsen file's :start-partition, say): the
     # report names them and counts each, as it does a run's nemesis, beside the grey bands
-    nemesis = sorted({STARTS[e.f] for e in history.nemesis_events() if e.f in STARTS})
+    nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
     test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
             "model": results.get("model"), "nemesis": nemesis, "fault": []}
     store.write_record(out_dir, test, results)
