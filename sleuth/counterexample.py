@@ -21,6 +21,7 @@ import orjson
 from sleuth.checker import OPTIONS
 from sleuth.checker.shrink import Counterexample, shrink
 from sleuth.history import History
+from sleuth.jsonfile import written_whole
 
 RUN_BUDGET = 20.0  # seconds a run spends shrinking its anomaly (sleuth run --shrink-budget)
 JSONL, JSON = "counterexample.jsonl", "counterexample.json"
@@ -49,10 +50,9 @@ def check_command(path: str, workload: str, model: str | None, options: dict[str
 def write(ce: Counterexample, path: str, command: str) -> dict[str, Any]:
     """Write the counterexample history to `path` (and its summary beside it, as
     `<path minus .jsonl>.json`); returns that summary."""
-    with open(path + ".tmp", "wb") as fh:
+    with written_whole(path) as tmp, open(tmp, "wb") as fh:
         for e in ce.events():
             fh.write(orjson.dumps(e) + b"\n")
-    os.replace(path + ".tmp", path)
     summary = {**ce.to_json(), "output": path, "command": command, "summary": ce.summary()}
     with open(_summary_path(path), "wb") as fh:
         fh.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str))

@@ -24,6 +24,8 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 import orjson
 
+from sleuth.jsonfile import written_whole
+
 F = TypeVar("F", bound=Callable)
 _MICRO_OP = operator.itemgetter(0, 1)  # a micro-op's function and key
 
@@ -719,14 +721,11 @@ def dumps_event(e: Event) -> bytes:
 
 def write_jsonl(events: Iterable[Event], path: str | os.PathLike) -> None:
     """Write a whole history, fsynced, via a temp file so nothing half-written remains."""
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
+    with written_whole(path) as tmp, open(tmp, "wb") as fh:
         for e in events:
             fh.write(dumps_event(e))
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class JsonlWriter:

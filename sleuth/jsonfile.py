@@ -12,10 +12,8 @@ from typing import Any
 def write_json(path: str, obj: Any) -> None:
     """Write `obj` to `path` via a temp file and a rename, so a reader never sees half of it."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
+    with written_whole(path) as tmp, open(tmp, "w") as f:
         json.dump(obj, f, indent=1, default=repr)
-    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

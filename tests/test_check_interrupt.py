@@ -93,3 +93,23 @@ def test_sim_writes_to_a_path_that_is_no_regular_file_in_place(tmp_path):
     assert p.returncode == 0, p.stderr
     events = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     assert len(events) >= 40 and {e["type"] for e in events} >= {"invoke", "ok"}  # 20 txns, each two lines
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_a_file_written_whole_keeps_what_it_held_when_the_write_stops(tmp_path, stop):
+    """`written_whole`, which every whole-file writer uses (histories, run records, counterexamples,
+    sim output): stopped half-way, the file keeps its old content and no temp file is left."""
+    from sleuth.history import Event, write_jsonl
+    from sleuth.jsonfile import write_json, written_whole
+
+    path = tmp_path / "f.jsonl"
+    path.write_text("before\n")
+    with pytest.raises(stop):
+        with written_whole(path) as tmp, open(tmp, "w") as fh:
+            fh.write("half of the new one")
+            raise stop
+    assert path.read_text() == "before\n" and sorted(p.name for p in tmp_path.iterdir()) == ["f.jsonl"]
+    write_jsonl([Event(0, 1, "invoke", 0, "read", None)], path)  # and whole when it finishes
+    assert path.read_text().startswith('{"index":0') and not (tmp_path / "f.jsonl.tmp").exists()
+    write_json(str(tmp_path / "t.json"), {"a": 1})
+    assert json.loads((tmp_path / "t.json").read_text()) == {"a": 1}
