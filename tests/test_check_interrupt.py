@@ -20,6 +20,13 @@ from sleuth.workloads.sim_list_append import write_sim
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
 
 
+def _as_in_a_terminal() -> None:
+    """The child's SIGINT as a terminal's foreground job has it. A job a non-interactive
+    shell starts in the background (CI runners often do) inherits SIGINT ignored, and
+    Python, rightly, keeps it so: Ctrl-C there is not meant for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _records(out: str) -> list[dict]:
     return [json.loads(line) for line in out.splitlines()]  # each line whole JSON, or this fails
 
@@ -32,7 +39,8 @@ def test_interrupted_while_judging_a_file(tmp_path, sig):
     write_sim(str(large), "read-committed", 200_000, seed=1)  # seconds of judging
     write_sim(str(last), "serializable", 50, seed=2)
     p = subprocess.Popen([SLEUTH, "check", "--json", "-w", "list-append", str(small), str(large), str(last)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_as_in_a_terminal)
     first = p.stdout.readline()  # each record is written as its file is judged
     time.sleep(0.5)  # into the large file's reading
     p.send_signal(sig)
@@ -55,7 +63,8 @@ def test_a_record_too_large_for_the_pipe_is_never_cut(tmp_path):
     write_sim(str(big), "read-committed", 10_000, seed=1)  # many anomalies: a long record
     write_sim(str(other), "serializable", 50, seed=1)
     p = subprocess.Popen([SLEUTH, "check", "--json", "-w", "list-append", str(big), str(other)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_as_in_a_terminal)
     time.sleep(5)  # judged in about a second: by now it is blocked writing the record
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
@@ -74,7 +83,8 @@ def test_an_interrupted_sim_leaves_the_file_as_it_was(tmp_path):
     out = tmp_path / "h.jsonl"
     out.write_text("before\n")
     p = subprocess.Popen([SLEUTH, "sim", "--db", "read-committed", "--txns", "5000000", "-o", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_as_in_a_terminal)
     deadline = time.monotonic() + 60
     while not (tmp_path / "h.jsonl.tmp").exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # until it is writing
