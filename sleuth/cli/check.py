@@ -67,6 +67,15 @@ def _summary_line(path: str, result) -> str:
     return line
 
 
+def emit(record: dict[str, Any]) -> None:
+    """One --json object on stdout: its own line, written whole (Ctrl-C or SIGTERM wait
+    until it is out: a record cut mid-line is no JSON at all) and flushed at once, so a
+    reader sees each file's outcome as soon as it is judged."""
+    with deferred():
+        sys.stdout.write(json.dumps(record, default=repr) + "\n")
+        sys.stdout.flush()
+
+
 def error_record(path: str, message: str, status: int) -> dict[str, Any]:
     """--json's object for a file that was not judged (bad input, a crash, an interrupt):
     every input file has one (docs/history-format.md's contract)."""
@@ -240,10 +249,9 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
                            err=True)
             if progress is not None:
                 progress.update(1)
-            with deferred():  # each file's outcome written whole, then counted
+            with deferred():  # each file's outcome written, then counted, before an interrupt
                 if as_json:
-                    sys.stdout.write(json.dumps(record, default=repr) + "\n")
-                    sys.stdout.flush()
+                    emit(record)
                 if result is None:
                     click.echo(f"sleuth: error: {record['error']}", err=True)
                 elif not as_json:
@@ -264,10 +272,8 @@ def _interrupted(files: tuple[str, ...], done: int, statuses: list[int], as_json
     not reached, so every input file has its object ("valid": "unknown"); "interrupted" on
     stderr; the status of the files judged, with 2 for the rest (docs/exit-status.md)."""
     if as_json:
-        with deferred():
-            for path in files[done:]:
-                sys.stdout.write(json.dumps(error_record(path, "interrupted: not judged", exits.UNKNOWN)) + "\n")
-            sys.stdout.flush()
+        for path in files[done:]:
+            emit(error_record(path, "interrupted: not judged", exits.UNKNOWN))
     exits.die("interrupted", exits.combine([*statuses[:done], exits.UNKNOWN]))
 
 

@@ -150,17 +150,14 @@ def check_run_dir(path: str, as_json: bool = False) -> int:
     the run's own checks (`Checks.of_test`) applied to its history by the run's judging
     function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
     returns the exit status (sleuth.exits)."""
-    from sleuth.cli.check import error_record
+    from sleuth.cli.check import emit, error_record
     from sleuth.history import HistoryError, read_jsonl
-    from sleuth.interrupts import deferred
     from sleuth.judge import Checks, judge
     from sleuth.store import find_run, history_path, read_json, test_path
 
     def bad(message: str) -> int:
         if as_json:  # every input file has its object, this one too
-            with deferred():
-                sys.stdout.write(json.dumps(error_record(path, message, exits.BAD_INPUT)) + "\n")
-                sys.stdout.flush()
+            emit(error_record(path, message, exits.BAD_INPUT))
         click.echo(f"sleuth: error: {message}", err=True)
         return exits.BAD_INPUT
 
@@ -177,10 +174,7 @@ def check_run_dir(path: str, as_json: bool = False) -> int:
     except (TypeError, ValueError, KeyError) as e:
         return bad(f"{test_path(run_dir)}: cannot tell what the run checked ({e})")
     if as_json:
-        with deferred():  # written whole (sleuth check's loop counts it once this returns)
-            record = {"file": path, **results, "exit": exits.of_valid(results["valid"])}  # as a file's
-            sys.stdout.write(json.dumps(record, default=repr) + "\n")
-            sys.stdout.flush()
+        emit({"file": path, **results, "exit": exits.of_valid(results["valid"])})  # "exit" as a file's
     else:
         verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
         line = f"{path}: {verdict} ({results.get('model')})"
