@@ -412,3 +412,16 @@ def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatc
     assert seen == [{}, {"wfr_keys": False, "search_timeout": 2.5}, {"wfr_keys": True}]
     assert runner.invoke(group, ["cmd", "--search-timeout", "-1"]).exit_code == 254
     assert runner.invoke(group, ["cmd", "--total", "3"]).exit_code == 254  # not this workload's
+
+
+def test_help_names_every_model_and_alias_each_workload_takes():
+    """`sleuth check --help` lists what --model accepts (before, only a wrong
+    --model showed the names), each name whole on its line."""
+    from sleuth.checker import WORKLOADS
+
+    p = run("check", "--help")
+    assert p.returncode == 0
+    words = set(p.stdout.replace(",", " ").replace(";", " ").replace("=", " ").split())
+    for w in WORKLOADS.values():
+        for name in (*w.models, *(a for a, _ in w.aliases)):
+            assert name in words, name

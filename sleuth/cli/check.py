@@ -172,7 +172,26 @@ timestamps_flag = click.option(
          "`ts` (what sleuth run checks on the reference cluster at strict serializability).")
 
 
-@click.command()
+def _models_epilog() -> str:
+    """The model names --model takes, per workload, from the registry (a
+    paragraph click keeps as it is, wrapped between names, not inside one)."""
+    import textwrap
+
+    groups: dict[tuple, list[str]] = {}
+    for w in WORKLOADS.values():
+        if w.models:
+            groups.setdefault((w.models, w.aliases), []).append(w.name)
+    lines = ["\b", "Models (--model), the strongest first; docs/models.md says what each forbids:"]
+    for (models, aliases), names in groups.items():
+        text = f"{' and '.join(names)}: {', '.join(models)}"
+        if aliases:
+            text += "; also " + ", ".join(f"{a}={m}" for a, m in aliases)
+        lines += textwrap.wrap(text, 76, subsequent_indent="  ",
+                               break_on_hyphens=False, break_long_words=False)
+    return "\n".join(lines)
+
+
+@click.command(epilog=_models_epilog())
 @click.argument("files", nargs=-1)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
               help="What the history's operations are (not needed for a run directory: the run's own "
