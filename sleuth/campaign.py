@@ -230,7 +230,8 @@ def _names(value: Any, vocabulary: tuple[str, ...], where: str, what: str, bad) 
 def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict) -> str | None:
     """Ask the target's own rules whether it can run this cell; return its isolation level."""
     from sleuth.nemesis.faults import parse_mix
-    from sleuth.targets import Unsupported, make_target
+    from sleuth.targets import Unsupported, make_target, refuse_upstream
+    from sleuth.workloads.clients import WORKLOADS
 
     faults = tuple(cell["fault"].split(",")) if cell["fault"] else ()
     key = (cell["target"], runtime, faults)
@@ -239,6 +240,7 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict)
             targets[key] = make_target(cell["target"], runtime, faults)
         target = targets[key]
         parse_mix(cell["nemesis"], target)
+        refuse_upstream(target, WORKLOADS[cell["workload"]])
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
     iso = cell["isolation"] or (target.isolations[0] if target.isolations else None)

@@ -310,7 +310,7 @@ class _Plan:
 def plan(cfg: RunConfig) -> _Plan:
     """Everything decided before anything starts; bad usage raises `Unsupported` (exit 254)."""
     from sleuth.nemesis.faults import parse_mix
-    from sleuth.targets import Unsupported, make_target
+    from sleuth.targets import Unsupported, make_target, refuse_upstream
 
     target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file)
     if target.isolations:
@@ -319,10 +319,8 @@ def plan(cfg: RunConfig) -> _Plan:
             raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
     kinds = tuple(parse_mix(cfg.nemesis, target))
     workload = WORKLOADS[cfg.workload](cfg.keys, target.family)
+    refuse_upstream(target, workload)
     if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
-        if not hasattr(target, "use_upstream"):
-            raise Unsupported(f"--workload {cfg.workload} needs the reference cluster's source node "
-                              "(--target reference)")
         target.use_upstream(workload)
     name = cfg.name or "-".join([cfg.workload, cfg.target if "://" not in cfg.target else "url",
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])

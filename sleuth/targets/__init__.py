@@ -154,6 +154,21 @@ class OneServer:
             shutil.copy(self.server.log_path, os.path.join(into, self.roles[0], self.log_name))
 
 
+def refuse_upstream(target: Target, workload: Any) -> None:
+    """Raise `Unsupported` unless `target` can give `workload` (a class or an instance) the upstream
+    PostgreSQL it reads, if it reads one (the source workload): only the reference cluster's source
+    node ingests one, and sleuth starts it from Debian's postgresql."""
+    if not getattr(workload, "upstream_tables", None):
+        return
+    if not hasattr(target, "use_upstream"):
+        raise Unsupported(f"--workload {workload.name} needs the reference cluster's source node "
+                          "(--target reference)")
+    from sleuth.targets.postgres_server import MISSING, installed_bin
+
+    if installed_bin() is None:
+        raise Unsupported(f"--workload {workload.name}: its upstream PostgreSQL " + MISSING)
+
+
 def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:
     if spec == "reference":
         from sleuth.targets.reference import ReferenceTarget

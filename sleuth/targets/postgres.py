@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.targets import OneServer, Target, redact
+from sleuth.targets import OneServer, Target, Unsupported, redact
 
 
 class PostgresTarget(OneServer, Target):
@@ -16,6 +16,10 @@ class PostgresTarget(OneServer, Target):
 
     def __init__(self) -> None:
         super().__init__()
+        from sleuth.targets.postgres_server import MISSING, installed_bin
+
+        if installed_bin() is None:  # refused before anything starts, a campaign's file too
+            raise Unsupported("--target postgres " + MISSING)
         self.server: Any = None
 
     def linearizable_keys(self, isolation: str | None) -> bool:

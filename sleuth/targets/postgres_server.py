@@ -25,20 +25,16 @@ import time
 from sleuth.cluster import procs
 from sleuth.targets.local_server import LocalServer
 
+MISSING = ("needs Debian's postgresql (initdb, postgres under /usr/lib/postgresql/*/bin); apt-get install "
+           "postgresql (make system installs every package sleuth's live parts use)")
 
-def ensure_installed() -> str:
-    """The bin dir holding initdb and postgres; installs Debian's postgresql if absent."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    if not found:
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
-            p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if p.returncode != 0:
-                raise RuntimeError(f"could not install PostgreSQL ({' '.join(cmd)}): {p.stderr.strip()[-300:]}")
-        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-        if not found:
-            raise RuntimeError("PostgreSQL installed but no initdb under /usr/lib/postgresql/*/bin")
-    return os.path.dirname(found[-1])
+
+def installed_bin() -> str | None:
+    """The bin dir holding initdb and postgres (the newest version), or None.
+    sleuth installs nothing itself: `make system` does, as for MariaDB."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),  # .../postgresql/15/bin/initdb
+                   key=lambda p: int(v) if (v := p.split("/")[-3]).isdigit() else -1)
+    return os.path.dirname(found[-1]) if found else None
 
 
 def _cont(pid: int) -> None:
@@ -60,7 +56,10 @@ class PostgresServer(LocalServer):
         """`trust`: pg_hba addresses beyond loopback whose clients it trusts, replication too
         (a docker cluster's network, whose source node connects from its container, and
         `samehost`: this machine, which reaches a non-loopback address from any of its own)."""
-        self.bin = ensure_installed()
+        bin_dir = installed_bin()
+        if bin_dir is None:
+            raise RuntimeError("PostgreSQL " + MISSING)
+        self.bin = bin_dir
         self.trust = ("127.0.0.0/8", *trust)
         self.own_dir = datadir is None
         self.base = datadir or tempfile.mkdtemp(prefix="sleuth-pg-")
