@@ -88,14 +88,16 @@ class Counterexample:
     checks: int  # checker runs
     seed_ops: int  # operations in the history shrinking started from
     source_lines: list[int] = field(default_factory=list)  # per event: the original line
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM (`run(stop_on_interrupt=True)`)
 
     @property
     def ops(self) -> int:
         return len(self.history.ops())
 
     def summary(self) -> str:
+        stopped = "interrupted" if self.interrupted else "budget spent"
         how = ("1-minimal: no single removal keeps it failing" if self.minimal
-               else f"budget spent during '{self.stage}': smaller than the original, "
+               else f"{stopped} during '{self.stage}': smaller than the original, "
                     "perhaps not minimal")
         return (f"{self.target}: {self.original_ops} operations shrunk to {self.ops} "
                 f"in {self.seconds:.1f} s ({self.checks} checks); {how}")
@@ -119,7 +121,8 @@ class Counterexample:
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "original-ops": self.original_ops, "ops": self.ops,
-                "seed-ops": self.seed_ops, "minimal": self.minimal, "stage": self.stage,
+                "seed-ops": self.seed_ops, "minimal": self.minimal, "interrupted": self.interrupted,
+                "stage": self.stage,
                 "seconds": round(self.seconds, 3), "checks": self.checks,
                 "anomaly-types": self.result.anomaly_types, "rows": self.rows(),
                 "example": (self.result.anomalies.get(self.target) or [None])[0]}
@@ -299,8 +302,12 @@ class Shrinker:
                     return
                 size = max(1, size // 2)
 
-    def run(self) -> Counterexample:
-        minimal = False
+    def run(self, stop_on_interrupt: bool = False) -> Counterexample:
+        """Shrink until 1-minimal or out of budget. With `stop_on_interrupt`, Ctrl-C or
+        SIGTERM (a KeyboardInterrupt) ends shrinking as the budget's end does: the
+        smallest failing history found so far, marked `interrupted` (every candidate
+        becomes the current one only once judged failing, so it is always whole)."""
+        minimal = interrupted = False
         try:
             for seed in self.seeds():
                 if len(seed.ops) < len(self.cut.ops) and self.accept(seed):
@@ -312,10 +319,14 @@ class Shrinker:
             minimal = True
         except OutOfTime:
             pass
+        except KeyboardInterrupt:
+            if not stop_on_interrupt:
+                raise
+            interrupted = True
         h, lines = self.build(self.cut)
         return Counterexample(self.target, h, self.verdicts[self.cut], len(self.ops), minimal,
                               self.stage, time.perf_counter() - self.start, self.checks,
-                              self.seed_ops, lines)
+                              self.seed_ops, lines, interrupted)
 
     def _stages(self) -> None:
         self.enter("processes")

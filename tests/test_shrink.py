@@ -281,8 +281,62 @@ def test_a_budget_spent_midway_returns_the_smallest_failing_history_found_so_far
     assert ce.ops <= len(h.ops())
 
 
+@pytest.mark.parametrize("after", [0, 1, 7])
+def test_an_interrupt_midway_returns_the_smallest_failing_history_found_so_far(stale_file, after):
+    """Ctrl-C (or SIGTERM, which sleuth turns into one) arriving during the checker's
+    run on the n-th candidate: with stop_on_interrupt, what was found so far, whole and
+    still failing; without it (a run's own shrinking), the interrupt goes on up."""
+    h = read_jsonl(stale_file)
+    checker = checker_for("list-append")
+    calls = []
+
+    def interrupted_check(x):
+        calls.append(1)
+        if len(calls) > after:
+            raise KeyboardInterrupt
+        return checker(x)
+
+    original = checker(h)
+    ce = Shrinker(h, "list-append", interrupted_check, original).run(stop_on_interrupt=True)
+    assert ce.interrupted and not ce.minimal and ce.checks == after + 1
+    assert "interrupted during" in ce.summary() and ce.to_json()["interrupted"] is True
+    again = checker(ce.history)
+    assert again.valid is False and ce.target in again.anomaly_types
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        Shrinker(h, "list-append", interrupted_check, original).run()
+
+
 def run(*args):
     return subprocess.run([SLEUTH, *args], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_cli_interrupted_while_shrinking_writes_what_it_found_and_exits_2(tmp_path, sig):
+    import signal
+
+    from test_check_interrupt import _as_in_a_terminal
+
+    big, out = tmp_path / "si.jsonl", tmp_path / "ce.jsonl"
+    write_sim(str(big), "snapshot-isolation", 100_000, seed=1)  # about 2 s of shrinking
+    p = subprocess.Popen([SLEUTH, "shrink", str(big), "-w", "list-append", "--json", "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_as_in_a_terminal)
+    said = []
+    for line in p.stderr:  # the file judged, shrinking begins
+        said.append(line)
+        if "shrinking (budget" in line:
+            break
+    p.send_signal(getattr(signal, sig))
+    stdout, stderr = p.communicate(timeout=120)
+    assert p.returncode == 2, "".join(said) + stderr
+    assert stderr.strip().splitlines()[-1] == "sleuth: error: interrupted"
+    d = json.loads(stdout)  # stdout is the one JSON object still
+    assert d["valid"] is False and d["counterexample"]["interrupted"] is True
+    assert d["counterexample"]["minimal"] is False and "interrupted during" in stderr
+    replay = run("check", str(out), "-w", "list-append")
+    assert replay.returncode == 1 and d["counterexample"]["target"] in replay.stdout
 
 
 def test_cli_writes_a_replayable_counterexample_whose_lines_point_into_the_original(stale_file, tmp_path):

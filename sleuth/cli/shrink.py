@@ -4,7 +4,9 @@ Judges FILE as `sleuth check` would (same workload, model and options), then
 shrinks it (sleuth.checker.shrink) and writes the counterexample with a
 ready-to-run `sleuth check` command. Exit status is the verdict on FILE, never
 changed by shrinking: 1 invalid (a counterexample was written), 0 valid and 2
-unknown (nothing to shrink), 254 bad input, 255 crashed.
+unknown (nothing to shrink), 254 bad input, 255 crashed; interrupted (Ctrl-C,
+SIGTERM) while shrinking, the smallest counterexample found so far is written
+and the exit is 2.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     """Shrink an invalid history to a minimal counterexample that is still invalid.
 
     Exit status: 1 invalid (counterexample written); 0 valid, 2 unknown (nothing to
-    shrink); 254 bad input; 255 sleuth itself failed.
+    shrink); 254 bad input; 255 sleuth itself failed. Interrupted (Ctrl-C, SIGTERM)
+    while shrinking: the smallest counterexample found so far is written, exit 2.
     """
     from sleuth import counterexample
     from sleuth.checker.shrink import Shrinker
@@ -82,10 +85,11 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     def progress(stage: str, ops: int) -> None:
         click.echo(f"sleuth: shrinking: {stage} ({ops} operations)", err=True)
 
+    shrinker = Shrinker(history, workload, check, result, anomaly, budget, progress,
+                        initial_value=kwargs.get("initial_value"))
     click.echo(f"{file}: INVALID ({result.model}) — {', '.join(result.anomaly_types)}; "
                f"shrinking (budget {budget:g} s)", err=True)
-    ce = Shrinker(history, workload, check, result, anomaly, budget, progress,
-                  initial_value=kwargs.get("initial_value")).run()
+    ce = shrinker.run(stop_on_interrupt=True)
     given = {k: v for k, v in kwargs.items() if k != "model"}
     command = counterexample.check_command(output, workload, model, given, timestamps=timestamps)
     try:
@@ -99,6 +103,8 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
         _print_table(ce.rows())
     click.echo(ce.summary(), err=as_json)
     click.echo(f"wrote {output}; replay it with:\n    {command}", err=as_json)
+    if ce.interrupted:  # what was found is written; the run itself was cut short
+        exits.die("interrupted", exits.UNKNOWN)
     sys.exit(status)
 
 
