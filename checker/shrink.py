@@ -65,6 +65,10 @@ class OutOfTime(Exception):
     """The budget ran out between two checks."""
 
 
+class Stopped(OutOfTime):
+    """The caller asked to stop (`Shrinker(stop=...)`: a run's second Ctrl-C) between two checks."""
+
+
 @dataclass(frozen=True)
 class Cut:
     """A candidate: the operations kept, and the keys and micro-ops removed from them."""
@@ -144,7 +148,8 @@ class Shrinker:
 
     def __init__(self, history: History, workload: str, check: Callable[[History], Result],
                  original: Result, target: str | None = None, budget: float = 60.0,
-                 progress: Callable[[str, int], None] | None = None, initial_value: Any = None):
+                 progress: Callable[[str, int], None] | None = None, initial_value: Any = None,
+                 stop: Callable[[], bool] | None = None):
         if original.valid is not False:
             raise ValueError("only an invalid history has a counterexample")
         if target is None:
@@ -166,6 +171,7 @@ class Shrinker:
         self.seed_ops = len(self.ops)
         self.progress = progress
         self.initial_value = initial_value  # registers: the value before any write
+        self.stop = stop  # asked before each check: True ends shrinking as an interrupt does
 
     # -- building and testing a candidate -----------------------------------
 
@@ -219,6 +225,8 @@ class Shrinker:
             return self.verdicts[cut] is not None
         if time.perf_counter() > self.deadline:
             raise OutOfTime
+        if self.stop is not None and self.stop():
+            raise Stopped
         h, _ = self.build(cut)
         self.checks += 1
         try:
@@ -317,6 +325,8 @@ class Shrinker:
             self.enter(STAGES[-1])
             self._one_minimal()
             minimal = True
+        except Stopped:
+            interrupted = True
         except OutOfTime:
             pass
         except KeyboardInterrupt:
@@ -402,10 +412,12 @@ def _remove_micro(cut: Cut, chunk: list[tuple[int, int]]) -> Cut:
 
 def shrink(history: History, workload: str, check: Callable[[History], Result],
            original: Result | None = None, target: str | None = None,
-           budget: float = 60.0, initial_value: Any = None) -> Counterexample:
+           budget: float = 60.0, initial_value: Any = None,
+           stop: Callable[[], bool] | None = None) -> Counterexample:
     """Shrink an invalid `history` (module docstring). `check` judges a history the way
-    the original was judged; `original` is its verdict on `history` (computed if None)."""
+    the original was judged; `original` is its verdict on `history` (computed if None);
+    `stop`, asked before each check, ends shrinking early when it answers True."""
     if original is None:
         original = check(history)
     return Shrinker(history, workload, check, original, target, budget,
-                    initial_value=initial_value).run()
+                    initial_value=initial_value, stop=stop).run()

@@ -64,16 +64,19 @@ def _summary_path(path: str) -> str:
 
 
 def for_run(run_dir: str, history: History, checks: Any, budget: float = RUN_BUDGET,
-            say: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+            say: Callable[[str], None] | None = None,
+            stop: Callable[[], bool] | None = None) -> dict[str, Any] | None:
     """Shrink an invalid run's history into `run_dir/counterexample.jsonl`, judged as the run
     was: by the workload's checker and, on the reference cluster, the timestamp rules too;
-    None when neither finds an anomaly."""
+    None when neither finds an anomaly. `stop` (asked before each check: the run's second
+    Ctrl-C) ends shrinking early, and what was found so far is written."""
     from sleuth.judge import check_judged
 
     original = check_judged(history, checks)
     if original.valid is not False or not original.anomaly_types:
         return None
-    ce = shrink(history, checks.checker, lambda h: check_judged(h, checks), original, budget=budget)
+    ce = shrink(history, checks.checker, lambda h: check_judged(h, checks), original, budget=budget,
+                stop=stop)
     options = {"linearizable_keys": True} if checks.linearizable_keys else {}
     if checks.total is not None:
         options["total"] = checks.total

@@ -468,7 +468,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
                     live.teardown(run_dir)
                 except BaseException as e:
                     crash = crash or (e, traceback.format_exc())
-        return _conclude(p, run_dir, live, started, reason, crash, signals.again, say)
+        return _conclude(p, run_dir, live, started, reason, crash, signals, say)
     finally:
         signals.restore()
 
@@ -488,13 +488,16 @@ def started_record(p: _Plan, run_dir: str, started: float) -> RunRecord:
 
 
 def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason: str | None,
-              crash: tuple[BaseException, str] | None, hurried: bool, say) -> RunRecord:
-    """Judge what was recorded, render the report, and write the record once."""
+              crash: tuple[BaseException, str] | None, signals: Signals, say) -> RunRecord:
+    """Judge what was recorded, render the report, and write the record once. A second
+    signal before this (`signals.again`) means no judging and no plots; one during it
+    ends the shrinking early (what it found is kept), and the rest goes on, shielded."""
     from sleuth.history import HistoryError, read_jsonl
     from sleuth.judge import judge
     from sleuth.targets import redact
 
     finished = time.time()
+    hurried = signals.again
     notes = list(live.notes if live is not None else [])
     history = None
     if crash is not None:
@@ -516,10 +519,11 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
     reason = results.get("reason", reason)
     results["reason"] = reason
-    if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0:
+    if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0 and not signals.again:
         try:  # the smallest history that still fails, shown first in the report
             from sleuth import counterexample
-            counterexample.for_run(run_dir, history, p.checks, p.cfg.shrink_budget, say)
+            counterexample.for_run(run_dir, history, p.checks, p.cfg.shrink_budget, say,
+                                   stop=lambda: signals.again)
         except Exception as e:  # noqa: BLE001 - a counterexample is a help, never the verdict
             notes.append(f"shrinking the history failed: {_one_line(e)}")
     if "counts" not in results:

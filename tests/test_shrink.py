@@ -420,6 +420,27 @@ def test_an_invalid_run_directory_gets_a_counterexample_shown_first_in_its_repor
     assert os.listdir(fine) == []
 
 
+def test_a_runs_second_signal_ends_its_shrinking_early_and_keeps_what_was_found(tmp_path, stale_file):
+    """`sleuth run` judges and shrinks shielded from a second Ctrl-C (nothing may be left
+    half-done), so shrinking asks `stop` before each check: the run's second signal ends
+    it there, and the counterexample found so far is written, still failing."""
+    from sleuth import counterexample
+    from sleuth.judge import Checks, check_judged
+
+    h = read_jsonl(stale_file)
+    checks = Checks(checker="list-append", model="strict-serializable")
+    asked = []
+
+    def second_signal_after_three_checks():
+        asked.append(1)
+        return len(asked) > 3
+
+    summary = counterexample.for_run(str(tmp_path), h, checks, budget=60, stop=second_signal_after_three_checks)
+    assert summary["interrupted"] is True and summary["minimal"] is False and summary["checks"] == 3
+    again = check_judged(read_jsonl(tmp_path / "counterexample.jsonl"), checks)
+    assert again.valid is False and summary["target"] in again.anomaly_types
+
+
 @pytest.mark.cluster
 def test_a_real_invalid_run_leaves_a_counterexample_and_shrink_budget_0_turns_it_off(tmp_path):
     """The reference cluster (local processes) with stale strict-serializable reads."""
