@@ -92,7 +92,7 @@ class Counterexample:
     checks: int  # checker runs
     seed_ops: int  # operations in the history shrinking started from
     source_lines: list[int] = field(default_factory=list)  # per event: the original line
-    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM (`run(stop_on_interrupt=True)`)
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or `stop` (`Shrinker.so_far`)
 
     @property
     def ops(self) -> int:
@@ -310,11 +310,9 @@ class Shrinker:
                     return
                 size = max(1, size // 2)
 
-    def run(self, stop_on_interrupt: bool = False) -> Counterexample:
-        """Shrink until 1-minimal or out of budget. With `stop_on_interrupt`, Ctrl-C or
-        SIGTERM (a KeyboardInterrupt) ends shrinking as the budget's end does: the
-        smallest failing history found so far, marked `interrupted` (every candidate
-        becomes the current one only once judged failing, so it is always whole)."""
+    def run(self) -> Counterexample:
+        """Shrink until 1-minimal, out of budget or stopped (`stop`). Ctrl-C (a
+        KeyboardInterrupt) goes on up; the caller may then take `so_far()`."""
         minimal = interrupted = False
         try:
             for seed in self.seeds():
@@ -329,10 +327,12 @@ class Shrinker:
             interrupted = True
         except OutOfTime:
             pass
-        except KeyboardInterrupt:
-            if not stop_on_interrupt:
-                raise
-            interrupted = True
+        return self.so_far(minimal, interrupted)
+
+    def so_far(self, minimal: bool = False, interrupted: bool = True) -> Counterexample:
+        """The smallest failing history found so far, whenever shrinking stopped, an
+        interrupt included: a candidate becomes the current cut only once judged
+        failing, so the cut is always whole and its verdict known."""
         h, lines = self.build(self.cut)
         return Counterexample(self.target, h, self.verdicts[self.cut], len(self.ops), minimal,
                               self.stage, time.perf_counter() - self.start, self.checks,

@@ -284,8 +284,8 @@ def test_a_budget_spent_midway_returns_the_smallest_failing_history_found_so_far
 @pytest.mark.parametrize("after", [0, 1, 7])
 def test_an_interrupt_midway_returns_the_smallest_failing_history_found_so_far(stale_file, after):
     """Ctrl-C (or SIGTERM, which sleuth turns into one) arriving during the checker's
-    run on the n-th candidate: with stop_on_interrupt, what was found so far, whole and
-    still failing; without it (a run's own shrinking), the interrupt goes on up."""
+    run on the n-th candidate goes on up (a run's own shrinking must not swallow it);
+    `so_far` then gives what was found so far, whole and still failing."""
     h = read_jsonl(stale_file)
     checker = checker_for("list-append")
     calls = []
@@ -297,14 +297,14 @@ def test_an_interrupt_midway_returns_the_smallest_failing_history_found_so_far(s
         return checker(x)
 
     original = checker(h)
-    ce = Shrinker(h, "list-append", interrupted_check, original).run(stop_on_interrupt=True)
+    shrinker = Shrinker(h, "list-append", interrupted_check, original)
+    with pytest.raises(KeyboardInterrupt):
+        shrinker.run()
+    ce = shrinker.so_far()
     assert ce.interrupted and not ce.minimal and ce.checks == after + 1
     assert "interrupted during" in ce.summary() and ce.to_json()["interrupted"] is True
     again = checker(ce.history)
     assert again.valid is False and ce.target in again.anomaly_types
-    calls.clear()
-    with pytest.raises(KeyboardInterrupt):
-        Shrinker(h, "list-append", interrupted_check, original).run()
 
 
 def run(*args):

@@ -87,9 +87,12 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
 
     shrinker = Shrinker(history, workload, check, result, anomaly, budget, progress,
                         initial_value=kwargs.get("initial_value"))
-    click.echo(f"{file}: INVALID ({result.model}) — {', '.join(result.anomaly_types)}; "
-               f"shrinking (budget {budget:g} s)", err=True)
-    ce = shrinker.run(stop_on_interrupt=True)
+    try:  # from the moment it says so: an interrupt may come as soon as a reader sees the line
+        click.echo(f"{file}: INVALID ({result.model}) — {', '.join(result.anomaly_types)}; "
+                   f"shrinking (budget {budget:g} s)", err=True)
+        ce = shrinker.run()
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was found so far is written, then exit 2
+        ce = shrinker.so_far()
     given = {k: v for k, v in kwargs.items() if k != "model"}
     command = counterexample.check_command(output, workload, model, given, timestamps=timestamps)
     try:
