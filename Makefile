@@ -29,7 +29,7 @@ demo: install system
 	$(BIN)/python demos/demo.py
 
 test: install system
-	$(BIN)/pytest -q -n 2 --dist loadfile
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations=15
 
 test-fast: install
 	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not docker and not spark and not cluster"

@@ -415,13 +415,14 @@ def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatc
 
 
 def test_help_names_every_model_and_alias_each_workload_takes():
-    """`sleuth check --help` lists what --model accepts (before, only a wrong
-    --model showed the names), each name whole on its line."""
+    """`sleuth check --help` and `sleuth shrink --help` list what --model accepts
+    (before, only a wrong --model showed the names), each name whole on its line."""
     from sleuth.checker import WORKLOADS
 
-    p = run("check", "--help")
-    assert p.returncode == 0
-    words = set(p.stdout.replace(",", " ").replace(";", " ").replace("=", " ").split())
-    for w in WORKLOADS.values():
-        for name in (*w.models, *(a for a, _ in w.aliases)):
-            assert name in words, name
+    for command in ("check", "shrink"):
+        p = run(command, "--help")
+        assert p.returncode == 0
+        words = set(p.stdout.replace(",", " ").replace(";", " ").replace("=", " ").split())
+        for w in WORKLOADS.values():
+            for name in (*w.models, *(a for a, _ in w.aliases)):
+                assert name in words, (command, name)

@@ -22,13 +22,14 @@ from sleuth.checker import WORKLOADS
 from sleuth.cli.check import (
     _checker_options,
     _model_for,
+    _models_epilog,
     _option_flags,
     judge_file,
     timestamps_flag,
 )
 
 
-@click.command()
+@click.command(epilog=_models_epilog())
 @click.argument("file")
 @click.option("--workload", "-w", required=True, type=click.Choice(sorted(WORKLOADS)),
               help="What the history's operations are.")
