@@ -163,10 +163,9 @@ def refuse_upstream(target: Target, workload: Any) -> None:
     if not hasattr(target, "use_upstream"):
         raise Unsupported(f"--workload {workload.name} needs the reference cluster's source node "
                           "(--target reference)")
-    from sleuth.targets.postgres_server import MISSING, installed_bin
+    from sleuth.targets.postgres_server import required_bin
 
-    if installed_bin() is None:
-        raise Unsupported(f"--workload {workload.name}: its upstream PostgreSQL " + MISSING)
+    required_bin(f"--workload {workload.name}: its upstream PostgreSQL", Unsupported)
 
 
 def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:

@@ -16,10 +16,9 @@ class PostgresTarget(OneServer, Target):
 
     def __init__(self) -> None:
         super().__init__()
-        from sleuth.targets.postgres_server import MISSING, installed_bin
+        from sleuth.targets.postgres_server import required_bin
 
-        if installed_bin() is None:  # refused before anything starts, a campaign's file too
-            raise Unsupported("--target postgres " + MISSING)
+        required_bin("--target postgres", Unsupported)  # refused before anything starts, a campaign's file too
         self.server: Any = None
 
     def linearizable_keys(self, isolation: str | None) -> bool:

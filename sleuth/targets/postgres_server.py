@@ -37,6 +37,14 @@ def installed_bin() -> str | None:
     return os.path.dirname(found[-1]) if found else None
 
 
+def required_bin(who: str, error: type[Exception] = RuntimeError) -> str:
+    """`installed_bin()`, or `error` saying that `who` needs Debian's postgresql (`MISSING`)."""
+    found = installed_bin()
+    if found is None:
+        raise error(f"{who} {MISSING}")
+    return found
+
+
 def _cont(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGCONT)
@@ -56,10 +64,7 @@ class PostgresServer(LocalServer):
         """`trust`: pg_hba addresses beyond loopback whose clients it trusts, replication too
         (a docker cluster's network, whose source node connects from its container, and
         `samehost`: this machine, which reaches a non-loopback address from any of its own)."""
-        bin_dir = installed_bin()
-        if bin_dir is None:
-            raise RuntimeError("PostgreSQL " + MISSING)
-        self.bin = bin_dir
+        self.bin = required_bin("PostgreSQL")
         self.trust = ("127.0.0.0/8", *trust)
         self.own_dir = datadir is None
         self.base = datadir or tempfile.mkdtemp(prefix="sleuth-pg-")
