@@ -54,7 +54,7 @@ def write(ce: Counterexample, path: str, command: str) -> dict[str, Any]:
         for e in ce.events():
             fh.write(orjson.dumps(e) + b"\n")
     summary = {**ce.to_json(), "output": path, "command": command, "summary": ce.summary()}
-    with open(_summary_path(path), "wb") as fh:
+    with written_whole(_summary_path(path)) as tmp, open(tmp, "wb") as fh:
         fh.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2, default=str))
     return summary
 
