@@ -56,17 +56,30 @@ their types are reported as `incomplete`, and the verdict becomes unknown if
 the judged model forbids one of them (unless a forbidden anomaly was found).
 An Adya type is not incomplete where the spec whose cycles include all of its
 (`adya.WITHIN`) finished and found nothing.
+
+Appends no read saw (list-append) have no known order among themselves, and
+a model is violated only if every order they could have had violates it.
+The graph orders them after everything seen but not among themselves, so a
+cycle that needs their order is not in it: two unseen appenders of one key,
+each of which precedes the other through other keys, are on a cycle whatever
+their order, with an anti-dependency in it or not depending on which came
+first. `CycleSearch._either_order` looks for those: for each such pair in one
+component, the cycle types through a ww edge each way (`_through`), and where
+both ways hold a cycle, the type that every model forbidding it also forbids
+the other's (`_forced`), reported with both cycles.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
-from sleuth.checker import adya
+from sleuth.checker import adya, models
 from sleuth.checker import graph as g
 
 DEFAULT_TIMEOUT = 10.0  # seconds per top-level component; see docs/cycle-search.md
@@ -84,6 +97,7 @@ BASE_START = {"G0": g.WW, "G1c": g.WR, "G-single": g.RW, "G-nonadjacent": g.RW, 
 VARIANTS = (("", frozenset(), None), ("-process", frozenset({g.PROCESS}), g.PROCESS),
             ("-realtime", frozenset({g.PROCESS, g.REALTIME}), g.REALTIME))
 SI_BASES = ("G-single", "G-nonadjacent")  # the product graph finds their start edges
+EITHER = -1  # in `CycleSearch.run`'s `cut`: cut short while trying the orders of unseen appends
 
 
 def _automaton(base: str | None, kinds: frozenset[int], required: int | None) -> g.Automaton:
@@ -187,26 +201,31 @@ class CycleSearch:
         self.plain: dict[int, list] = {}  # component -> the first data cycles the plain specs found there
         self.timeouts: list[dict] = []  # one per component cut short
 
-    def run(self, oc: OnCycles) -> None:
+    def run(self, oc: OnCycles, unseen: dict | None = None) -> None:
         """Specs in order, each over every component; a component's seconds
-        are charged across specs, and once spent its remaining specs are skipped."""
+        are charged across specs, and once spent its remaining specs are skipped.
+        `unseen`: per key, the graph nodes whose appends to it no read saw
+        (their order is unknown; `_either_order`)."""
         left = [self.timeout] * len(oc.sizes)
-        cut: dict[int, int] = {}  # component -> index of the spec it was cut short in
+        cut: dict[int, int] = {}  # component -> index of the spec it was cut short in, or EITHER
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
+        if unseen:
+            self._either_order(oc, unseen, left, cut)
         # one context for the three: an edge's labels, computed for one type,
         # serve the others (G-cursor and G-monotonic look at the same cycles)
         ctx = adya.Context(oc, self.labels, lambda kinds: _components(oc, kinds, sccs), self.txns)
         for j, name in enumerate(adya.TYPES):
             self._adya(ctx, len(SPECS) + j, name, left, cut)
         for c, i in sorted(cut.items()):
-            names = [t for t in TYPES[i:] if not self._absent(t, c, i)]
+            names = [t for t in (TYPES if i == EITHER else TYPES[i:]) if not self._absent(t, c, i)]
             if not names:  # every type left is proved absent by a search that finished
                 continue
             self.incomplete.update(names)
-            self.timeouts.append({"transactions": oc.sizes[c], "searching": names[0],
-                                  "not-searched": names[1:]})
+            self.timeouts.append({"transactions": oc.sizes[c],
+                                  "searching": "orders of unseen appends" if i == EITHER else names[0],
+                                  "not-searched": names if i == EITHER else names[1:]})
 
     def _spec(self, oc: OnCycles, i: int, spec: Spec, left: list[float], cut: dict[int, int],
               sccs: dict) -> None:
@@ -281,6 +300,99 @@ class CycleSearch:
                 return walk
         return None
 
+    def _either_order(self, oc: OnCycles, unseen: dict, left: list[float], cut: dict[int, int]) -> None:
+        """Cycles every order of two unseen appends forces. Two transactions u and v
+        appended to key k, and no read saw either append: one came first, so the
+        history has u -ww-> v or v -ww-> u (directly or through other unseen
+        appends: a chain of ww edges), and a model is violated whatever the order
+        iff a cycle it forbids runs through u -ww-> v in the graph with that edge,
+        and another through v -ww-> u in the graph with that one. Both need a path
+        each way between u and v already, so u and v lie in one component, and
+        only pairs there are tried, charged to its budget. A closed walk through a
+        chain u -ww-> w -ww-> v instead of the edge falls apart, where w is on the
+        rest of the walk, into simple cycles whose edges are the walk's with a ww
+        edge inserted, which adds no rw edge and no adjacency of two: each is
+        forbidden by every model that forbids the walk's type. So the verdict is
+        sound; it is exact for two unseen appenders of a key (tests/
+        test_unread_appends_bruteforce.py), not for three or more, whose orders
+        are tried two at a time. Only what can change a verdict is looked for: a
+        type every model forbidding which is already violated by a type found is
+        not searched or kept (so such cycles are not counted here)."""
+        ids = oc.ids
+        violated = frozenset().union(*map(_forbidding, self.found))
+        for k, nodes in unseen.items():
+            nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+            at = np.searchsorted(ids, nodes)
+            local = at[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == nodes)].tolist()
+            by: dict[int, list[int]] = {}
+            for u in local:
+                by.setdefault(oc.comp[u], []).append(u)
+            for c, members in by.items():
+                for u, v in itertools.combinations(members, 2):
+                    if c in cut:
+                        break
+                    if left[c] <= 0:
+                        cut[c] = EITHER
+                        break
+                    t = time.perf_counter()
+                    try:
+                        one = self._through(oc, u, v, violated, t + left[c])
+                        other = self._through(oc, v, u, violated, t + left[c]) if one else {}
+                    except g.SearchTimeout:
+                        cut[c] = EITHER
+                        one = other = {}
+                    left[c] -= time.perf_counter() - t
+                    if one and other:
+                        self._forced(oc, k, (u, v, one), (v, u, other))
+                        violated = violated.union(*map(_forbidding, self.found))
+
+    def _through(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
+                 deadline: float) -> dict[str, list]:
+        """The cycle types through a ww edge u -> v that the graph lacks, each with a
+        cycle, by each spec's searches from that edge (as `_spec`'s, whose argument
+        says why a model's forbidden cycles are found: for each model, by a spec
+        whose type it forbids); {} when none is. Types forbidden only by models in
+        `violated` are neither searched for nor returned."""
+        specs = [spec for spec in SPECS if not _forbidding(spec.name) <= violated]
+        edge = (u, v, g.WW)
+        if not specs or g.bfs_cycle(oc.adj, edge, _ANY, oc.comp, deadline) is None:
+            return {}
+        out: dict[str, list] = {}
+        for spec in specs:
+            for auto in (spec.automaton, *spec.fallbacks):
+                walk = g.bfs_cycle(oc.adj, edge, auto, oc.comp, deadline)
+                if walk is not None:
+                    cycle = g.simple_cycle(walk)
+                    name = self.classify(cycle)
+                    if not _forbidding(name) <= violated:
+                        out.setdefault(name, cycle)
+                    if name == spec.name:
+                        break
+        return out
+
+    def _forced(self, oc: OnCycles, k, one: tuple, other: tuple) -> None:
+        """Record what both orders of a pair of unseen appends break: for a type of
+        each order's cycles, the one whose forbidding models all forbid the other
+        too (a model forbidding it is violated in either order). Two types neither
+        of which is forbidden wherever the other is give no name, and are left."""
+        picks: dict[str, tuple] = {}
+        for t1, c1 in one[2].items():
+            for t2, c2 in other[2].items():
+                f1, f2 = _forbidding(t1), _forbidding(t2)
+                if f1 <= f2:
+                    picks.setdefault(t1, (one, c1, t2, c2))
+                elif f2 <= f1:
+                    picks.setdefault(t2, (other, c2, t1, c1))
+        ids = oc.idl
+        for name, (_, cycle, other_name, other_cycle) in picks.items():
+            detail, extra = None, {"unseen-order": {"key": k, "other-type": other_name}}
+            if len(self.found.get(name, ())) < MAX_EXAMPLES:
+                there = self.explain(other_name, [(ids[x], ids[y], z) for x, y, z in other_cycle])
+                extra["unseen-order"]["other-cycle"] = there["cycle"]
+                detail = (f"The first step's order is not known (no read saw either append to key {k!r}); "
+                          f"the other order has a cycle too:\n{there['explanation']}")
+            self._record(cycle, ids, name, detail, extra)
+
     def _absent(self, name: str, c: int, cut_at: int) -> bool:
         """Is `name` certainly absent from component c, because the plain
         spec whose cycles include all of its (`adya.WITHIN`) searched c to the
@@ -325,7 +437,7 @@ class CycleSearch:
             left[c] -= time.perf_counter() - t
 
     def _record(self, cycle: list[tuple[int, int, int]], ids: list[int], name: str | None = None,
-                detail: str | None = None) -> str:
+                detail: str | None = None, extra: dict | None = None) -> str:
         """Name (from its edges, unless given), count and (the first few)
         explain a cycle of local nodes (`OnCycles`); returns its name. A name
         depends only on the edge kinds, and local nodes map one to one onto
@@ -342,8 +454,17 @@ class CycleSearch:
             example = self.explain(name, [(ids[a], ids[b], k) for a, b, k in cycle])
             if detail:
                 example["explanation"] += "\n" + detail
-            examples.append(example)
+            examples.append({**example, **(extra or {})})
         return name
+
+
+_ANY = g.any_cycle(frozenset(range(len(g.KIND_NAMES))))  # every walk: is there any cycle at all
+
+
+@cache
+def _forbidding(anomaly: str) -> frozenset[str]:
+    """The models that forbid `anomaly`."""
+    return frozenset(m for m in models.MODELS if models.forbids(m, anomaly))
 
 
 def _group(edges: np.ndarray, keys: np.ndarray, key: int) -> np.ndarray:

@@ -516,7 +516,8 @@ class Analysis:
         sel = np.flatnonzero(m < size)
         gr.extend(rn[sel], wn[at[sel] + m[sel]], g.RW)
         # Committed appends no read saw came after everything seen.
-        for k, unseen in self._unseen_by_key().items():
+        self.unseen = self._unseen_by_key()
+        for k, unseen in self.unseen.items():
             ws = self.order_ops[k]
             last = int(self.node_of[ws[-1]]) if ws and ws[-1] >= 0 else -1
             full_readers = [int(self.node_of[i]) for i, r in self.reads_by_key[k] if len(r) == len(ws)]
@@ -525,6 +526,13 @@ class Analysis:
                     gr.add(last, u, g.WW)
                 for r in full_readers:
                     gr.add(r, u, g.RW)
+        # ...and so did the appends to keys no read ever read: their order is as unknown
+        node_of = self.node_of
+        for k, wk in self.writer.items():
+            if k not in self.reads_by_key:
+                nodes = [int(node_of[w]) for w in wk.values() if node_of[w] >= 0]
+                if len(set(nodes)) > 1:
+                    self.unseen[k] = nodes
 
     def _unseen_by_key(self) -> dict[Key, list[int]]:
         """Per ordered key, the transactions (nodes) whose appends to it no read saw."""
@@ -538,6 +546,10 @@ class Analysis:
             if unseen:
                 out[k] = unseen
         return out
+
+    def _unordered(self, k, v) -> bool:
+        """Is v an append to key k whose place no read gives (`self.unseen`)?"""
+        return k in self.unseen and (k not in self.seen or v not in self.seen[k])
 
     # -- explanations -------------------------------------------------------
 
@@ -564,6 +576,12 @@ class Analysis:
                     if iw is None and iv == len(self.order[k]) - 1:
                         return (f"{na}'s append of {v!r} is the last element any read of key {k!r} "
                                 f"shows, and {nb}'s committed append of {w!r}, never observed, came later")
+            for k, v in _appends_of(ta):  # both unseen: an order they may have had
+                if self._unordered(k, v):
+                    w = next((w for k2, w in _appends_of(tb) if k2 == k and self._unordered(k, w)), None)
+                    if w is not None:
+                        return (f"if {na}'s append of {v!r} to key {k!r} came before {nb}'s append of "
+                                f"{w!r} (no read saw either, so either order is possible)")
         if kind == g.WR:
             for k, r in _reads_of(tb):
                 if r and self.writer.get(k, {}).get(r[-1]) == txn.op_index(self.ops, ta):
@@ -596,6 +614,7 @@ def check(history: History, model: str = "strict-serializable",
     stats = {"ops": len(a.ops), "keys": len(a.reads_by_key)}
     from sleuth.checker.labels import ListAppendLabels  # imports this module
     result = txn.analyze(history, a.graph, a.explain, a.anomalies, model, stats,
-                         cycle_search_timeout=cycle_search_timeout, edge_labels=ListAppendLabels(a))
+                         cycle_search_timeout=cycle_search_timeout, edge_labels=ListAppendLabels(a),
+                         unseen=a.unseen)
     unfreed(a)  # when the program is about to leave: not freed for nothing
     return result

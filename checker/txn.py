@@ -227,12 +227,15 @@ def process_edges(process: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int], str],
             non_cycle: dict[str, list[dict]], model: str, stats: dict[str, Any],
-            cycle_search_timeout: float | None = None, edge_labels: Callable | None = None) -> Result:
+            cycle_search_timeout: float | None = None, edge_labels: Callable | None = None,
+            unseen: dict | None = None) -> Result:
     """Find and name the cycles of `gr`, merge in `non_cycle`, judge `model`.
 
     `cycle_search_timeout`: seconds of search per strongly connected
     component (None: `cycles.DEFAULT_TIMEOUT`); see `checker.cycles`.
     `edge_labels`: the datatype's `checker.labels` (key and micro-ops of each edge).
+    `unseen`: per key, the nodes whose writes to it have no known order among
+    themselves (list-append's appends no read saw; `cycles.CycleSearch._either_order`).
     """
     t0 = time.perf_counter()
     model = models.canonical(model)
@@ -251,7 +254,7 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     search = cycles.CycleSearch(classify, explainer.cycle, timeout, labels=edge_labels, txns=txns)
     oc = cycles.on_cycles(n, labels, gsrc, gdst, gkind, invoke, complete, ps, pd)
     if oc is not None:
-        search.run(oc)
+        search.run(oc, unseen)
 
     found = {**{k: v for k, v in non_cycle.items() if v}, **search.found}
     counts = {k: len(v) for k, v in non_cycle.items() if v} | search.counts

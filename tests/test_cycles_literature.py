@@ -3,7 +3,7 @@ the definitions give at each isolation level: Adya's G0, G1a, G1b, G1c,
 G-single and G2-item (Weak Consistency, 2000, section 4.4), G-cursor,
 G-monotonic and G-update (sections 4.3-4.5), Fekete, O'Neil & O'Neil's
 read-only transaction anomaly (SIGMOD Record 2004), the long fork (Cerone et
-al. 2015), and Hermitage's PostgreSQL cases (lost update P4, read skew, write
+al. 2015), two cycles that appends no read saw close in either order, and Hermitage's PostgreSQL cases (lost update P4, read skew, write
 skew) in list-append and rw-register form. Histories are written as
 (process, start, end, type, ops)."""
 
@@ -146,6 +146,27 @@ CASES = {
         (3, 0, 10, "ok", [r("x", []), r("y", [1])]),
         (4, 20, 30, "ok", [r("x", [1]), r("y", [1])]),
     ], "G-nonadjacent", {RC: True, US: True, PSI: True, SI: False, SER: False}),
+    # Write skew on y and z by two transactions that also both append to x, which no
+    # one reads: the graph has only the G2-item T0 -rw-> T1 -rw-> T0, but one append to
+    # x came first, and either way a G-single closes (T0 -ww-> T1 -rw-> T0, or T1 -ww->
+    # T0 -rw-> T1): snapshot isolation's first committer wins on x, so one of the two
+    # saw the other's snapshot, and neither did
+    "unseen-write-skew": (list_append, [
+        (0, 0, 10, "ok", [r("y", []), a("z", 1), a("x", 1)]),
+        (1, 0, 10, "ok", [r("z", []), a("y", 1), a("x", 2)]),
+        (2, 20, 30, "ok", [r("y", [1]), r("z", [1])]),
+    ], "G-single", {RC: True, CV: False, SI: False, SER: False}),
+    # A long fork closed by two unseen appends to x: T3 reads x before either and sees
+    # T0's y, which T1 and T2 both missed. Whichever append to x came first, its writer
+    # precedes the other, which missed y before T3 saw it, and T3 missed x: a
+    # G-nonadjacent (T1 -ww-> T2 -rw-> T0 -wr-> T3 -rw-> T1, or the mirror), which
+    # consistent view allows and snapshot isolation forbids
+    "unseen-long-fork": (list_append, [
+        (0, 0, 10, "ok", [a("y", 1)]),
+        (1, 0, 10, "ok", [a("x", 1), r("y", [])]),
+        (2, 0, 10, "ok", [r("y", []), a("x", 2)]),
+        (3, 0, 10, "ok", [r("x", []), r("y", [1])]),
+    ], "G-nonadjacent", {RC: True, CV: True, SI: False, SER: False}),
 }
 
 

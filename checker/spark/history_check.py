@@ -363,7 +363,8 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
         an = Analysis(sub, **{x: options[x] for x in ("linearizable_keys", "sequential_keys", "wfr_keys")
                               if x in options})
     r = txn.analyze(sub, an.graph, an.explain, non_cycle, model, {},
-                    cycle_search_timeout=options.get("cycle_search_timeout"), edge_labels=Labels(an))
+                    cycle_search_timeout=options.get("cycle_search_timeout"), edge_labels=Labels(an),
+                    unseen=getattr(an, "unseen", None))  # list-append's: the sub-history holds every read of its keys
     # the verdict of `txn.analyze`, over the whole history rather than the sub-history
     notes = [x for x in r.notes if not x.startswith(nothing_to_judge(""))]
     if r.anomaly_types:
