@@ -157,7 +157,9 @@ def _timeline(run_dir: str, ops: list[dict], windows: list) -> None:
     t_end = max([o["end"] or o["start"] for o in shown] or [1])
     width, height = 1400, 18 * len(procs) + 30
     sx = (width - 80) / max(t_end, 1)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-size="10">']
+    # drawn at 1400 units and scaled to the window's width: a fixed 1400 px scrolled sideways
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+             'font-size="10">']
     for a, b, f in windows:
         parts.append(f'<rect x="{80 + a * 1e9 * sx:.1f}" y="0" width="{max(1, (b - a) * 1e9 * sx):.1f}" '
                      f'height="{height}" fill="#868e96" opacity="0.15"><title>{html.escape(f)}</title></rect>')

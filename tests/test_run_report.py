@@ -55,6 +55,14 @@ def test_invalid_run_report_names_each_anomaly(tmp_path):
     assert "nodes/storage1/node.log" in page and (d / "timeline.html").exists()
 
 
+def test_the_timeline_fits_the_window(tmp_path):
+    """Scaled to the page's width, not a fixed 1,400 pixels that scrolled sideways."""
+    d = make_run(tmp_path, "read-committed")
+    render(str(d))
+    svg = re.search(r"<svg [^>]*>", (d / "timeline.html").read_text()).group(0)
+    assert 'width="100%"' in svg and re.search(r'viewBox="0 0 1400 \d+"', svg), svg
+
+
 def test_valid_run_report(tmp_path):
     d = make_run(tmp_path, "serializable")
     page = open(render(str(d))).read()
