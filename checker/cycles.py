@@ -320,31 +320,34 @@ class CycleSearch:
         not searched or kept (so such cycles are not counted here)."""
         ids = oc.ids
         violated = frozenset().union(*map(_forbidding, self.found))
-        for k, nodes in unseen.items():
-            nodes = np.unique(np.asarray(nodes, dtype=np.int64))
-            at = np.searchsorted(ids, nodes)
-            local = at[(at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == nodes)].tolist()
-            by: dict[int, list[int]] = {}
-            for u in local:
-                by.setdefault(oc.comp[u], []).append(u)
-            for c, members in by.items():
-                for u, v in itertools.combinations(members, 2):
-                    if c in cut:
-                        break
-                    if left[c] <= 0:
-                        cut[c] = EITHER
-                        break
-                    t = time.perf_counter()
-                    try:
-                        one = self._through(oc, u, v, violated, t + left[c])
-                        other = self._through(oc, v, u, violated, t + left[c]) if one else {}
-                    except g.SearchTimeout:
-                        cut[c] = EITHER
-                        one = other = {}
-                    left[c] -= time.perf_counter() - t
-                    if one and other:
-                        self._forced(oc, k, (u, v, one), (v, u, other))
-                        violated = violated.union(*map(_forbidding, self.found))
+        # which unseen appenders lie on cycles, for every key at once (tens of thousands of
+        # keys at a million transactions, few of them on cycles)
+        keys = list(unseen)
+        nodes = np.fromiter(itertools.chain.from_iterable(unseen.values()), np.int64)
+        key_of = np.repeat(np.arange(len(keys)), [len(unseen[k]) for k in keys])
+        at = np.minimum(np.searchsorted(ids, nodes), len(ids) - 1)
+        on = np.flatnonzero(ids[at] == nodes)
+        groups: dict[tuple[int, int], set[int]] = {}  # (key, component) -> its unseen appenders
+        for i, u in zip(key_of[on].tolist(), at[on].tolist(), strict=True):
+            groups.setdefault((i, oc.comp[u]), set()).add(u)
+        for (i, c), members in groups.items():
+            for u, v in itertools.combinations(sorted(members), 2):
+                if c in cut:
+                    break
+                if left[c] <= 0:
+                    cut[c] = EITHER
+                    break
+                t = time.perf_counter()
+                try:
+                    one = self._through(oc, u, v, violated, t + left[c])
+                    other = self._through(oc, v, u, violated, t + left[c]) if one else {}
+                except g.SearchTimeout:
+                    cut[c] = EITHER
+                    one = other = {}
+                left[c] -= time.perf_counter() - t
+                if one and other:
+                    self._forced(oc, keys[i], (u, v, one), (v, u, other))
+                    violated = violated.union(*map(_forbidding, self.found))
 
     def _through(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
                  deadline: float) -> dict[str, list]:
