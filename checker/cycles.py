@@ -394,7 +394,10 @@ class CycleSearch:
                 extra["unseen-order"]["other-cycle"] = there["cycle"]
                 detail = (f"The first step's order is not known (no read saw either append to key {k!r}); "
                           f"the other order has a cycle too:\n{there['explanation']}")
+            kept = len(self.found.get(name, ()))
             self._record(cycle, ids, name, detail, extra)
+            if len(self.found[name]) > kept:  # explained: its first step is the order assumed
+                self.found[name][-1]["steps"][0]["unseen-order"] = True
 
     def _absent(self, name: str, c: int, cut_at: int) -> bool:
         """Is `name` certainly absent from component c, because the plain

@@ -97,10 +97,12 @@ def cycle(path: str, steps: list[dict], title: str, limit: int = 10) -> None:
     for i, (start, end, rad, (lx, ly)) in enumerate(geometry):
         kind = shown[i]["kind"] if i < len(shown) else "…"
         color = "#c92a2a" if kind == "rw" else "#495057"
+        # an order of two appends no read saw, one of the two possible (checker/cycles.py): dashed
+        assumed = i < len(shown) and shown[i].get("unseen-order", False)
         ax.annotate("", xy=end, xytext=start,
                     arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 14, "shrinkB": 14,
-                                "connectionstyle": f"arc3,rad={rad}"})
-        ax.text(lx, ly, kind, fontsize=8, ha="center", va="center", color=color)
+                                "connectionstyle": f"arc3,rad={rad}", "linestyle": "--" if assumed else "-"})
+        ax.text(lx, ly, kind + ("?" if assumed else ""), fontsize=8, ha="center", va="center", color=color)
     for name, (x, y) in pos.items():
         ax.text(x, y, name, ha="center", va="center", fontsize=8,
                 bbox={"boxstyle": "round", "fc": "#f1f3f5", "ec": "#adb5bd"})

@@ -203,6 +203,7 @@ def test_either_order_is_explained_with_both_cycles():
     assert ex["unseen-order"]["key"] == "x" and ex["unseen-order"]["other-type"] == "G-nonadjacent"
     assert sorted(ex["unseen-order"]["other-cycle"]) == sorted(ex["cycle"])
     assert ex["unseen-order"]["other-cycle"][0] == ex["cycle"][1]  # the other order starts at the other
+    assert [s.get("unseen-order", False) for s in ex["steps"]] == [True, False, False, False]  # drawn dashed
     text = ex["explanation"]
     assert "no read saw either, so either order is possible" in text
     assert "the other order has a cycle too" in text and text.count("G-nonadjacent:") == 2
