@@ -314,8 +314,8 @@ class CycleSearch:
         edge inserted, which adds no rw edge and no adjacency of two: each is
         forbidden by every model that forbids the walk's type. So the verdict is
         sound; it is exact for two unseen appenders of a key (tests/
-        test_unread_appends_bruteforce.py), not for three or more, whose orders
-        are tried two at a time. Only what can change a verdict is looked for: a
+        test_unread_appends_bruteforce.py), and for three or more, whose orders
+        are tried two at a time, held exact there by that test but not proved. Only what can change a verdict is looked for: a
         type every model forbidding which is already violated by a type found is
         not searched or kept (so such cycles are not counted here)."""
         ids = oc.ids
@@ -346,7 +346,7 @@ class CycleSearch:
                     one = other = {}
                 left[c] -= time.perf_counter() - t
                 if one and other:
-                    self._forced(oc, keys[i], (u, v, one), (v, u, other))
+                    self._forced(oc, keys[i], one, other)
                     violated = violated.union(*map(_forbidding, self.found))
 
     def _through(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
@@ -373,21 +373,22 @@ class CycleSearch:
                         break
         return out
 
-    def _forced(self, oc: OnCycles, k, one: tuple, other: tuple) -> None:
-        """Record what both orders of a pair of unseen appends break: for a type of
-        each order's cycles, the one whose forbidding models all forbid the other
+    def _forced(self, oc: OnCycles, k, one: dict[str, list], other: dict[str, list]) -> None:
+        """Record what both orders of a pair of unseen appends to key k break (`one`,
+        `other`: `_through`'s types and cycles for each order): for a type of each
+        order's cycles, the one whose forbidding models all forbid the other
         too (a model forbidding it is violated in either order). Two types neither
         of which is forbidden wherever the other is give no name, and are left."""
-        picks: dict[str, tuple] = {}
-        for t1, c1 in one[2].items():
-            for t2, c2 in other[2].items():
+        picks: dict[str, tuple] = {}  # type -> (its cycle, the other order's type and cycle)
+        for t1, c1 in one.items():
+            for t2, c2 in other.items():
                 f1, f2 = _forbidding(t1), _forbidding(t2)
                 if f1 <= f2:
-                    picks.setdefault(t1, (one, c1, t2, c2))
+                    picks.setdefault(t1, (c1, t2, c2))
                 elif f2 <= f1:
-                    picks.setdefault(t2, (other, c2, t1, c1))
+                    picks.setdefault(t2, (c2, t1, c1))
         ids = oc.idl
-        for name, (_, cycle, other_name, other_cycle) in picks.items():
+        for name, (cycle, other_name, other_cycle) in picks.items():
             detail, extra = None, {"unseen-order": {"key": k, "other-type": other_name}}
             if len(self.found.get(name, ())) < MAX_EXAMPLES:
                 there = self.explain(other_name, [(ids[x], ids[y], z) for x, y, z in other_cycle])

@@ -34,7 +34,7 @@ import os
 import random
 
 import pytest
-from test_cycle_types_bruteforce import MODELS, add_order, simple_cycle_types
+from test_cycle_types_bruteforce import MODELS, add_order, cycle_types, simple_cycle_types
 from test_cycles_bruteforce import generate, to_history
 from test_cycles_literature import CASES
 
@@ -127,29 +127,26 @@ def _history(seed: int, keys: int | None = None):
     return to_history(generate(rnd, final_read=False, txns=(3, 6), stale=0.5, keys=keys))
 
 
-@pytest.mark.parametrize("seed", range(N))
-def test_one_key_verdicts_are_exact_over_every_order_of_unseen_appends(seed):
-    h = _history(seed, keys=1)
+def _assert_exact(h) -> None:
+    """Every model's verdict is valid iff some order of the unseen appends keeps it."""
     got = orders_and_types(h)
     if got is None or not any(op.type == "ok" for op in h.ops()):
         return
     per_order, fixed = got
     for model in MODELS:
-        want = not _forced(model, per_order, fixed)
         r = list_append.check(h, model)
-        assert r.valid is want, (model, r.anomaly_types, r.also_found, per_order, fixed)
+        assert r.valid is not _forced(model, per_order, fixed), (model, r.anomaly_types, r.also_found,
+                                                                  per_order, fixed)
+
+
+@pytest.mark.parametrize("seed", range(N))
+def test_one_key_verdicts_are_exact_over_every_order_of_unseen_appends(seed):
+    _assert_exact(_history(seed, keys=1))
 
 
 @pytest.mark.parametrize("seed", range(N))
 def test_several_key_verdicts_are_exact_over_every_order_of_unseen_appends(seed):
-    h = _history(seed)
-    got = orders_and_types(h)
-    if got is None or not any(op.type == "ok" for op in h.ops()):
-        return
-    per_order, fixed = got
-    for model in MODELS:
-        r = list_append.check(h, model)
-        assert r.valid is not _forced(model, per_order, fixed), (model, r.anomaly_types, r.also_found)
+    _assert_exact(_history(seed))
 
 
 @pytest.mark.parametrize("seed", range(N))
@@ -161,37 +158,21 @@ def test_three_or_more_unseen_appenders_of_a_key_are_judged_exactly_too(seed):
     none differed in the first 2,000 seeds)."""
     rnd = random.Random(90_000 + seed)
     h = to_history(generate(rnd, final_read=False, txns=(5, 8), stale=0.5, keys=2))
-    if not any(len(set(nodes)) >= 3 for nodes in list_append.Analysis(h).unseen.values()):
-        return
-    got = orders_and_types(h)
-    if got is None or not any(op.type == "ok" for op in h.ops()):
-        return
-    per_order, fixed = got
-    for model in MODELS:
-        r = list_append.check(h, model)
-        assert r.valid is not _forced(model, per_order, fixed), (model, r.anomaly_types, r.also_found)
+    if any(len(set(nodes)) >= 3 for nodes in list_append.Analysis(h).unseen.values()):
+        _assert_exact(h)
 
 
 def test_several_key_histories_hold_cycles_only_the_orders_close():
-    """The test above means something: among its histories are ones (seeds 138 and
-    384 of the first 400) that every order of the unseen appends makes invalid under
-    snapshot isolation, though the graph without an order has no cycle it forbids."""
+    """The several-key test means something: among its histories are ones (seeds 138
+    and 384 of the first 400) that every order of the unseen appends makes invalid
+    under snapshot isolation, though the graph without an order has no cycle it forbids."""
     hits = []
     for seed in range(N):
         h = _history(seed)
         got = orders_and_types(h)
         if got is None or not _forced("snapshot-isolation", *got):
             continue
-        a = list_append.Analysis(h)
-        src, dst, kind = a.graph.arrays()
-        kinds: dict = {}
-        for u, v, k in zip(src.tolist(), dst.tolist(), kind.tolist(), strict=True):
-            kinds.setdefault((u, v), set()).add(k)
-        txns = a.graph.txns
-        add_order(kinds, [t.invoke_pos for t in txns],
-                  [None if t.type == "info" else t.complete_pos for t in txns], [t.process for t in txns])
-        types = simple_cycle_types(len(txns), kinds) | {t for t, ex in a.anomalies.items() if ex}
-        if not any(models.forbids("snapshot-isolation", t) for t in types):
+        if not any(models.forbids("snapshot-isolation", t) for t in cycle_types(h)):
             hits.append(seed)
     assert len(hits) >= (2 if N >= 400 else 0), hits
 
