@@ -375,28 +375,35 @@ class CycleSearch:
 
     def _forced(self, oc: OnCycles, k, one: dict[str, list], other: dict[str, list]) -> None:
         """Record what both orders of a pair of unseen appends to key k break (`one`,
-        `other`: `_through`'s types and cycles for each order): for a type of each
-        order's cycles, the one whose forbidding models all forbid the other
-        too (a model forbidding it is violated in either order). Two types neither
-        of which is forbidden wherever the other is give no name, and are left."""
-        picks: dict[str, tuple] = {}  # type -> (its cycle, the other order's type and cycle)
+        `other`: `_through`'s types and cycles for each order). For a type of each
+        order's cycles, the models violated either way are those forbidding both: when
+        every model forbidding one type forbids the other too, that type is reported;
+        otherwise (a G-single one way, a G0-process the other) the type forbidden by
+        exactly those models (`_JOIN`: G-single-process), its example showing each
+        order's cycle under its own name."""
+        picks: dict[str, tuple] = {}  # reported type -> (a cycle, its own type, the other's type and cycle)
         for t1, c1 in one.items():
             for t2, c2 in other.items():
                 f1, f2 = _forbidding(t1), _forbidding(t2)
                 if f1 <= f2:
-                    picks.setdefault(t1, (c1, t2, c2))
+                    picks.setdefault(t1, (c1, t1, t2, c2))
                 elif f2 <= f1:
-                    picks.setdefault(t2, (c2, t1, c1))
+                    picks.setdefault(t2, (c2, t2, t1, c1))
+                elif f1 & f2 in _JOIN:
+                    picks.setdefault(_JOIN[f1 & f2], (c1, t1, t2, c2))
         ids = oc.idl
-        for name, (cycle, other_name, other_cycle) in picks.items():
+        for name, (cycle, own, other_name, other_cycle) in picks.items():
             detail, extra = None, {"unseen-order": {"key": k, "other-type": other_name}}
             if len(self.found.get(name, ())) < MAX_EXAMPLES:
                 there = self.explain(other_name, [(ids[x], ids[y], z) for x, y, z in other_cycle])
                 extra["unseen-order"]["other-cycle"] = there["cycle"]
                 detail = (f"The first step's order is not known (no read saw either append to key {k!r}); "
                           f"the other order has a cycle too:\n{there['explanation']}")
+                if own != name:
+                    detail += (f"\nWhichever order the appends had, every model that forbids a {name} is "
+                               f"violated: it forbids both a {own} and a {other_name}.")
             kept = len(self.found.get(name, ()))
-            self._record(cycle, ids, name, detail, extra)
+            self._record(cycle, ids, name, detail, extra, shown_as=own)
             if len(self.found[name]) > kept:  # explained: its first step is the order assumed
                 self.found[name][-1]["steps"][0]["unseen-order"] = True
 
@@ -444,7 +451,7 @@ class CycleSearch:
             left[c] -= time.perf_counter() - t
 
     def _record(self, cycle: list[tuple[int, int, int]], ids: list[int], name: str | None = None,
-                detail: str | None = None, extra: dict | None = None) -> str:
+                detail: str | None = None, extra: dict | None = None, shown_as: str | None = None) -> str:
         """Name (from its edges, unless given), count and (the first few)
         explain a cycle of local nodes (`OnCycles`); returns its name. A name
         depends only on the edge kinds, and local nodes map one to one onto
@@ -458,7 +465,7 @@ class CycleSearch:
         self.counts[name] = self.counts.get(name, 0) + 1
         examples = self.found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
-            example = self.explain(name, [(ids[a], ids[b], k) for a, b, k in cycle])
+            example = self.explain(shown_as or name, [(ids[a], ids[b], k) for a, b, k in cycle])
             if detail:
                 example["explanation"] += "\n" + detail
             examples.append({**example, **(extra or {})})
@@ -472,6 +479,13 @@ _ANY = g.any_cycle(frozenset(range(len(g.KIND_NAMES))))  # every walk: is there 
 def _forbidding(anomaly: str) -> frozenset[str]:
     """The models that forbid `anomaly`."""
     return frozenset(m for m in models.MODELS if models.forbids(m, anomaly))
+
+
+# forbidding models -> the first cycle type (simplest first) forbidden by exactly those: for
+# two types neither of whose forbidding models include the other's, the type forbidden
+# wherever both are (a base of one, the variant of the other: G-single and G0-process ->
+# G-single-process); tests/test_unread_appends_bruteforce.py checks there is one for every such pair
+_JOIN: dict[frozenset[str], str] = {_forbidding(s.name): s.name for s in reversed(SPECS)}
 
 
 def _group(edges: np.ndarray, keys: np.ndarray, key: int) -> np.ndarray:

@@ -190,6 +190,38 @@ def test_either_order_is_explained_with_both_cycles():
     assert "the other order has a cycle too" in text and text.count("G-nonadjacent:") == 2
 
 
+def test_two_types_neither_of_which_is_forbidden_wherever_the_other_is_have_a_join():
+    """A G-single one way and a G0-process the other violate exactly the models that
+    forbid both; some cycle type is forbidden by exactly those (the reported name)."""
+    names = [spec.name for spec in cycles.SPECS]
+    joined = 0
+    for t1, t2 in itertools.combinations(names, 2):
+        f1, f2 = cycles._forbidding(t1), cycles._forbidding(t2)
+        if not (f1 <= f2 or f2 <= f1):
+            assert cycles._forbidding(cycles._JOIN[f1 & f2]) == f1 & f2, (t1, t2)
+            joined += 1
+    assert cycles._JOIN[cycles._forbidding("G-single") & cycles._forbidding("G0-process")] == "G-single-process"
+    assert joined > 20, joined
+
+
+def test_a_join_is_reported_with_each_orders_own_cycle():
+    """Seed 111: T0 and T2 appended to x unseen on one process. T0 first: T2 read x
+    without T0's append (a G-single); T2 first: T2 -ww-> T0, then process order back
+    to T2 (a G0-process). Either way every model forbidding a G-single-process is
+    violated, and that is the name it is reported under, each cycle under its own."""
+    h = _history(111)
+    per_order, fixed = orders_and_types(h)
+    r = list_append.check(h, "strict-serializable")
+    joins = [ex for ex in r.anomalies["G-single-process"] if "Whichever order" in ex["explanation"]]
+    assert joins, r.anomalies["G-single-process"]
+    text = joins[0]["explanation"]
+    assert text.startswith("G-single: ") and "\nG0-process: " in text
+    assert joins[0]["unseen-order"]["other-type"] == "G0-process"
+    for model in MODELS:
+        if models.forbids(model, "G-single-process"):
+            assert _forced(model, per_order, fixed), model
+
+
 def test_a_search_of_the_orders_cut_short_is_incomplete_never_valid(monkeypatch):
     """When a component's budget runs out while the orders of its unseen appends are
     tried, every type may be missing there: the verdict is unknown, not valid."""
