@@ -75,7 +75,8 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
+from typing import Any
 
 import numpy as np
 
@@ -252,34 +253,52 @@ class CycleSearch:
         sel = sel[np.sort(np.unique(sub, return_index=True)[1])]
         for a, b in zip(src[sel].tolist(), dst[sel].tolist(), strict=True):
             c = oc.comp[a]
-            if c in cut:
-                continue
-            if left[c] <= 0:  # spent (or a budget of 0): nothing more is searched here
-                cut[c] = i
-                continue
-            edge = (a, b, spec.start)
-            t = time.perf_counter()
-            try:
-                found = False
-                for auto in (spec.automaton, *spec.fallbacks):
-                    if found and auto is spec.fallbacks[-1]:
-                        break  # any walk at all: only to report some cycle here, and one is
-                    walk = g.bfs_cycle(oc.adj, edge, auto, label, t + left[c])
-                    if walk is None and by is not None and auto is spec.automaton:
-                        walk = self._from_the_others(oc, _group(by, by_label, label[a]), spec, label,
-                                                     t + left[c])
-                    if walk is not None:
-                        found = True
-                        self.hits.add((c, i))
-                        cycle = g.simple_cycle(walk)
-                        if spec.name in BASES:  # a data cycle: maybe also one of adya's types
-                            kept = self.plain.setdefault(c, [])
-                            if len(kept) < adya.REUSE:  # only the first few are tried (`_adya`)
-                                kept.append(cycle)
-                        if self._record(cycle, oc.idl) == spec.name:
-                            break
-            except g.SearchTimeout:
-                cut[c] = i
+            if c not in cut:
+                self._charged(c, i, left, cut,
+                              partial(self._from_edge, oc, i, spec, (a, b, spec.start), by, by_label, label))
+
+    def _from_edge(self, oc: OnCycles, i: int, spec: Spec, edge: tuple[int, int, int], by, by_label,
+                   label: list[int], deadline: float) -> None:
+        """`spec`'s searches from one start edge of a sub-component (`_spec`): its
+        automaton, then its fallbacks until a cycle of the type is found, each
+        cycle found recorded."""
+        a = edge[0]
+        c = oc.comp[a]
+        found = False
+        for auto in (spec.automaton, *spec.fallbacks):
+            if found and auto is spec.fallbacks[-1]:
+                break  # any walk at all: only to report some cycle here, and one is
+            walk = g.bfs_cycle(oc.adj, edge, auto, label, deadline)
+            if walk is None and by is not None and auto is spec.automaton:
+                walk = self._from_the_others(oc, _group(by, by_label, label[a]), spec, label, deadline)
+            if walk is not None:
+                found = True
+                self.hits.add((c, i))
+                cycle = g.simple_cycle(walk)
+                if spec.name in BASES:  # a data cycle: maybe also one of adya's types
+                    kept = self.plain.setdefault(c, [])
+                    if len(kept) < adya.REUSE:  # only the first few are tried (`_adya`)
+                        kept.append(cycle)
+                if self._record(cycle, oc.idl) == spec.name:
+                    break
+
+    @staticmethod
+    def _charged(c: int, i: int, left: list[float], cut: dict[int, int], work: Callable[[float], Any]) -> Any:
+        """`work(deadline)` on component c's budget (`left`), charged the time it
+        takes; its result, or None when the budget was spent before (then nothing
+        runs: a budget of 0 searches nothing) or ran out during it (a
+        SearchTimeout), and c is then marked cut short at `i` (a spec's index, or
+        EITHER)."""
+        if left[c] <= 0:
+            cut[c] = i
+            return None
+        t = time.perf_counter()
+        try:
+            return work(t + left[c])
+        except g.SearchTimeout:
+            cut[c] = i
+            return None
+        finally:
             left[c] -= time.perf_counter() - t
 
     @staticmethod
@@ -315,9 +334,10 @@ class CycleSearch:
         forbidden by every model that forbids the walk's type. So the verdict is
         sound; it is exact for two unseen appenders of a key (tests/
         test_unread_appends_bruteforce.py), and for three or more, whose orders
-        are tried two at a time, held exact there by that test but not proved. Only what can change a verdict is looked for: a
-        type every model forbidding which is already violated by a type found is
-        not searched or kept (so such cycles are not counted here)."""
+        are tried two at a time, held exact there by that test but not proved.
+        Only what can change a verdict is looked for: a type every model
+        forbidding which is already violated by a type found is not searched or
+        kept (so such cycles are not counted here)."""
         ids = oc.ids
         violated = frozenset().union(*map(_forbidding, self.found))
         # which unseen appenders lie on cycles, for every key at once (tens of thousands of
@@ -334,20 +354,17 @@ class CycleSearch:
             for u, v in itertools.combinations(sorted(members), 2):
                 if c in cut:
                     break
-                if left[c] <= 0:
-                    cut[c] = EITHER
-                    break
-                t = time.perf_counter()
-                try:
-                    one = self._through(oc, u, v, violated, t + left[c])
-                    other = self._through(oc, v, u, violated, t + left[c]) if one else {}
-                except g.SearchTimeout:
-                    cut[c] = EITHER
-                    one = other = {}
-                left[c] -= time.perf_counter() - t
-                if one and other:
-                    self._forced(oc, keys[i], one, other)
+                both = self._charged(c, EITHER, left, cut, partial(self._both_ways, oc, u, v, violated))
+                if both:
+                    self._forced(oc, keys[i], *both)
                     violated = violated.union(*map(_forbidding, self.found))
+
+    def _both_ways(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
+                   deadline: float) -> tuple[dict, dict] | None:
+        """`_through` u -> v, then v -> u; None unless both hold a cycle."""
+        one = self._through(oc, u, v, violated, deadline)
+        other = self._through(oc, v, u, violated, deadline) if one else {}
+        return (one, other) if other else None
 
     def _through(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
                  deadline: float) -> dict[str, list]:
@@ -439,16 +456,8 @@ class CycleSearch:
         for c, task in adya.DETECTORS[name](ctx):
             if c in cut or c in done or self._absent(name, c, len(TYPES)):
                 continue
-            if left[c] <= 0:
-                cut[c] = i
-                continue
-            t = time.perf_counter()
-            try:
-                for cycle, detail in task(t + left[c]):
-                    self._record(cycle, oc.idl, name, detail)
-            except g.SearchTimeout:
-                cut[c] = i
-            left[c] -= time.perf_counter() - t
+            for cycle, detail in self._charged(c, i, left, cut, task) or ():
+                self._record(cycle, oc.idl, name, detail)
 
     def _record(self, cycle: list[tuple[int, int, int]], ids: list[int], name: str | None = None,
                 detail: str | None = None, extra: dict | None = None, shown_as: str | None = None) -> str:
