@@ -518,6 +518,8 @@ class Analysis:
         # Committed appends no read saw came after everything seen.
         self.unseen = self._unseen_by_key()
         for k, unseen in self.unseen.items():
+            if k not in self.seen:  # no read: nothing they came after
+                continue
             ws = self.order_ops[k]
             last = int(self.node_of[ws[-1]]) if ws and ws[-1] >= 0 else -1
             full_readers = [int(self.node_of[i]) for i, r in self.reads_by_key[k] if len(r) == len(ws)]
@@ -526,16 +528,11 @@ class Analysis:
                     gr.add(last, u, g.WW)
                 for r in full_readers:
                     gr.add(r, u, g.RW)
-        # ...and so did the appends to keys no read ever read: their order is as unknown
-        node_of = self.node_of
-        for k, wk in self.writer.items():
-            if k not in self.reads_by_key:
-                nodes = [int(node_of[w]) for w in wk.values() if node_of[w] >= 0]
-                if len(set(nodes)) > 1:
-                    self.unseen[k] = nodes
 
     def _unseen_by_key(self) -> dict[Key, list[int]]:
-        """Per ordered key, the transactions (nodes) whose appends to it no read saw."""
+        """Per key, the transactions (nodes) whose appends to it no read saw, in no
+        known order among themselves: on an ordered key, those past its longest
+        read; on a key no read ever read, every appender (when there are two)."""
         out: dict[Key, list[int]] = {}
         node_of = self.node_of
         for k, seen in self.seen.items():
@@ -545,6 +542,11 @@ class Analysis:
             unseen = [int(node_of[w]) for v, w in wk.items() if v not in seen and node_of[w] >= 0]
             if unseen:
                 out[k] = unseen
+        for k, wk in self.writer.items():
+            if k not in self.reads_by_key:
+                nodes = [int(node_of[w]) for w in wk.values() if node_of[w] >= 0]
+                if len(set(nodes)) > 1:
+                    out[k] = nodes
         return out
 
     def _unordered(self, k, v) -> bool:
