@@ -74,6 +74,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -115,6 +116,7 @@ class Context:
     txns: list
     _upd: list[bool] | None = None
     _facts: dict = field(default_factory=dict)
+    _members: dict[int, list[int]] | None = None
 
     def update(self) -> list[bool]:
         """Per local node: does the transaction write? (A list: indexing a numpy array
@@ -122,6 +124,14 @@ class Context:
         if self._upd is None:
             self._upd = [_writes(self.txns[i]) for i in self.oc.idl]
         return self._upd
+
+    def members(self, c: int) -> list[int]:
+        """The local nodes of top-level component c."""
+        if self._members is None:
+            self._members = {}
+            for a, x in enumerate(self.oc.comp):
+                self._members.setdefault(x, []).append(a)
+        return self._members[c]
 
     def edge_facts(self, a: int, b: int, kind: int) -> list:
         """The labels of local edge (a, b, kind), each computed once."""
@@ -232,57 +242,62 @@ def monotonic(ctx) -> Iterator[tuple[int, Task]]:
     for s, d in zip(src[rw].tolist(), dst[rw].tolist(), strict=True):
         by_comp.setdefault(label[s], {}).setdefault(s, []).append(d)
 
-    def task(deadline: float, sources: dict[int, list[int]]) -> list[tuple[Cycle, str]]:
-        tick = _clock(deadline)
-        for a, outs in sources.items():
-            ins = into.get(a, ())
-            # no dependency edge can enter Ti at or before its last read: no cycle
-            # here, known without the labels of its edges (`bounds`)
-            bounds = ctx.facts.bounds(oc.idl[a])
-            if min((_earliest_entry(bounds, k) for _, k in ins), default=NEVER) > bounds[2]:
-                continue
-            if not _reaches(into, a, outs, tick):
-                continue
-            reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
-            # an entry after every read the rw edges leave closes no cycle, and nor do
-            # the marks it spreads (each is compared with those reads): such in-edges are
-            # left out, and those whose kind enters after the reads (`bounds`) are left
-            # out before their labels are computed
-            last = max(p for _, p in reads)
-            entries = []
-            for u, k in ins:
-                if _earliest_entry(bounds, k) <= last:
-                    q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
-                    if q <= last:
-                        entries.append((q, u, k))
-            if not entries:
-                continue
-            entries.sort()
-            mark: dict[int, tuple[int, int, int]] = {}  # node -> (entry position, next node, kind)
-            for q, u, k in entries:  # earliest entries first: each node keeps its earliest
-                if u in mark:
-                    continue
-                mark[u] = (q, a, k)
-                todo = deque([u])
-                while todo:
-                    v = todo.popleft()
-                    tick()
-                    for w, kw in into.get(v, ()):
-                        if w != a and w not in mark:
-                            mark[w] = (q, v, kw)
-                            todo.append(w)
-            for b, p in reads:
-                if b in mark and mark[b][0] <= p:
-                    cycle, v = [(a, b, g.RW)], b
-                    while v != a:
-                        _, nxt, k = mark[v]
-                        cycle.append((v, nxt, k))
-                        v = nxt
-                    return [(cycle, _monotonic_detail(ctx, a, mark[b][0], p))]
-        return []
-
     for sources in by_comp.values():
-        yield oc.comp[next(iter(sources))], lambda d, s=sources: task(d, s)
+        yield oc.comp[next(iter(sources))], partial(_monotonic_search, ctx, into, sources)
+
+
+def _monotonic_search(ctx, into: dict[int, list[tuple[int, int]]], sources: dict[int, list[int]],
+                      deadline: float) -> list[tuple[Cycle, str]]:
+    """The first G-monotonic cycle leaving one of `sources` (Ti -> its rw successors) by an rw
+    edge, over the dependency edges `into` (node -> its in-edges (from, kind)); [] if none."""
+    oc = ctx.oc
+    tick = _clock(deadline)
+    for a, outs in sources.items():
+        ins = into.get(a, ())
+        # no dependency edge can enter Ti at or before its last read: no cycle
+        # here, known without the labels of its edges (`bounds`)
+        bounds = ctx.facts.bounds(oc.idl[a])
+        if min((_earliest_entry(bounds, k) for _, k in ins), default=NEVER) > bounds[2]:
+            continue
+        if not _reaches(into, a, outs, tick):
+            continue
+        reads = [(b, max((p for _, p, _ in ctx.edge_facts(a, b, g.RW)), default=-1)) for b in outs]
+        # an entry after every read the rw edges leave closes no cycle, and nor do
+        # the marks it spreads (each is compared with those reads): such in-edges are
+        # left out, and those whose kind enters after the reads (`bounds`) are left
+        # out before their labels are computed
+        last = max(p for _, p in reads)
+        entries = []
+        for u, k in ins:
+            if _earliest_entry(bounds, k) <= last:
+                q = min((q for _, _, q in ctx.edge_facts(u, a, k)), default=NEVER)
+                if q <= last:
+                    entries.append((q, u, k))
+        if not entries:
+            continue
+        entries.sort()
+        mark: dict[int, tuple[int, int, int]] = {}  # node -> (entry position, next node, kind)
+        for q, u, k in entries:  # earliest entries first: each node keeps its earliest
+            if u in mark:
+                continue
+            mark[u] = (q, a, k)
+            todo = deque([u])
+            while todo:
+                v = todo.popleft()
+                tick()
+                for w, kw in into.get(v, ()):
+                    if w != a and w not in mark:
+                        mark[w] = (q, v, kw)
+                        todo.append(w)
+        for b, p in reads:
+            if b in mark and mark[b][0] <= p:
+                cycle, v = [(a, b, g.RW)], b
+                while v != a:
+                    _, nxt, k = mark[v]
+                    cycle.append((v, nxt, k))
+                    v = nxt
+                return [(cycle, _monotonic_detail(ctx, a, mark[b][0], p))]
+    return []
 
 
 def _reaches(into: dict[int, list[tuple[int, int]]], a: int, outs: list[int], tick) -> bool:
@@ -450,3 +465,138 @@ def _writes(op) -> bool:
 
 DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
 QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}
+
+
+# -- through a ww edge the graph lacks ---------------------------------------
+# Two appends to a key that no read saw have no known order (`cycles.CycleSearch.
+# _either_order`): each order adds a ww edge u -> v, labelled with the key and the
+# micro-ops (u's last append to it, v's first), for each key both appended to unseen
+# (in one order on all: two edges each way would close a G0). `through` looks for a cycle of one of
+# the three types that the edge closes, in u and v's top-level component. It runs only
+# where no model forbidding the type is violated yet, so the graph without the edge
+# holds none of the type, nor a G0 or G1c (which every such model forbids); that is
+# why each search below may take its first answer as one through the edge.
+
+def through(ctx, name: str, u: int, v: int, facts: list, deadline: float) -> tuple[Cycle, str] | None:
+    """A cycle of type `name` (one of `TYPES`) through the ww edge u -> v labelled
+    `facts` (local nodes; the graph lacks the edge), beginning with that edge, and its
+    detail sentence; None if there is none. Exact where the graph holds no cycle of
+    the type and no G0 or G1c (the note above): a G-cursor or G-update search
+    over (node, state) pairs, whose first walk back to u is then a simple cycle, and
+    G-monotonic's own search (`monotonic`) over u and v's component with the edge
+    added."""
+    edge = (u, v, g.WW)
+    old = ctx.edge_facts(u, v, g.WW)
+    ctx._facts[edge] = [*old, *facts]  # the edge's labels while it is assumed
+    try:
+        found = _THROUGH[name](ctx, u, v, facts, _clock(deadline), deadline)
+    finally:
+        ctx._facts[edge] = old
+    if found is None:
+        return None
+    cycle, detail = found
+    nodes = [a for a, _, _ in cycle]
+    if len(set(nodes)) != len(nodes) or edge not in cycle:
+        return None  # not simple, or not through the edge: the note's premise failed
+    at = cycle.index(edge)
+    return cycle[at:] + cycle[:at], detail
+
+
+def _walk_back(ctx, u: int, v: int, step: Callable, tick) -> Cycle | None:
+    """The shortest walk from v back to u, over edges of u's component, that `step`
+    allows: `step(state, from, to, kind)` is the next state or None, starting from
+    state 0 at v, and a walk ends when it reaches u in a state `step` marks accepted
+    (it returns (state, True)); with the edge u -> v in front, as a cycle."""
+    oc = ctx.oc
+    comp, c = oc.comp, oc.comp[u]
+    start = (v, 0)
+    prev: dict[tuple[int, int], tuple[tuple[int, int], int] | None] = {start: None}
+    q = deque([start])
+    while q:
+        x = q.popleft()
+        tick()
+        w, state = x
+        for y, k in oc.adj.out[w]:
+            if comp[y] != c:
+                continue
+            got = step(state, w, y, k)
+            if got is None or (y == u and not got[1]):
+                continue  # a walk back to u ends there
+            t = (y, got[0])
+            if t in prev:
+                continue
+            prev[t] = (x, k)
+            if y == u and got[1]:
+                path = []
+                while prev[t] is not None:
+                    p, pk = prev[t]
+                    path.append((p[0], t[0], pk))
+                    t = p
+                return [(u, v, g.WW), *path[::-1]]
+            q.append(t)
+    return None
+
+
+def _cursor_through(ctx, u: int, v: int, facts: list, tick, deadline: float) -> tuple[Cycle, str] | None:
+    """G-cursor(x), x one of the edge's keys: back from v to u over ww(x) edges and
+    exactly one rw(x) edge (state: the rw edge taken)."""
+    for x in dict.fromkeys(key for key, _, _ in facts):
+        def step(used: int, a: int, b: int, k: int, x=x):
+            if k == g.RW and not used:
+                nxt = 1
+            elif k == g.WW:
+                nxt = used
+            else:
+                return None
+            if not any(key == x for key, _, _ in ctx.edge_facts(a, b, k)):
+                return None
+            return nxt, b == u and nxt == 1
+
+        cycle = _walk_back(ctx, u, v, step, tick)
+        if cycle is not None:
+            return cycle, f"Every edge is on key {x!r}."
+    return None
+
+
+def _update_through(ctx, u: int, v: int, facts: list, tick, deadline: float) -> tuple[Cycle, str] | None:
+    """G-update: back from v to u over data edges with at least one rw, through at most
+    one read-only transaction (u and v append, so they write). State: bit 1, an rw
+    edge taken; bit 2, the read-only transaction passed."""
+    upd = ctx.update()
+
+    def step(state: int, a: int, b: int, k: int):
+        if k not in g.DATA:
+            return None
+        if not upd[b]:
+            if state & 2:
+                return None
+            state |= 2
+        if k == g.RW:
+            state |= 1
+        return state, bool(state & 1)
+
+    cycle = _walk_back(ctx, u, v, step, tick)
+    return None if cycle is None else (cycle, _is_update(ctx, cycle))
+
+
+def _monotonic_through(ctx, u: int, v: int, facts: list, tick, deadline: float) -> tuple[Cycle, str] | None:
+    """G-monotonic: `monotonic`'s search over u and v's top-level component, the edge
+    among its dependency edges."""
+    oc = ctx.oc
+    comp, c = oc.comp, oc.comp[u]
+    into: dict[int, list[tuple[int, int]]] = {v: [(u, g.WW)]}
+    sources: dict[int, list[int]] = {}
+    for a in ctx.members(c):
+        for b, k in oc.adj.out[a]:
+            if comp[b] != c:
+                continue
+            if k == g.RW:
+                sources.setdefault(a, []).append(b)
+            elif k in (g.WW, g.WR):
+                into.setdefault(b, []).append((a, k))
+    found = _monotonic_search(ctx, into, sources, deadline)
+    return found[0] if found else None
+
+
+_THROUGH: dict[str, Callable] = {"G-cursor": _cursor_through, "G-monotonic": _monotonic_through,
+                                 "G-update": _update_through}

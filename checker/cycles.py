@@ -64,9 +64,10 @@ cycle that needs their order is not in it: two unseen appenders of one key,
 each of which precedes the other through other keys, are on a cycle whatever
 their order, with an anti-dependency in it or not depending on which came
 first. `CycleSearch._either_order` looks for those: for each such pair in one
-component, the cycle types through a ww edge each way (`_through`), and where
-both ways hold a cycle, the type that every model forbidding it also forbids
-the other's (`_forced`), reported with both cycles.
+component, the cycle types through a ww edge each way (`_through`: the specs'
+searches from that edge, and Adya's three through it, `adya.through`), and
+where both ways hold a cycle, the type that every model forbidding it also
+forbids the other's (`_forced`), reported with both cycles.
 """
 
 from __future__ import annotations
@@ -212,13 +213,13 @@ class CycleSearch:
         sccs: dict = {}  # specs sharing edge kinds share their components
         for i, spec in enumerate(SPECS):
             self._spec(oc, i, spec, left, cut, sccs)
-        if unseen:
-            self._either_order(oc, unseen, left, cut)
         # one context for the three: an edge's labels, computed for one type,
         # serve the others (G-cursor and G-monotonic look at the same cycles)
         ctx = adya.Context(oc, self.labels, lambda kinds: _components(oc, kinds, sccs), self.txns)
         for j, name in enumerate(adya.TYPES):
             self._adya(ctx, len(SPECS) + j, name, left, cut)
+        if unseen:
+            self._either_order(ctx, unseen, left, cut)
         for c, i in sorted(cut.items()):
             names = [t for t in (TYPES if i == EITHER else TYPES[i:]) if not self._absent(t, c, i)]
             if not names:  # every type left is proved absent by a search that finished
@@ -319,7 +320,7 @@ class CycleSearch:
                 return walk
         return None
 
-    def _either_order(self, oc: OnCycles, unseen: dict, left: list[float], cut: dict[int, int]) -> None:
+    def _either_order(self, ctx: adya.Context, unseen: dict, left: list[float], cut: dict[int, int]) -> None:
         """Cycles every order of two unseen appends forces. Two transactions u and v
         appended to key k, and no read saw either append: one came first, so the
         history has u -ww-> v or v -ww-> u (directly or through other unseen
@@ -337,7 +338,16 @@ class CycleSearch:
         are tried two at a time, held exact there by that test but not proved.
         Only what can change a verdict is looked for: a type every model
         forbidding which is already violated by a type found is not searched or
-        kept (so such cycles are not counted here)."""
+        kept (so such cycles are not counted here). Adya's G-cursor, G-monotonic and
+        G-update are looked for through each order's edge too (`adya.through`), after
+        their searches of the graph, so that those run only where no model forbidding
+        them is violated yet, the premise of `adya.through`'s exactness. A pair that
+        appended unseen to several keys is one edge labelled with each: an order with
+        u first on one key and v first on another has a ww cycle (a G0, which every
+        model forbids), so only the orders with one of them first on every key can
+        keep a model; the edge kinds are the same for one key or several, but a
+        G-monotonic may need one key's label and another key's rw edge."""
+        oc = ctx.oc
         ids = oc.ids
         violated = frozenset().union(*map(_forbidding, self.found))
         # which unseen appenders lie on cycles, for every key at once (tens of thousands of
@@ -350,48 +360,70 @@ class CycleSearch:
         groups: dict[tuple[int, int], set[int]] = {}  # (key, component) -> its unseen appenders
         for i, u in zip(key_of[on].tolist(), at[on].tolist(), strict=True):
             groups.setdefault((i, oc.comp[u]), set()).add(u)
-        for (i, c), members in groups.items():
+        # a pair unseen on several keys came in the same order on each, or its two ww
+        # edges close a G0 (every model forbids one): one edge, with every key's label
+        pairs: dict[tuple[int, int], list] = {}  # (u, v) -> the keys both appended to unseen
+        for (i, _), members in groups.items():
             for u, v in itertools.combinations(sorted(members), 2):
-                if c in cut:
-                    break
-                both = self._charged(c, EITHER, left, cut, partial(self._both_ways, oc, u, v, violated))
-                if both:
-                    self._forced(oc, keys[i], *both)
-                    violated = violated.union(*map(_forbidding, self.found))
+                pairs.setdefault((u, v), []).append(keys[i])
+        for (u, v), ks in pairs.items():
+            c = oc.comp[u]
+            if c in cut:
+                continue
+            both = self._charged(c, EITHER, left, cut, partial(self._both_ways, ctx, ks, u, v, violated))
+            if both:
+                self._forced(oc, ks, *both)
+                violated = violated.union(*map(_forbidding, self.found))
 
-    def _both_ways(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
+    def _both_ways(self, ctx: adya.Context, ks: list, u: int, v: int, violated: frozenset[str],
                    deadline: float) -> tuple[dict, dict] | None:
         """`_through` u -> v, then v -> u; None unless both hold a cycle."""
-        one = self._through(oc, u, v, violated, deadline)
-        other = self._through(oc, v, u, violated, deadline) if one else {}
+        one = self._through(ctx, ks, u, v, violated, deadline)
+        other = self._through(ctx, ks, v, u, violated, deadline) if one else {}
         return (one, other) if other else None
 
-    def _through(self, oc: OnCycles, u: int, v: int, violated: frozenset[str],
-                 deadline: float) -> dict[str, list]:
-        """The cycle types through a ww edge u -> v that the graph lacks, each with a
-        cycle, by each spec's searches from that edge (as `_spec`'s, whose argument
-        says why a model's forbidden cycles are found: for each model, by a spec
-        whose type it forbids); {} when none is. Types forbidden only by models in
-        `violated` are neither searched for nor returned."""
-        specs = [spec for spec in SPECS if not _forbidding(spec.name) <= violated]
+    def _through(self, ctx: adya.Context, ks: list, u: int, v: int, violated: frozenset[str],
+                 deadline: float) -> dict[str, tuple[list, str | None]]:
+        """The cycle types through a ww edge u -> v on keys `ks` that the graph lacks, each
+        with a cycle and (Adya's types) its detail sentence: by each spec's searches from
+        that edge (as `_spec`'s, whose argument says why a model's forbidden cycles are
+        found: for each model, by a spec whose type it forbids), then by Adya's three
+        (`adya.through`); {} when none is. Types forbidden only by models in `violated`
+        are neither searched for nor returned."""
+        oc = ctx.oc
+        wanted = [spec.name for spec in SPECS] + (self._adya_types() if self.labels else [])
+        wanted = [name for name in wanted if not _forbidding(name) <= violated]
         edge = (u, v, g.WW)
-        if not specs or g.bfs_cycle(oc.adj, edge, _ANY, oc.comp, deadline) is None:
+        if not wanted or g.bfs_cycle(oc.adj, edge, _ANY, oc.comp, deadline) is None:
             return {}
-        out: dict[str, list] = {}
-        for spec in specs:
+        out: dict[str, tuple[list, str | None]] = {}
+        for spec in SPECS:
+            if spec.name not in wanted:
+                continue
             for auto in (spec.automaton, *spec.fallbacks):
                 walk = g.bfs_cycle(oc.adj, edge, auto, oc.comp, deadline)
                 if walk is not None:
                     cycle = g.simple_cycle(walk)
                     name = self.classify(cycle)
                     if not _forbidding(name) <= violated:
-                        out.setdefault(name, cycle)
+                        out.setdefault(name, (cycle, None))
                     if name == spec.name:
                         break
+        for name in adya.TYPES:
+            if name in wanted and name not in out:
+                facts = [self.labels.assumed(oc.idl[u], oc.idl[v], k) for k in ks]
+                found = adya.through(ctx, name, u, v, facts, deadline)
+                if found is not None:
+                    out[name] = found
         return out
 
-    def _forced(self, oc: OnCycles, k, one: dict[str, list], other: dict[str, list]) -> None:
-        """Record what both orders of a pair of unseen appends to key k break (`one`,
+    def _adya_types(self) -> list[str]:
+        """Adya's types `adya.through` can look for: those needing edge labels only
+        where the datatype can say what an assumed edge's label is."""
+        return list(adya.TYPES) if hasattr(self.labels, "assumed") and self.txns is not None else []
+
+    def _forced(self, oc: OnCycles, ks: list, one: dict[str, list], other: dict[str, list]) -> None:
+        """Record what both orders of a pair of unseen appends to keys `ks` break (`one`,
         `other`: `_through`'s types and cycles for each order). For a type of each
         order's cycles, the models violated either way are those forbidding both: when
         every model forbidding one type forbids the other too, that type is reported;
@@ -399,6 +431,9 @@ class CycleSearch:
         exactly those models (`_JOIN`: G-single-process), its example showing each
         order's cycle under its own name."""
         picks: dict[str, tuple] = {}  # reported type -> (a cycle, its own type, the other's type and cycle)
+        details = {id(c): d for c, d in (*one.values(), *other.values())}
+        one = {t: c for t, (c, _) in one.items()}
+        other = {t: c for t, (c, _) in other.items()}
         for t1, c1 in one.items():
             for t2, c2 in other.items():
                 f1, f2 = _forbidding(t1), _forbidding(t2)
@@ -410,12 +445,15 @@ class CycleSearch:
                     picks.setdefault(_JOIN[f1 & f2], (c1, t1, t2, c2))
         ids = oc.idl
         for name, (cycle, own, other_name, other_cycle) in picks.items():
-            detail, extra = None, {"unseen-order": {"key": k, "other-type": other_name}}
+            detail, extra = details[id(cycle)], {"unseen-order": {"keys": ks, "other-type": other_name}}
             if len(self.found.get(name, ())) < MAX_EXAMPLES:
                 there = self.explain(other_name, [(ids[x], ids[y], z) for x, y, z in other_cycle])
                 extra["unseen-order"]["other-cycle"] = there["cycle"]
-                detail = (f"The first step's order is not known (no read saw either append to key {k!r}); "
-                          f"the other order has a cycle too:\n{there['explanation']}")
+                other_detail = details[id(other_cycle)]
+                detail = ((detail + "\n" if detail else "")
+                          + f"The first step's order is not known ({_unseen(ks)}); "
+                          f"the other order has a cycle too:\n{there['explanation']}"
+                          + ("\n" + other_detail if other_detail else ""))
                 if own != name:
                     detail += (f"\nWhichever order the appends had, every model that forbids a {name} is "
                                f"violated: it forbids both a {own} and a {other_name}.")
@@ -482,6 +520,14 @@ class CycleSearch:
 
 
 _ANY = g.any_cycle(frozenset(range(len(g.KIND_NAMES))))  # every walk: is there any cycle at all
+
+
+def _unseen(ks: list) -> str:
+    """Why the order of a pair's appends to keys `ks` is not known."""
+    if len(ks) == 1:
+        return f"no read saw either append to key {ks[0]!r}"
+    keys = f"{', '.join(map(repr, ks[:-1]))} and {ks[-1]!r}"
+    return f"no read saw either transaction's appends to keys {keys}, which came in the same order on each"
 
 
 @cache

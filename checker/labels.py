@@ -85,6 +85,12 @@ class ListAppendLabels:
         reads, appends = self._ops(node)[2]
         return not reads.isdisjoint(appends)
 
+    def assumed(self, a: int, b: int, k) -> Fact:
+        """The label of a ww edge a -> b on key k that no read gives, both transactions'
+        appends to k unseen (`cycles.CycleSearch._either_order` tries both orders): from
+        a's last append to k to b's first."""
+        return k, self._ops(a)[0][k][-1][0], self._ops(b)[0][k][0][0]
+
     def bounds(self, node: int) -> tuple[int, int, int]:
         """(first append, first read, last read) position among the micro-ops
         `__call__` can name in the transaction (`NEVER` for first, -1 for last,

@@ -578,12 +578,15 @@ class Analysis:
                     if iw is None and iv == len(self.order[k]) - 1:
                         return (f"{na}'s append of {v!r} is the last element any read of key {k!r} "
                                 f"shows, and {nb}'s committed append of {w!r}, never observed, came later")
-            for k, v in _appends_of(ta):  # both unseen: an order they may have had
-                if self._unordered(k, v):
+            both = {}  # both unseen: an order they may have had, on each key both appended to
+            for k, v in _appends_of(ta):
+                if self._unordered(k, v) and k not in both:
                     w = next((w for k2, w in _appends_of(tb) if k2 == k and self._unordered(k, w)), None)
                     if w is not None:
-                        return (f"if {na}'s append of {v!r} to key {k!r} came before {nb}'s append of "
-                                f"{w!r} (no read saw either, so either order is possible)")
+                        both[k] = f"{na}'s append of {v!r} to key {k!r} came before {nb}'s append of {w!r}"
+            if both:
+                return (f"if {' and '.join(both.values())} (no read saw either, so either order is "
+                        "possible)")
         if kind == g.WR:
             for k, r in _reads_of(tb):
                 if r and self.writer.get(k, {}).get(r[-1]) == txn.op_index(self.ops, ta):

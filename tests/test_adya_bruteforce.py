@@ -1,5 +1,5 @@
-"""G-monotonic (Adya's PL-2L) and G-cursor (PL-CS) against brute force, on random
-list-append and rw-register histories.
+"""G-monotonic (Adya's PL-2L), G-cursor (PL-CS) and G-update (PL-3U) against brute
+force, on random list-append and rw-register histories.
 
 Adya: a cycle of the unfolded graph USG(H, Ti) with exactly one
 anti-dependency, which leaves a read ri of Ti, the rest dependency (ww, wr)
@@ -8,12 +8,14 @@ Ti -rw-> Tk -> ... -> Tu -> Ti of one rw edge and otherwise ww/wr edges,
 whose last edge enters Ti at an operation q no later than the read p the rw
 edge leaves (q <= p; the order edges of Ti lead from q to p). G-cursor(x):
 a simple cycle of one rw edge and otherwise ww edges, every edge labelled x.
-Brute force enumerates every simple cycle of the graph and asks exactly that
+G-update: a simple cycle of dependency edges with an rw edge, whose
+transactions all write except at most one (read-only: no write in its
+micro-ops). Brute force enumerates every simple cycle of the graph and asks exactly that
 of each, with the edge labels (`checker.labels`: the key and operations of
 each edge); the checker's searches (`checker.adya.monotonic`: backward
 marking from Ti's entries, label-free pruning first; `checker.adya.cursor`:
-a ww(x) path back from each rw edge's target) must report the type iff one
-exists.
+a ww(x) path back from each rw edge's target; `checker.adya.update`) must
+report the type iff one exists.
 """
 
 from __future__ import annotations
@@ -90,7 +92,21 @@ def cursor_by_brute_force(datatype: str, h) -> bool:
     return False
 
 
-BRUTE = {"G-monotonic": monotonic_by_brute_force, "G-cursor": cursor_by_brute_force}
+def update_by_brute_force(datatype: str, h) -> bool:
+    """G-update: a simple cycle of the inferred graph's dependency edges with an rw
+    edge, whose transactions all write but at most one."""
+    module, _, options = DATATYPES[datatype]
+    an = module.Analysis(h, **options)
+    src, dst, kind = (x.tolist() for x in an.graph.arrays())
+    edges = [(a, b, k) for a, b, k in zip(src, dst, kind, strict=True) if k in g.DATA]
+    writes = [any(f != "r" for f, _, _ in (t.value if t.type == "ok" else t.invoke_value))
+              for t in an.graph.txns]
+    return any(any(k == g.RW for _, _, k in cycle) and sum(not writes[a] for a, _, _ in cycle) <= 1
+               for cycle in simple_cycles(len(an.graph.txns), edges))
+
+
+BRUTE = {"G-monotonic": monotonic_by_brute_force, "G-cursor": cursor_by_brute_force,
+         "G-update": update_by_brute_force}
 
 
 SEEDS = range(1500)
@@ -105,7 +121,7 @@ def history(datatype: str, seed: int):
 
 @pytest.mark.parametrize("datatype", DATATYPES)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_g_monotonic_and_g_cursor_match_brute_force(datatype, seed):
+def test_adyas_three_match_brute_force(datatype, seed):
     h = history(datatype, seed)
     module, _, options = DATATYPES[datatype]
     found = module.check(h, "read-committed", **options).anomalies

@@ -34,6 +34,7 @@ import os
 import random
 
 import pytest
+from test_adya_bruteforce import BRUTE
 from test_cycle_types_bruteforce import MODELS, add_order, cycle_types, simple_cycle_types
 from test_cycles_bruteforce import generate, to_history
 from test_cycles_literature import CASES
@@ -41,6 +42,7 @@ from test_cycles_literature import CASES
 from sleuth.checker import cycles, list_append, models
 from sleuth.checker import graph as g
 from sleuth.checker.result import UNKNOWN
+from sleuth.history import Event, History
 
 N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 
@@ -64,34 +66,47 @@ def _adder(kinds: dict):
     return edge
 
 
+def _orders(h):
+    """(The analysis, every version order the history allows: one tuple of (key, order)
+    per choice, keys sorted), or None when the reads give no version order
+    (incompatible or duplicate elements)."""
+    a = list_append.Analysis(h)
+    if a.anomalies.get("incompatible-order") or a.anomalies.get("duplicate-elements"):
+        return None
+    txns = a.graph.txns  # committed: ok, and info ones some read saw
+    appends: dict = {}  # key -> node -> its values, in its order
+    for n, t in enumerate(txns):
+        for k, v in list_append._appends_of(t):
+            appends.setdefault(k, {}).setdefault(n, []).append(v)
+    keys = {k for t in a.ops if t.type == "ok" for k, _, _ in list_append.external_reads(t.value)}
+    per_key = []
+    for k in sorted(keys | set(appends), key=repr):
+        known = list(a.order.get(k, []))
+        seen = set(known)
+        unseen = [[v for v in vs if v not in seen] for vs in appends.get(k, {}).values()]
+        per_key.append([(k, known + tail) for tail in _interleavings(unseen)])
+    return a, appends, list(itertools.product(*per_key))
+
+
 def orders_and_types(h) -> tuple[list[set[str]], set[str]] | None:
     """Per possible version order: the anomaly types it has (cycles named from the
     definitions, and lost updates); and the order-free anomalies the checker found.
     None when the reads give no version order (incompatible or duplicate elements)."""
-    a = list_append.Analysis(h)
-    if a.anomalies.get("incompatible-order") or a.anomalies.get("duplicate-elements"):
+    got = _orders(h)
+    if got is None:
         return None
+    a, appends, choices = got
     fixed = {t for t, ex in a.anomalies.items() if ex and t not in ("lost-update", "dirty-update")}
-    txns = a.graph.txns  # committed: ok, and info ones some read saw
+    txns = a.graph.txns
     node = {t.id: n for n, t in enumerate(txns)}  # a whole history's op ids are its op indices
     reads: dict = {}  # key -> [(node, external read)]
     for i, t in enumerate(a.ops):
         if t.type == "ok":
             for k, r, _ in list_append.external_reads(t.value):
                 reads.setdefault(k, []).append((node[i], r))
-    appends: dict = {}  # key -> node -> its values, in its order
-    for n, t in enumerate(txns):
-        for k, v in list_append._appends_of(t):
-            appends.setdefault(k, {}).setdefault(n, []).append(v)
-    per_key = []
-    for k in sorted(set(reads) | set(appends), key=repr):
-        known = list(a.order.get(k, []))
-        seen = set(known)
-        unseen = [[v for v in vs if v not in seen] for vs in appends.get(k, {}).values()]
-        per_key.append([(k, known + tail) for tail in _interleavings(unseen)])
     writer = {(k, v): n for k, by in appends.items() for n, vs in by.items() for v in vs}
     out = []
-    for choice in itertools.product(*per_key):
+    for choice in choices:
         kinds: dict = {}
         edge = _adder(kinds)
         lost = False
@@ -181,7 +196,7 @@ def test_either_order_is_explained_with_both_cycles():
     h = to_history(CASES["unseen-long-fork"][1])
     r = list_append.check(h, "snapshot-isolation")
     ex = r.anomalies["G-nonadjacent"][0]
-    assert ex["unseen-order"]["key"] == "x" and ex["unseen-order"]["other-type"] == "G-nonadjacent"
+    assert ex["unseen-order"]["keys"] == ["x"] and ex["unseen-order"]["other-type"] == "G-nonadjacent"
     assert sorted(ex["unseen-order"]["other-cycle"]) == sorted(ex["cycle"])
     assert ex["unseen-order"]["other-cycle"][0] == ex["cycle"][1]  # the other order starts at the other
     assert [s.get("unseen-order", False) for s in ex["steps"]] == [True, False, False, False]  # drawn dashed
@@ -295,3 +310,85 @@ def test_the_histories_hold_orders_that_decide():
         split += any(bad) and not all(bad)
         forced += all(bad) and "lost-update" not in set().union(*got[0])
     assert split > 10 and forced > 0, (split, forced)
+
+
+# -- Adya's three across the orders -------------------------------------------
+
+ADYA_MODELS = [m for m in models.MODELS if m not in MODELS]  # cursor stability, monotonic view, update serializable
+
+
+def _completed(h, choice) -> History:
+    """h and, after everything, by a process of its own, a read of every key in the
+    order `choice` gives. Every edge of that transaction enters it (it reads every
+    version, so it misses none, and nothing follows it), so it lies on no cycle: the
+    completed history's graph is h's under that order, and its inferred version order
+    is that order (no append left unseen)."""
+    evs = list(h.events)
+    t = max(e.time for e in evs) + 1
+    return History([*evs, Event(len(evs), t, "invoke", 10**6, "txn", [["r", k, None] for k, _ in choice]),
+                    Event(len(evs) + 1, t + 1, "ok", 10**6, "txn", [["r", k, list(o)] for k, o in choice])],
+                   h.source)
+
+
+def adya_types_per_order(h) -> list[set[str]]:
+    """Per possible version order (as `orders_and_types` lists them): which of Adya's
+    G-cursor, G-monotonic and G-update it has, by brute force over the simple cycles
+    of the completed history's graph (tests/test_adya_bruteforce.py)."""
+    _, _, choices = _orders(h)
+    return [{name for name, brute in BRUTE.items() if brute("list-append", _completed(h, c))} for c in choices]
+
+
+def test_a_completed_history_has_the_order_it_was_given():
+    """The oracle's premise: the final read pins each key's order, and adds no cycle."""
+    for seed in range(40):
+        h = _history(seed)
+        got = _orders(h)
+        if got is None:
+            continue
+        for choice in got[2]:
+            hc = _completed(h, choice)
+            a = list_append.Analysis(hc)
+            assert all(a.order.get(k, []) == list(o) for k, o in choice)
+            assert list_append.check(hc, "read-uncommitted").valid is not UNKNOWN
+
+
+# beyond the first N: histories where the old checker missed a G-cursor forced by every
+# order (505, 760) and a pair unseen on two keys (1712)
+@pytest.mark.parametrize("seed", [*range(N), 505, 760, 1712])
+def test_adya_labelled_verdicts_are_exact_over_every_order_of_unseen_appends(seed):
+    """Cursor stability, monotonic view and update serializability: valid iff some
+    order of the unseen appends keeps the model, with Adya's G-cursor, G-monotonic and
+    G-update found per order by brute force beside the cycles named from the
+    definitions. Before `adya.through`, 18 of the first 3,000 of these histories were
+    judged monotonic-view valid, and 6 cursor-stability valid, where every order
+    breaks them (a G-monotonic one way, a G1c the other, say)."""
+    h = _history(seed)
+    got = orders_and_types(h)
+    if got is None or not any(op.type == "ok" for op in h.ops()):
+        return
+    per_order, fixed = got
+    per_order = [p | q for p, q in zip(per_order, adya_types_per_order(h), strict=True)]
+    for model in ADYA_MODELS:
+        r = list_append.check(h, model)
+        assert r.valid is not _forced(model, per_order, fixed), (model, r.anomaly_types, r.also_found,
+                                                                  per_order, fixed)
+
+
+def test_a_pair_unseen_on_two_keys_came_in_one_order_on_both():
+    """T0 and T1 both appended to x and to y, and no read saw any of it. Each order on
+    x alone closes only a G-single (which monotonic view allows), and so does each
+    order on y alone; but the orders are one on both keys (T0 first on x and T1 first
+    on y is a ww cycle, a G0), and each of those two is a G-monotonic: the ww edge on y
+    enters the later transaction before its read of x, which the rw edge on x leaves.
+    Before the pair's edge carried both keys, monotonic view came back valid."""
+    h = to_history([(0, 1, 10, "ok", [["append", "x", 1], ["r", "x", [1]], ["append", "y", 3]]),
+                    (1, 2, 11, "ok", [["append", "y", 4], ["r", "x", []], ["append", "x", 2]])])
+    per_order, fixed = orders_and_types(h)
+    per_order = [p | q for p, q in zip(per_order, adya_types_per_order(h), strict=True)]
+    assert _forced("monotonic-view", per_order, fixed) and not _forced("read-committed", per_order, fixed)
+    r = list_append.check(h, "monotonic-view")
+    assert r.valid is False and r.anomaly_types == ["G-monotonic"]
+    ex = r.anomalies["G-monotonic"][0]
+    assert ex["unseen-order"]["keys"] == ["x", "y"] and ex["unseen-order"]["other-type"] == "G-monotonic"
+    assert "to key 'x' came before" in ex["explanation"] and "to key 'y' came before" in ex["explanation"]
+    assert list_append.check(h, "read-committed").valid is True
