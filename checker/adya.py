@@ -471,11 +471,12 @@ QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_mon
 # Two appends to a key that no read saw have no known order (`cycles.CycleSearch.
 # _either_order`): each order adds a ww edge u -> v, labelled with the key and the
 # micro-ops (u's last append to it, v's first), for each key both appended to unseen
-# (in one order on all: two edges each way would close a G0). `through` looks for a cycle of one of
-# the three types that the edge closes, in u and v's top-level component. It runs only
-# where no model forbidding the type is violated yet, so the graph without the edge
-# holds none of the type, nor a G0 or G1c (which every such model forbids); that is
-# why each search below may take its first answer as one through the edge.
+# (in one order on all: edges each way would close a G0). `through` looks for a cycle
+# of one of the three types that the edge closes, in u and v's top-level component.
+# It runs only where some model forbidding the type is not violated yet, so the graph
+# without the edge holds none of the type (its search of the graph is exact), nor a
+# G0 or G1c (which every such model forbids); that is why each search below may take
+# its first answer as one through the edge, and a simple cycle.
 
 def through(ctx, name: str, u: int, v: int, facts: list, deadline: float) -> tuple[Cycle, str] | None:
     """A cycle of type `name` (one of `TYPES`) through the ww edge u -> v labelled
