@@ -73,6 +73,7 @@ import operator
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -132,6 +133,17 @@ class Context:
             for a, x in enumerate(self.oc.comp):
                 self._members.setdefault(x, []).append(a)
         return self._members[c]
+
+    @contextmanager
+    def assuming(self, edge: tuple[int, int, int], facts: list):
+        """While inside: `edge_facts(*edge)` also has `facts` (an edge the graph
+        lacks, `through`)."""
+        old = self.edge_facts(*edge)
+        self._facts[edge] = [*old, *facts]
+        try:
+            yield
+        finally:
+            self._facts[edge] = old
 
     def edge_facts(self, a: int, b: int, kind: int) -> list:
         """The labels of local edge (a, b, kind), each computed once."""
@@ -487,12 +499,8 @@ def through(ctx, name: str, u: int, v: int, facts: list, deadline: float) -> tup
     G-monotonic's own search (`monotonic`) over u and v's component with the edge
     added."""
     edge = (u, v, g.WW)
-    old = ctx.edge_facts(u, v, g.WW)
-    ctx._facts[edge] = [*old, *facts]  # the edge's labels while it is assumed
-    try:
+    with ctx.assuming(edge, facts):
         found = _THROUGH[name](ctx, u, v, facts, _clock(deadline), deadline)
-    finally:
-        ctx._facts[edge] = old
     if found is None:
         return None
     cycle, detail = found

@@ -391,8 +391,8 @@ class CycleSearch:
         (`adya.through`); {} when none is. Types forbidden only by models in `violated`
         are neither searched for nor returned."""
         oc = ctx.oc
-        wanted = [spec.name for spec in SPECS] + (self._adya_types() if self.labels else [])
-        wanted = [name for name in wanted if not _forbidding(name) <= violated]
+        wanted = {name for name in (*(spec.name for spec in SPECS), *self._adya_types())
+                  if not _forbidding(name) <= violated}
         edge = (u, v, g.WW)
         if not wanted or g.bfs_cycle(oc.adj, edge, _ANY, oc.comp, deadline) is None:
             return {}
@@ -409,9 +409,10 @@ class CycleSearch:
                         out.setdefault(name, (cycle, None))
                     if name == spec.name:
                         break
-        for name in adya.TYPES:
-            if name in wanted and name not in out:
-                facts = [self.labels.assumed(oc.idl[u], oc.idl[v], k) for k in ks]
+        names = [name for name in adya.TYPES if name in wanted and name not in out]
+        if names:
+            facts = [self.labels.assumed(oc.idl[u], oc.idl[v], k) for k in ks]
+            for name in names:
                 found = adya.through(ctx, name, u, v, facts, deadline)
                 if found is not None:
                     out[name] = found
@@ -422,34 +423,31 @@ class CycleSearch:
         where the datatype can say what an assumed edge's label is."""
         return list(adya.TYPES) if hasattr(self.labels, "assumed") and self.txns is not None else []
 
-    def _forced(self, oc: OnCycles, ks: list, one: dict[str, list], other: dict[str, list]) -> None:
+    def _forced(self, oc: OnCycles, ks: list, one: dict[str, tuple], other: dict[str, tuple]) -> None:
         """Record what both orders of a pair of unseen appends to keys `ks` break (`one`,
-        `other`: `_through`'s types and cycles for each order). For a type of each
+        `other`: `_through`'s types, cycles and details for each order). For a type of each
         order's cycles, the models violated either way are those forbidding both: when
         every model forbidding one type forbids the other too, that type is reported;
         otherwise (a G-single one way, a G0-process the other) the type forbidden by
         exactly those models (`_JOIN`: G-single-process), its example showing each
         order's cycle under its own name."""
-        picks: dict[str, tuple] = {}  # reported type -> (a cycle, its own type, the other's type and cycle)
-        details = {id(c): d for c, d in (*one.values(), *other.values())}
-        one = {t: c for t, (c, _) in one.items()}
-        other = {t: c for t, (c, _) in other.items()}
+        # reported type -> (its own type, its (cycle, detail), the other's type, (cycle, detail))
+        picks: dict[str, tuple] = {}
         for t1, c1 in one.items():
             for t2, c2 in other.items():
                 f1, f2 = _forbidding(t1), _forbidding(t2)
                 if f1 <= f2:
-                    picks.setdefault(t1, (c1, t1, t2, c2))
+                    picks.setdefault(t1, (t1, c1, t2, c2))
                 elif f2 <= f1:
-                    picks.setdefault(t2, (c2, t2, t1, c1))
+                    picks.setdefault(t2, (t2, c2, t1, c1))
                 elif f1 & f2 in _JOIN:
-                    picks.setdefault(_JOIN[f1 & f2], (c1, t1, t2, c2))
+                    picks.setdefault(_JOIN[f1 & f2], (t1, c1, t2, c2))
         ids = oc.idl
-        for name, (cycle, own, other_name, other_cycle) in picks.items():
-            detail, extra = details[id(cycle)], {"unseen-order": {"keys": ks, "other-type": other_name}}
+        for name, (own, (cycle, detail), other_name, (other_cycle, other_detail)) in picks.items():
+            extra = {"unseen-order": {"keys": ks, "other-type": other_name}}
             if len(self.found.get(name, ())) < MAX_EXAMPLES:
                 there = self.explain(other_name, [(ids[x], ids[y], z) for x, y, z in other_cycle])
                 extra["unseen-order"]["other-cycle"] = there["cycle"]
-                other_detail = details[id(other_cycle)]
                 detail = ((detail + "\n" if detail else "")
                           + f"The first step's order is not known ({_unseen(ks)}); "
                           f"the other order has a cycle too:\n{there['explanation']}"
