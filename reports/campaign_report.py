@@ -21,6 +21,7 @@ import os
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
 from sleuth.campaign import RECORD, run_key, verdict
 
@@ -91,7 +92,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
         v = by_dir.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         row = v["row"] if v else {}
         report = os.path.join(r["run_dir"], "index.html") if r.get("run_dir") else None
-        runs.append({"id": r["run"]["id"], "run": r["run"], "label": label, "status": status,
+        runs.append({"id": r["run"]["id"], "id_html": _breakable(r["run"]["id"]), "run": r["run"], "label": label, "status": status,
                      "anomalies": v["anomaly_types"] if v else r.get("anomaly-types", []),
                      "href": os.path.relpath(report, campaign_dir) if report and os.path.exists(report) else None,
                      "row": {k: _show(row.get(k)) for k in (
@@ -142,6 +143,12 @@ def _summary(table) -> dict:
     out["durability_bad"] = ([r for r, d in zip(table["run"], table["durability"]) if d in ("lost", "phantom")]
                              if "durability" in table.columns else [])
     return out
+
+
+def _breakable(run_id: str) -> Markup:
+    """A run id with a line-break opportunity after each dot (`<wbr>`: nothing is added to
+    the text a reader copies), so the runs table fits the page at a laptop's width."""
+    return Markup(".<wbr>").join(escape(part) for part in run_id.split("."))
 
 
 def _show(v: Any) -> str:

@@ -9,6 +9,7 @@ import json
 
 from sleuth.reports.plots import COLORS
 
+RUN_PAGE_WIDTH = 1000  # the run report's column (reports/templates/run.html.j2, body max-width)
 EDGE_COLORS = {"rw": "#c92a2a", "wr": "#1c7ed6", "ww": "#5f3dc4", "realtime": "#868e96",
                "process": "#868e96"}
 
@@ -20,7 +21,8 @@ def timeline_svg(rows: list[dict], steps: list[dict]) -> str:
     row_of = {p: i for i, p in enumerate(procs)}
     events = max([r["complete"] or r["invoke"] for r in rows] or [1]) + 1
     left, lane = 90, 58
-    step = max(36, min(64, 900 // events))  # a dozen events fit in a page's width
+    # up to 24 events fit the report's 1,000-pixel column; more scroll sideways in their own box
+    step = max(36, min(64, (RUN_PAGE_WIDTH - left - 40) // events))
     width, height = left + step * events + 40, lane * len(procs) + 20
     by_line = {r["line"]: r for r in rows}
 

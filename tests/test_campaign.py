@@ -255,6 +255,8 @@ def test_page_renders_matrix_links_outcomes_and_trends(tmp_path):
     for r in record["runs"][:4]:
         href = os.path.relpath(os.path.join(r["run_dir"], "index.html"), cdir)
         assert f'href="{href}"' in page and (cdir / href).exists()
+        # the long id may break after each dot (the runs table fits a laptop's window), and reads whole
+        assert f'href="{href}">{".<wbr>".join(r["run"]["id"].split("."))}</a>' in page
     cells = re.findall(r'class="(pass|caught|missed|invalid|pending)"[^>]*>s0 \1<', page)
     assert sorted(cells) == ["caught", "invalid", "missed", "pass", "pending"]
     assert "lost-write" in page and "nonlinearizable" in page and ">lost<" in page

@@ -63,6 +63,31 @@ def test_the_timeline_fits_the_window(tmp_path):
     assert 'width="100%"' in svg and re.search(r'viewBox="0 0 1400 \d+"', svg), svg
 
 
+@pytest.mark.parametrize("ops", [1, 7, 12])
+def test_a_counterexample_of_up_to_24_events_fits_the_reports_column(ops):
+    """The counterexample's picture (one bar per operation, in event order) fits the run
+    report's 1,000-pixel column up to 24 events; a longer one scrolls in its own box."""
+    from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
+
+    rows = [{"process": i % 3, "invoke": 2 * i, "complete": 2 * i + 1, "line": i + 1, "f": "txn",
+             "value": [], "type": "ok", "name": f"T{i}"} for i in range(ops)]
+    width = int(re.search(r'<svg [^>]*width="(\d+)"', timeline_svg(rows, [])).group(1))
+    assert width <= RUN_PAGE_WIDTH
+    assert width >= 0.85 * RUN_PAGE_WIDTH or ops < 7  # and uses the column, not a corner of it
+
+
+def test_a_long_counterexample_scrolls_in_its_box_not_the_page():
+    from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
+
+    rows = [{"process": 0, "invoke": 2 * i, "complete": 2 * i + 1, "line": i + 1, "f": "txn", "value": [],
+             "type": "ok"} for i in range(20)]
+    width = int(re.search(r'<svg [^>]*width="(\d+)"', timeline_svg(rows, [])).group(1))
+    assert width > RUN_PAGE_WIDTH  # 40 events: bars stay readable, at least 36 pixels an event
+    template = open(os.path.join(os.path.dirname(__file__), "..", "reports", "templates", "run.html.j2")).read()
+    assert f"max-width: {RUN_PAGE_WIDTH}px" in template
+    assert re.search(r"\.counterexample-timeline \{ overflow-x: auto; \}", template)
+
+
 def test_valid_run_report(tmp_path):
     d = make_run(tmp_path, "serializable")
     page = open(render(str(d))).read()
