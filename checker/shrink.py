@@ -27,7 +27,9 @@ stuck operation and its concurrent window for a register), plus what is
 needed to infer its edges — for each read, the writers of the values it
 read (else those reads become garbage reads), and for list-append the
 shortest read of each key that holds every element the named operations
-touched (it reveals their version order). If that is not enough, the same
+touched (it reveals their version order); for the source workload, the
+appends of every row its reads show and a later read that shows every change
+they appended (`shrink_parts.SourceSupport`). If that is not enough, the same
 seed widened to the neighbouring operations on its keys (4, 16, 64, …
 either side), then every operation on those keys, then the whole history:
 the first that fails is shrunk. What an operation holds, by workload, and
@@ -50,10 +52,11 @@ from sleuth.checker.result import Result
 from sleuth.checker.shrink_parts import (
     KEYED_WORKLOADS,
     TXN_WORKLOADS,
-    Support,
+    hashable,
     keys_of,
     micro_ops,
     named_lines,
+    support,
     unwritten,
 )
 from sleuth.history import Event, History, Op
@@ -102,7 +105,8 @@ class Counterexample:
         stopped = "interrupted" if self.interrupted else "budget spent"
         how = ("1-minimal: no single removal keeps it failing" if self.minimal
                else f"{stopped} during '{self.stage}': smaller than the original, "
-                    "perhaps not minimal")
+                    "perhaps not minimal" if self.ops < self.original_ops
+               else f"{stopped} during '{self.stage}': no smaller history found")
         return (f"{self.target}: {self.original_ops} operations shrunk to {self.ops} "
                 f"in {self.seconds:.1f} s ({self.checks} checks); {how}")
 
@@ -260,11 +264,11 @@ class Shrinker:
         named = {by_line[n] for n in named_lines(example) if n in by_line}
         if not named:
             return
-        support = Support(self.ops, self.workload) if self.workload in TXN_WORKLOADS else None
+        needed = support(self.ops, self.workload)
 
         def with_support(full: set[int]) -> Cut:
             """`full` whole, plus its support trimmed to the micro-ops it is needed for."""
-            need = {} if support is None else support.needs(full)
+            need = {} if needed is None else needed.needs(full)
             micro = {(i, j) for i, keep in need.items() for j in range(len(micro_ops(self.ops[i])))
                      if j not in keep}
             return Cut(frozenset(full | set(need)), micro=frozenset(micro))
@@ -358,7 +362,7 @@ class Shrinker:
         for i in sorted(self.cut.ops):
             for k in keys_of(self.workload, self.ops[i]):
                 if k not in self.cut.keys:
-                    seen.setdefault(_hashable(k), k)
+                    seen.setdefault(hashable(k), k)
         return list(seen.values())
 
     def _micro(self) -> list[tuple[int, int]]:
@@ -388,10 +392,6 @@ def _events_of(ops: list[Op]) -> list[Event]:
             events[o.complete_pos] = Event(o.complete_pos, o.complete_time or o.invoke_time, o.type,
                                            o.process, o.f, o.value, o.node, o.error, o.ts)
     return events
-
-
-def _hashable(x: Any) -> Any:
-    return tuple(x) if isinstance(x, list) else x
 
 
 def _remove_ops(cut: Cut, chunk: list[int]) -> Cut:

@@ -17,6 +17,7 @@ TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops 
 KEYED_WORKLOADS = ("register",)  # values are [key, v]
 REGISTER_WORKLOADS = ("register", "cas-register")  # judged by linearizability
 LINE_FIELDS = ("line", "complete-line", "from-line", "to-line")  # how explanations name ops
+LINE_LISTS = ("lines",)  # the same, several at once (the source workload's examples)
 
 
 def micro_ops(op: Op) -> list:
@@ -47,6 +48,8 @@ def named_lines(example: Any) -> set[int]:
             for k, v in x.items():
                 if k in LINE_FIELDS and type(v) is int:
                     out.add(v)
+                elif k in LINE_LISTS and isinstance(v, list):
+                    out.update(x for x in v if type(x) is int)
                 elif isinstance(v, dict | list):
                     stack.append(v)
         elif isinstance(x, list):
@@ -109,6 +112,65 @@ class Support:
                 for x in r:
                     add(self.writer.get((k, x)))
         return need
+
+
+class SourceSupport:
+    """What a seed of the `source` workload needs (`checker.source`): every read shows whole
+    rows [n, v], so it keeps the append of each value it shows (else the row is an
+    invented change); and a read is judged against every append that completed before it
+    began, so the seed's last read keeps a later read that shows every change the seed
+    appended (else that last read misses one: a lost change, which is not the anomaly
+    being shrunk), with the appends of that read's rows in turn."""
+
+    def __init__(self, ops: list[Op]):
+        self.ops = ops
+        self.append_of: dict[Any, int] = {}  # value -> its ok append
+        self.reads: list[Op] = []  # ok reads, by invoke
+        self.read_ids: set[int] = set()
+        for op in ops:
+            if op.f == "append" and op.type == "ok" and isinstance(op.value, dict):
+                self.append_of.setdefault(hashable(op.value.get("v")), op.id)
+            elif op.f in ("read", "rtr-read") and op.type == "ok" and isinstance(op.value, list):
+                self.reads.append(op)
+                self.read_ids.add(op.id)
+        self.reads.sort(key=lambda r: r.invoke_pos)
+
+    def _rows(self, r: Op) -> list[tuple[Any, Any]]:
+        return [(row[0], row[1]) for row in r.value if isinstance(row, list) and len(row) == 2]
+
+    def _writers(self, r: Op) -> set[int]:
+        return {w for _, v in self._rows(r) if (w := self.append_of.get(hashable(v))) is not None}
+
+    def needs(self, full: set[int]) -> dict[int, set[int]]:
+        """The operations outside `full` that it needs (no micro-ops to trim: {op: set()})."""
+        kept = set(full)
+        for i in full:
+            if i in self.read_ids:
+                kept |= self._writers(self.ops[i])
+        appended = {self.ops[i].value["n"] for i in kept
+                    if self.ops[i].f == "append" and self.ops[i].type == "ok"}
+        last = max((self.ops[i].invoke_pos for i in kept if i in self.read_ids), default=None)
+        if last is not None and appended:
+            top = max(appended)
+            after = next((r for r in self.reads if r.invoke_pos > last
+                          and top in {n for n, _ in self._rows(r)}), None)
+            if after is not None:
+                kept |= {after.id} | self._writers(after)
+        return {i: set() for i in kept - set(full)}
+
+
+def hashable(x: Any) -> Any:
+    """A value as a dict key: a list (JSON has no tuples) as a tuple."""
+    return tuple(x) if isinstance(x, list) else x
+
+
+def support(ops: list[Op], workload: str) -> Support | SourceSupport | None:
+    """What a seed of `workload` needs beside the operations an example names, if anything."""
+    if workload in TXN_WORKLOADS:
+        return Support(ops, workload)
+    if workload == "source":
+        return SourceSupport(ops)
+    return None
 
 
 def unwritten(h: History, workload: str, initial_value: Any) -> bool:

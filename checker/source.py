@@ -46,6 +46,12 @@ def _where(history: History, op) -> str:
     return f"process {op.process}'s {op.f} (line {history.line_of(op.invoke_pos)})"
 
 
+def _lines(history: History, *ops) -> list[int]:
+    """The invoke lines of the operations an example names (the read first): where
+    shrinking starts (`checker.shrink_parts.named_lines`)."""
+    return [history.line_of(op.invoke_pos) for op in ops if op is not None]
+
+
 class _Prefix:
     """Ops sorted by completion, with a running maximum of some number: the largest one
     completed strictly before a position, and the op it came from."""
@@ -102,27 +108,28 @@ def check_source(history: History, **_: Any) -> Result:
         if twice:
             add("duplicate-change", f"{_where(history, r)} shows change n={twice[0]} "
                                     f"{Counter(ns)[twice[0]]} times: it was ingested more than once",
-                read=r.id, n=twice[:10])
+                read=r.id, n=twice[:10], lines=_lines(history, r))
         for n, v in rows:
             w = appends.get(v)
             if w is None:
                 add("invented-change", f"{_where(history, r)} shows ({n}, {v}); no append wrote {v}",
-                    read=r.id, row=[n, v])
+                    read=r.id, row=[n, v], lines=_lines(history, r))
             elif w.type == "ok" and w.value["n"] != n:
                 add("invented-change", f"{_where(history, r)} shows {v} as change n={n}, but its "
                                        f"append ({_where(history, w)}) committed it as n={w.value['n']}",
-                    read=r.id, row=[n, v])
+                    read=r.id, row=[n, v], lines=_lines(history, r, w))
             first = seen_as.setdefault(n, (v, r))
             if first[0] != v:
                 add("invented-change", f"change n={n} is {first[0]} in {_where(history, first[1])} "
-                                       f"but {v} in {_where(history, r)}", read=r.id, row=[n, v])
+                                       f"but {v} in {_where(history, r)}", read=r.id, row=[n, v],
+                    lines=_lines(history, r, first[1]))
         if ns:
             missing = sorted(set(range(1, max(ns) + 1)) - set(ns))
             if missing:
                 add("skipped-change", f"{_where(history, r)} shows change n={max(ns)} but not "
                                       f"n={missing[0]}, which the upstream committed before it"
                                       + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""),
-                    read=r.id, missing=missing[:10])
+                    read=r.id, missing=missing[:10], lines=_lines(history, r))
 
     appended = _Prefix([(w.complete_pos, w.value["n"], w) for w in ok_appends])
     read_max = _Prefix([(r.complete_pos, max(shown[r.id], default=0), r) for r in reads])
@@ -143,24 +150,26 @@ def check_source(history: History, **_: Any) -> Result:
         n, w = appended.before(r.invoke_pos)
         if r is last and n and n not in have:
             add("lost-change", f"the last read, {_where(history, r)}, misses change n={n} "
-                               f"({_where(history, w)} completed before it began)", read=r.id, n=n)
+                               f"({_where(history, w)} completed before it began)", read=r.id, n=n,
+                lines=_lines(history, r, w))
         if r.f == "rtr-read":
             if n and n not in have:
                 add("stale-rtr-read", f"{_where(history, r)} misses change n={n}, appended by "
                                       f"{_where(history, w)}, which completed before the read began",
-                    read=r.id, n=n)
+                    read=r.id, n=n, lines=_lines(history, r, w))
             m, r0 = read_max.before(r.invoke_pos)
             if m and m not in have:
                 add("stale-rtr-read", f"{_where(history, r)} misses change n={m}, which "
                                       f"{_where(history, r0)} showed and completed before it began",
-                    read=r.id, n=m)
+                    read=r.id, n=m, lines=_lines(history, r, r0))
         k, pair = acked.before(r.invoke_pos)
         if k and k not in have:
             a, w = pair
             add("acknowledged-not-visible",
                 f"{_where(history, r)} misses change n={k}: {_where(history, a)} saw the cluster "
                 f"acknowledge LSN {a.value} upstream before the read began, and {_where(history, w)} "
-                f"committed n={k} at or below LSN {w.value['after']}", read=r.id, n=k, ack=a.value)
+                f"committed n={k} at or below LSN {w.value['after']}", read=r.id, n=k, ack=a.value,
+                lines=_lines(history, r, a, w))
 
     names = sorted(found)
     valid: bool | str = not names
