@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sleuth.checker.source import READS
 from sleuth.history import History, Op
 
 TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops [f, k, v]
@@ -130,7 +131,7 @@ class SourceSupport:
         for op in ops:
             if op.f == "append" and op.type == "ok" and isinstance(op.value, dict):
                 self.append_of.setdefault(hashable(op.value.get("v")), op.id)
-            elif op.f in ("read", "rtr-read") and op.type == "ok" and isinstance(op.value, list):
+            elif op.f in READS and op.type == "ok" and isinstance(op.value, list):
                 self.reads.append(op)
                 self.read_ids.add(op.id)
         self.reads.sort(key=lambda r: r.invoke_pos)
