@@ -214,6 +214,12 @@ def test_bad_usage_is_254(tmp_path):
     assert p.returncode != 0 and "--workload is required" in p.stderr
     p = _sleuth("report", str(tmp_path))  # not a run directory
     assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
+    src = os.path.join(os.path.dirname(__file__), "data", "imports", "same.edn")
+    for workload in ("source", "bank", "counter"):  # --spark judges registers and transactions only
+        p = _sleuth("check", "--spark", "local[1]", src, "-w", workload)  # said before a JVM starts
+        assert p.returncode == exits.BAD_INPUT and p.stderr.strip().splitlines() == [
+            f"sleuth: error: --workload: --spark judges register, cas-register, list-append, rw-register "
+            f"histories, not {workload} (judge it without --spark)"], p.stderr
 
 
 def test_check_report_writes_a_report_for_an_imported_history(tmp_path):
