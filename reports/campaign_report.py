@@ -92,7 +92,8 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
         v = by_dir.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         row = v["row"] if v else {}
         report = os.path.join(r["run_dir"], "index.html") if r.get("run_dir") else None
-        runs.append({"id": r["run"]["id"], "id_html": _breakable(r["run"]["id"]), "run": r["run"], "label": label, "status": status,
+        runs.append({"id": r["run"]["id"], "id_html": _breakable(r["run"]["id"]), "run": r["run"],
+                     "label": label, "status": status,
                      "anomalies": v["anomaly_types"] if v else r.get("anomaly-types", []),
                      "href": os.path.relpath(report, campaign_dir) if report and os.path.exists(report) else None,
                      "row": {k: _show(row.get(k)) for k in (
