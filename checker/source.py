@@ -38,6 +38,7 @@ from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
 MAX_EXAMPLES = 20
+SKIP_PREFIXES = True  # reads equal to the start of the checked log skip the per-row rules (below)
 READS = ("read", "rtr-read")
 FS = ("append", "ack", *READS)
 
@@ -50,6 +51,23 @@ def _lines(history: History, *ops) -> list[int]:
     """The invoke lines of the operations an example names (the read first): where
     shrinking starts (`checker.shrink_parts.named_lines`)."""
     return [history.line_of(op.invoke_pos) for op in ops if op is not None]
+
+
+def _clean_tail(value: list, m: int, appends: dict, seen_as: dict) -> bool:
+    """Do the rows of a read after its first m (which are the checked log's) break none of the
+    per-row rules of `check_source`: each is [n, v] with n = m + 1, m + 2, ..., v appended
+    (committed as n, if the append's outcome is known) and not shown as another n's value?"""
+    try:
+        for i, row in enumerate(value[m:], m + 1):
+            if len(row) != 2:
+                return False
+            n, v = row
+            w = appends.get(v)
+            if n != i or w is None or (w.type == "ok" and w.value["n"] != n) or seen_as.get(n, (v,))[0] != v:
+                return False
+    except TypeError:  # not a row, or an unhashable value: the rules name it
+        return False
+    return True
 
 
 class _Prefix:
@@ -99,11 +117,28 @@ def check_source(history: History, **_: Any) -> Result:
             examples.append({"explanation": explanation, **extra})
 
     seen_as: dict[int, tuple[Any, Any]] = {}  # n -> (v, the read that first showed it)
-    shown: dict[int, set[int]] = {}  # read id -> the numbers it showed
+    shown: dict[int, set[int] | range] = {}  # read id -> the numbers it showed
+    top: dict[int, int] = {}  # read id -> the largest of them (0: none)
+    # Every read returns every row, so a run's reads are mostly the same log, growing: `log`
+    # holds rows [1, v1], [2, v2], ... that earlier reads showed in that order and that broke
+    # no rule below. A read whose rows are the start of `log` breaks none either (each of its
+    # rows was checked as it is, and `seen_as` holds its values already), nor does one that
+    # is all of `log` and then rows that break none (`_clean_tail`), which extend it: either
+    # is passed over by a comparison of lists, not a Python step per row it shares with `log`.
+    log: list = []
     for r in reads:
+        value, m = r.value, len(log)
+        if SKIP_PREFIXES and value[:m] == log[:len(value)] and (len(value) <= m or
+                                                               _clean_tail(value, m, appends, seen_as)):
+            for n, v in value[m:]:
+                seen_as.setdefault(n, (v, r))
+            log.extend(value[m:])
+            shown[r.id], top[r.id] = range(1, len(value) + 1), len(value)
+            continue
         rows = [tuple(row) for row in r.value]
         ns = [n for n, _ in rows]
         shown[r.id] = set(ns)
+        top[r.id] = max(ns, default=0)
         twice = sorted(n for n, c in Counter(ns).items() if c > 1)
         if twice:
             add("duplicate-change", f"{_where(history, r)} shows change n={twice[0]} "
@@ -132,7 +167,7 @@ def check_source(history: History, **_: Any) -> Result:
                     read=r.id, missing=missing[:10], lines=_lines(history, r))
 
     appended = _Prefix([(w.complete_pos, w.value["n"], w) for w in ok_appends])
-    read_max = _Prefix([(r.complete_pos, max(shown[r.id], default=0), r) for r in reads])
+    read_max = _Prefix([(r.complete_pos, top[r.id], r) for r in reads])
     by_after = sorted(ok_appends, key=lambda w: w.value["after"])
     afters = [w.value["after"] for w in by_after]
     best_upto: list[tuple[int, Any]] = []
