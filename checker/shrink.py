@@ -103,10 +103,12 @@ class Counterexample:
 
     def summary(self) -> str:
         stopped = "interrupted" if self.interrupted else "budget spent"
-        how = ("1-minimal: no single removal keeps it failing" if self.minimal
-               else f"{stopped} during '{self.stage}': smaller than the original, "
-                    "perhaps not minimal" if self.ops < self.original_ops
-               else f"{stopped} during '{self.stage}': no smaller history found")
+        if self.minimal:
+            how = "1-minimal: no single removal keeps it failing"
+        else:
+            how = f"{stopped} during '{self.stage}': " + (
+                "smaller than the original, perhaps not minimal" if self.ops < self.original_ops
+                else "no smaller history found")
         return (f"{self.target}: {self.original_ops} operations shrunk to {self.ops} "
                 f"in {self.seconds:.1f} s ({self.checks} checks); {how}")
 
