@@ -128,8 +128,8 @@ def check_source(history: History, **_: Any) -> Result:
     log: list = []
     for r in reads:
         value, m = r.value, len(log)
-        if SKIP_PREFIXES and value[:m] == log[:len(value)] and (len(value) <= m or
-                                                               _clean_tail(value, m, appends, seen_as)):
+        if SKIP_PREFIXES and (value == log[:len(value)] if len(value) <= m
+                              else value[:m] == log and _clean_tail(value, m, appends, seen_as)):
             for n, v in value[m:]:
                 seen_as.setdefault(n, (v, r))
             log.extend(value[m:])
