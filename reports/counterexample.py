@@ -9,7 +9,7 @@ import json
 
 from sleuth.reports.plots import COLORS
 
-RUN_PAGE_WIDTH = 1000  # the run report's column (reports/templates/run.html.j2, body max-width)
+RUN_PAGE_WIDTH = 1000  # the run report's column in pixels (run_report.render gives it to run.html.j2)
 EDGE_COLORS = {"rw": "#c92a2a", "wr": "#1c7ed6", "ww": "#5f3dc4", "realtime": "#868e96",
                "process": "#868e96"}
 

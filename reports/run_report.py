@@ -22,7 +22,7 @@ from sleuth import counterexample, store
 from sleuth.history import History, read_jsonl
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
-from sleuth.reports.counterexample import timeline_svg
+from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
 
 CYCLES_DRAWN = 3
 TIMELINE_OPS = 2000
@@ -129,7 +129,8 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=end, n_ops=len(ops),
-        timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk)
+        timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
+        page_width=RUN_PAGE_WIDTH)
     out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)

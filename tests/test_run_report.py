@@ -76,16 +76,17 @@ def test_a_counterexample_of_up_to_24_events_fits_the_reports_column(ops):
     assert width >= 0.85 * RUN_PAGE_WIDTH or ops < 7  # and uses the column, not a corner of it
 
 
-def test_a_long_counterexample_scrolls_in_its_box_not_the_page():
+def test_a_long_counterexample_scrolls_in_its_box_not_the_page(tmp_path):
     from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
 
     rows = [{"process": 0, "invoke": 2 * i, "complete": 2 * i + 1, "line": i + 1, "f": "txn", "value": [],
              "type": "ok"} for i in range(20)]
     width = int(re.search(r'<svg [^>]*width="(\d+)"', timeline_svg(rows, [])).group(1))
     assert width > RUN_PAGE_WIDTH  # 40 events: bars stay readable, at least 36 pixels an event
-    template = open(os.path.join(os.path.dirname(__file__), "..", "reports", "templates", "run.html.j2")).read()
-    assert f"max-width: {RUN_PAGE_WIDTH}px" in template
-    assert re.search(r"\.counterexample-timeline \{ overflow-x: auto; \}", template)
+    d = make_run(tmp_path, "read-committed")
+    page = open(render(str(d))).read()
+    assert f"max-width: {RUN_PAGE_WIDTH}px;" in page  # the column the pictures are sized to
+    assert re.search(r"\.counterexample-timeline \{ overflow-x: auto; \}", page)
 
 
 def test_valid_run_report(tmp_path):
