@@ -21,15 +21,21 @@ What is removed, always keeping the history well formed:
 - micro-ops: one micro-op of one transaction, invoke and completion alike.
 
 Where it starts (so a history of 100k operations costs a few checks of small
-histories, not ddmin over all of it): the operations the anomaly's first
-example names (every `line` of its explanation: a cycle's transactions, the
-stuck operation and its concurrent window for a register), plus what is
+histories, not ddmin over all of it): the operations an example names
+(every `line` of its explanation: a cycle's transactions, the stuck
+operation and its concurrent window for a register), plus what is
 needed to infer its edges — for each read, the writers of the values it
 read (else those reads become garbage reads), and for list-append the
 shortest read of each key that holds every element the named operations
 touched (it reveals their version order); for the source workload, the
 appends of every row its reads show and a later read that shows every change
-they appended (`shrink_parts.SourceSupport`). If that is not enough, the same
+they appended (`shrink_parts.SourceSupport`). The example is the one, of all
+the forbidden types' examples (or of the type asked for), whose seed is
+smallest (`choose_example`): a read of a long list needs the writer of each
+element, so the fewest operations named is not the smallest start (in a
+MariaDB run, a fuzzy read late on a busy key named one transaction and
+needed 1,540 more; a G-cursor earlier on named two and needed 7). If that
+is not enough, the same
 seed widened to the neighbouring operations on its keys (4, 16, 64, …
 either side), then every operation on those keys, then the whole history:
 the first that fails is shrunk. What an operation holds, by workload, and
@@ -138,15 +144,35 @@ class Counterexample:
                 "example": (self.result.anomalies.get(self.target) or [None])[0]}
 
 
-def choose_target(result: Result) -> str:
-    """The forbidden anomaly type whose first example names the fewest operations (the
-    likeliest to shrink small), but at least one (else shrinking starts from everything);
-    ties go to the order the checker lists them."""
-    def named(t: str) -> tuple[bool, int]:
-        n = len(named_lines((result.anomalies.get(t) or [{}])[0]))
-        return n == 0, n
-
-    return min(result.anomaly_types, key=named)
+def choose_example(result: Result, target: str | None, bound: Callable[[dict], int | None],
+                   size: Callable[[dict], int]) -> tuple[str, dict]:
+    """The anomaly type to shrink and the example to start from: of every example of the
+    forbidden types (or of `target`'s alone), the one whose seed is smallest, ties to the
+    order the checker lists types and examples. `size(example)`: the operations its
+    explanation names with what they need to be judged as in the original (the seed);
+    `bound(example)`: a cheap lower bound of that, None for an example that names no
+    operation. `size` is computed only for examples the bound says could still win.
+    Where no example names an operation: the type (or the first forbidden one) and its
+    first example, and shrinking starts from everything."""
+    candidates = []
+    for order, t in enumerate([target] if target else result.anomaly_types):
+        for j, example in enumerate(result.anomalies.get(t) or ()):
+            b = bound(example)
+            if b is not None:
+                candidates.append((b, order, j, t, example))
+    if not candidates:
+        t = target or result.anomaly_types[0]
+        return t, (result.anomalies.get(t) or [{}])[0]
+    candidates.sort(key=lambda c: c[:3])
+    best: tuple[tuple[int, int, int], str, dict] | None = None
+    for b, order, j, t, example in candidates:
+        if best is not None and b > best[0][0]:
+            break  # this bound and every later one exceed the smallest seed found
+        key = (size(example), order, j)
+        if best is None or key < best[0]:
+            best = (key, t, example)
+    assert best is not None
+    return best[1], best[2]
 
 
 class Shrinker:
@@ -158,17 +184,22 @@ class Shrinker:
                  stop: Callable[[], bool] | None = None):
         if original.valid is not False:
             raise ValueError("only an invalid history has a counterexample")
-        if target is None:
-            target = choose_target(original)
-        elif target not in original.anomaly_types:
+        if target is not None and target not in original.anomaly_types:
             raise ValueError(f"{target!r} is not an anomaly the checker found "
                              f"(found: {', '.join(original.anomaly_types)})")
         self.history, self.workload, self.check = history, workload, check
-        self.original, self.target = original, target
+        self.original = original
         self.allowed = frozenset(original.anomaly_types)
         self.start = time.perf_counter()
         self.deadline = self.start + budget
         self.ops: list[Op] = history.ops()
+        self.by_line: dict[int, int] = {}  # a line of the file -> the op whose event it holds
+        for op in self.ops:
+            for pos in (op.invoke_pos, op.complete_pos):
+                if pos is not None:
+                    self.by_line[history.line_of(pos)] = op.id
+        self.needed = support(self.ops, workload)
+        self.target, self.example = choose_example(original, target, self._bound, self._seed_size)
         self.events = history.events or _events_of(self.ops)
         self.checks = 0
         self.cut = Cut(frozenset(range(len(self.ops))))
@@ -255,28 +286,35 @@ class Shrinker:
 
     # -- seeds ----------------------------------------------------------------
 
+    def _named(self, example: dict) -> set[int]:
+        """The operations an example's explanation names."""
+        return {self.by_line[n] for n in named_lines(example) if n in self.by_line}
+
+    def _with_support(self, full: set[int]) -> Cut:
+        """`full` whole, plus its support trimmed to the micro-ops it is needed for."""
+        need = {} if self.needed is None else self.needed.needs(full)
+        micro = {(i, j) for i, keep in need.items() for j in range(len(micro_ops(self.ops[i])))
+                 if j not in keep}
+        return Cut(frozenset(full | set(need)), micro=frozenset(micro))
+
+    def _bound(self, example: dict) -> int | None:
+        """A lower bound of the example's seed (`choose_example`), None if it names no operation."""
+        named = self._named(example)
+        if not named:
+            return None
+        return len(named) + (0 if self.needed is None else len(self.needed.needs(named, covering=False)))
+
+    def _seed_size(self, example: dict) -> int:
+        return len(self._with_support(self._named(example)).ops)
+
     def seeds(self) -> Iterable[Cut]:
         """Growing candidates to start from (the module docstring says which)."""
-        by_line: dict[int, int] = {}
-        for op in self.ops:
-            for pos in (op.invoke_pos, op.complete_pos):
-                if pos is not None:
-                    by_line[self.history.line_of(pos)] = op.id
-        example = (self.original.anomalies.get(self.target) or [{}])[0]
-        named = {by_line[n] for n in named_lines(example) if n in by_line}
+        example = self.example
+        named = self._named(example)
         if not named:
             return
-        needed = support(self.ops, self.workload)
-
-        def with_support(full: set[int]) -> Cut:
-            """`full` whole, plus its support trimmed to the micro-ops it is needed for."""
-            need = {} if needed is None else needed.needs(full)
-            micro = {(i, j) for i, keep in need.items() for j in range(len(micro_ops(self.ops[i])))
-                     if j not in keep}
-            return Cut(frozenset(full | set(need)), micro=frozenset(micro))
-
         yield Cut(frozenset(named))
-        yield with_support(named)
+        yield self._with_support(named)
         keys = {k for i in named for k in keys_of(self.workload, self.ops[i])}
         if isinstance(example.get("key"), str | int):
             keys.add(example["key"])
@@ -286,9 +324,9 @@ class Shrinker:
         if at:
             width = 4
             while width < len(on_keys):
-                yield with_support(named | set(on_keys[max(0, at[0] - width):at[-1] + width + 1]))
+                yield self._with_support(named | set(on_keys[max(0, at[0] - width):at[-1] + width + 1]))
                 width *= 4
-            yield with_support(named | set(on_keys))
+            yield self._with_support(named | set(on_keys))
 
     # -- delta debugging -------------------------------------------------------
 

@@ -68,7 +68,8 @@ class Support:
         self.ops = ops
         self.append = workload == "list-append"
         self.writer: dict[tuple, tuple[int, int]] = {}  # (key, value) -> (op, micro-op)
-        self.reads: dict[Any, list[tuple[int, int, list]]] = {}  # key -> (op, micro-op, list)
+        # key -> (op, micro-op, list), shortest first (then by op and micro-op)
+        self.reads: dict[Any, list[tuple[int, int, list]]] = {}
         for op in ops:
             for j, (f, k, v) in enumerate(micro_ops(op)):
                 try:
@@ -78,6 +79,8 @@ class Support:
                         self.reads.setdefault(k, []).append((op.id, j, v))
                 except TypeError:  # an unhashable value: the checker names it
                     continue
+        for reads in self.reads.values():
+            reads.sort(key=lambda r: (len(r[2]), r[0], r[1]))
 
     def _values(self, i: int) -> Iterable[tuple[Any, Any]]:
         """(key, value) of everything op i read, and (list-append) appended."""
@@ -88,9 +91,11 @@ class Support:
             elif f == "append":
                 yield k, v
 
-    def needs(self, full: set[int]) -> dict[int, set[int]]:
+    def needs(self, full: set[int], covering: bool = True) -> dict[int, set[int]]:
         """The operations outside `full` that it needs, each with the positions of the
-        micro-ops it is needed for."""
+        micro-ops it is needed for. `covering=False` leaves out the reads that reveal the
+        version orders (and their writers): what is left is a subset, and so its size a
+        lower bound of the whole's, at the cost of a lookup per value."""
         need: dict[int, set[int]] = {}
 
         def add(w: tuple[int, int] | None) -> None:
@@ -105,13 +110,14 @@ class Support:
                     touched.setdefault(k, set()).add(x)
                 except TypeError:
                     continue
-        for k, elements in touched.items() if self.append else ():
-            covering = [(len(r), i, j, r) for i, j, r in self.reads.get(k, []) if elements <= set(r)]
-            if covering:
-                _, i, j, r = min(covering, key=lambda c: c[:3])
-                add((i, j))
-                for x in r:
-                    add(self.writer.get((k, x)))
+        for k, elements in touched.items() if self.append and covering else ():
+            # the shortest read that holds them all (reads are kept shortest first)
+            for i, j, r in self.reads.get(k, ()):
+                if len(r) >= len(elements) and elements.issubset(r):
+                    add((i, j))
+                    for x in r:
+                        add(self.writer.get((k, x)))
+                    break
         return need
 
 
@@ -142,12 +148,16 @@ class SourceSupport:
     def _writers(self, r: Op) -> set[int]:
         return {w for _, v in self._rows(r) if (w := self.append_of.get(hashable(v))) is not None}
 
-    def needs(self, full: set[int]) -> dict[int, set[int]]:
-        """The operations outside `full` that it needs (no micro-ops to trim: {op: set()})."""
+    def needs(self, full: set[int], covering: bool = True) -> dict[int, set[int]]:
+        """The operations outside `full` that it needs (no micro-ops to trim: {op: set()}).
+        `covering=False` leaves out the later read that shows every change (and its rows'
+        appends): a subset, whose size is a lower bound of the whole's."""
         kept = set(full)
         for i in full:
             if i in self.read_ids:
                 kept |= self._writers(self.ops[i])
+        if not covering:
+            return {i: set() for i in kept - set(full)}
         appended = {self.ops[i].value["n"] for i in kept
                     if self.ops[i].f == "append" and self.ops[i].type == "ok"}
         last = max((self.ops[i].invoke_pos for i in kept if i in self.read_ids), default=None)
