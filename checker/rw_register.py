@@ -351,8 +351,11 @@ class Analysis:
             return f" (a transaction read {v!r} from {k!r} and then wrote {w!r})"
         j, i = (txn.txn_name(self.ops[x]) for x in pair[:2])
         on = f" on the same process {self.ops[pair[0]].process}" if pair[2] == "process" else ""
-        return (f" ({j} left {v!r} in {k!r} and finished before {i} began{on} and found {w!r} there; "
-                f"each key is {_ASSUMED[pair[2]]})")
+        # the version i found is what it read first, else its write (`_ordered_versions`)
+        first = next((f for f, key, _ in self.mops[pair[1]] if key == k), None)
+        found = "read" if first == "r" else "wrote"
+        return (f" ({j} left {v!r} in {k!r} and finished before {i} began{on}, which then {found} {w!r} "
+                f"there; each key is {_ASSUMED[pair[2]]})")
 
 
 _NONE = object()

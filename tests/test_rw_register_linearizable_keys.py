@@ -51,6 +51,23 @@ def test_write_skew_is_g2_item_only_with_linearizable_keys():
     assert not serial_order_exists(WRITE_SKEW)
     text = res.anomalies["G2-item"][0]["explanation"]
     assert "'x'" in text and "'y'" in text
+    # each order is told as it was learned: T0 finished before the other began, which then wrote
+    # (not "found": neither read the key it wrote) its value over T0's
+    assert "left 1 in 'x' and finished before T2 began, which then wrote 2 there" in text, text
+    assert "left 1 in 'y' and finished before T1 began, which then wrote 2 there" in text, text
+
+
+def test_an_order_learned_from_a_read_says_the_value_was_read():
+    # x: 1 < 2 because the reader began after T0 (which left 1) finished, and read 2; the
+    # writer of 2 also wrote the y that T0 read: a cycle through that ww edge
+    txns = [(0, 0, 5, "ok", [w("x", 1), r("y", 1)]),
+            (1, 1, 30, "ok", [w("y", 1), w("x", 2)]),
+            (2, 10, 20, "ok", [r("x", 2)])]
+    assert rw_register.check(to_history(txns), SER).valid is True  # nothing orders x's versions
+    res = rw_register.check(to_history(txns), SER, linearizable_keys=True)
+    assert res.valid is False and not serial_order_exists(txns)
+    text = res.anomalies[res.anomaly_types[0]][0]["explanation"]
+    assert "T0 left 1 in 'x' and finished before T2 began, which then read 2 there" in text, text
 
 
 def test_a_serial_pair_in_real_time_stays_valid():
