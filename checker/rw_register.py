@@ -354,8 +354,8 @@ class Analysis:
         # the version i found is what it read first, else its write (`_ordered_versions`)
         first = next((f for f, key, _ in self.mops[pair[1]] if key == k), None)
         found = "read" if first == "r" else "wrote"
-        return (f" ({j} left {v!r} in {k!r} and finished before {i} began{on}, which then {found} {w!r} "
-                f"there; each key is {_ASSUMED[pair[2]]})")
+        return (f" ({j} left {v!r} in {k!r} and finished before {i} began{on}, and {i} then {found} "
+                f"{w!r} there; each key is {_ASSUMED[pair[2]]})")
 
 
 _NONE = object()

@@ -53,8 +53,8 @@ def test_write_skew_is_g2_item_only_with_linearizable_keys():
     assert "'x'" in text and "'y'" in text
     # each order is told as it was learned: T0 finished before the other began, which then wrote
     # (not "found": neither read the key it wrote) its value over T0's
-    assert "left 1 in 'x' and finished before T2 began, which then wrote 2 there" in text, text
-    assert "left 1 in 'y' and finished before T1 began, which then wrote 2 there" in text, text
+    assert "left 1 in 'x' and finished before T2 began, and T2 then wrote 2 there" in text, text
+    assert "left 1 in 'y' and finished before T1 began, and T1 then wrote 2 there" in text, text
 
 
 def test_an_order_learned_from_a_read_says_the_value_was_read():
@@ -67,7 +67,7 @@ def test_an_order_learned_from_a_read_says_the_value_was_read():
     res = rw_register.check(to_history(txns), SER, linearizable_keys=True)
     assert res.valid is False and not serial_order_exists(txns)
     text = res.anomalies[res.anomaly_types[0]][0]["explanation"]
-    assert "T0 left 1 in 'x' and finished before T2 began, which then read 2 there" in text, text
+    assert "T0 left 1 in 'x' and finished before T2 began, and T2 then read 2 there" in text, text
 
 
 def test_a_serial_pair_in_real_time_stays_valid():
