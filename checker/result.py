@@ -76,3 +76,21 @@ class Result:
             "notes": self.notes,
             "incomplete": self.incomplete,
         }
+
+
+def found_counts(record: dict[str, Any]) -> dict[str, str]:
+    """How many of each anomaly type a result (`Result.to_json`, or a run's results.json)
+    found, as a reader is told it: per type it names (forbidden first, then allowed) that
+    the checker counted, "1,232", or "≥1,753" for a cycle type, whose count is one per
+    component it was found in and so a lower bound (`stats["cycle-counts-are"]`,
+    docs/cycle-search.md). Types the checker did not count are left out."""
+    stats = record.get("stats") or {}
+    counts = stats.get("anomaly-counts") or {}
+    lower = stats.get("cycle-counts-are") == "lower-bounds"
+    out: dict[str, str] = {}
+    for name in [*record.get("anomaly-types", []), *record.get("also-found", [])]:
+        if name in counts:
+            first = ((record.get("anomalies") or {}).get(name) or [{}])[0]
+            cycle = lower and isinstance(first, dict) and "cycle" in first
+            out[name] = f"{'≥' if cycle else ''}{counts[name]:,}"
+    return out

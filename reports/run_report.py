@@ -19,6 +19,7 @@ import jinja2
 import numpy as np
 
 from sleuth import counterexample, store
+from sleuth.checker.result import found_counts
 from sleuth.history import History, read_jsonl
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
@@ -104,6 +105,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     plots.throughput(os.path.join(run_dir, "throughput.png"), arrays, windows, "throughput")
 
     anomalies = []
+    found = found_counts(results)
     for name in results.get("anomaly-types", []) + results.get("also-found", []):
         examples = results.get("anomalies", {}).get(name, [])
         pictures = []
@@ -113,7 +115,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                 plots.cycle(os.path.join(run_dir, png), ex["steps"], f"{name} #{i + 1}")
                 pictures.append(png)
         anomalies.append({"name": name, "allowed": name not in results.get("anomaly-types", []),
-                          "count": len(examples), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
+                          "found": found.get(name), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
                           "pictures": pictures})
 
     shrunk = counterexample.read_summary(run_dir)
@@ -130,7 +132,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=end, n_ops=len(ops),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
-        page_width=RUN_PAGE_WIDTH)
+        page_width=RUN_PAGE_WIDTH, lower_bounds=any((a["found"] or "").startswith("≥") for a in anomalies))
     out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)

@@ -75,6 +75,33 @@ def test_human_output_explains_the_cycle(stale):
     assert "read key 'x' = []" in p.stdout and "completed" in p.stdout
 
 
+def test_human_output_says_how_many_of_each_type_were_found(tmp_path):
+    """Two write skews on keys of their own (two components: a count of cycles is one per
+    component, so "at least 2") and three lost updates, each its own (counted exactly)."""
+    txns = []
+    for n, (x, y) in enumerate([("x", "y"), ("u", "v")]):
+        t = 100 * n
+        txns += [(2 * n, t, t + 10, [R(x), A(y, 1)], [R(x, []), A(y, 1)]),
+                 (2 * n + 1, t, t + 10, [R(y), A(x, 1)], [R(y, []), A(x, 1)]),
+                 (2 * n, t + 20, t + 30, [R(x), R(y)], [R(x, [1]), R(y, [1])])]
+    for n, k in enumerate(["a", "b", "c"]):
+        t = 1000 + 100 * n
+        txns += [(10, t, t + 10, [R(k), A(k, 1)], [R(k, []), A(k, 1)]),
+                 (11, t, t + 10, [R(k), A(k, 2)], [R(k, []), A(k, 2)]),
+                 (10, t + 20, t + 30, [R(k)], [R(k, [1, 2])])]
+    path = txn_history(tmp_path / "h.jsonl", txns)
+    p = run("check", path, "--workload", "list-append", "--model", "serializable", "--no-explain")
+    assert p.returncode == 1, p.stderr
+    found = p.stdout.splitlines()[1]
+    assert found.startswith("    found: ") and "G2-item ≥2" in found and "lost-update 3" in found, p.stdout
+    record = json.loads(run("check", path, "--workload", "list-append", "--model", "serializable",
+                            "--json").stdout)
+    assert record["stats"]["anomaly-counts"]["G2-item"] == 2
+    assert record["stats"]["anomaly-counts"]["lost-update"] == 3
+    assert run("check", str(tmp_path / "h.jsonl"), "--workload", "list-append", "--model",
+               "read-uncommitted").stdout.count("found:") == 1  # allowed types are counted too
+
+
 def test_several_files_one_json_line_each(stale, fine):
     p = run("check", fine, stale, "--workload", "list-append", "--json")
     assert p.returncode == 1

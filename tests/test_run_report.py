@@ -53,6 +53,27 @@ def test_invalid_run_report_names_each_anomaly(tmp_path):
     for src in re.findall(r'<img src="([^"]+)"', page):
         assert (d / src).exists(), src
     assert "nodes/storage1/node.log" in page and (d / "timeline.html").exists()
+    # each type says how many were found (cycles: at least, one per component) and how many are shown
+    counts = results["stats"]["anomaly-counts"]
+    for name in results["anomaly-types"]:
+        shown = min(5, len(results["anomalies"][name]))
+        mark = "≥" if "cycle" in results["anomalies"][name][0] else ""
+        assert f'{name} <small class="found">{mark}{counts[name]:,} found, {shown} shown</small>' in page, name
+    assert "≥: a cycle type is counted once per strongly connected component" in page
+
+
+def test_found_counts_mark_cycle_counts_as_lower_bounds():
+    from sleuth.checker.result import found_counts
+
+    record = {"anomaly-types": ["G2-item", "lost-update", "G1a"], "also-found": ["G-single"],
+              "anomalies": {"G2-item": [{"cycle": ["T1", "T2"]}], "lost-update": [{"key": 1}],
+                            "G1a": [{}], "G-single": [{"cycle": ["T3", "T4"]}]},
+              "stats": {"anomaly-counts": {"G2-item": 1234, "lost-update": 3, "G-single": 2},
+                        "cycle-counts-are": "lower-bounds"}}
+    assert found_counts(record) == {"G2-item": "≥1,234", "lost-update": "3", "G-single": "≥2"}
+    record["stats"].pop("cycle-counts-are")  # counts said to be exact: no mark
+    assert found_counts(record)["G2-item"] == "1,234"
+    assert found_counts({"anomaly-types": ["nonlinearizable"], "stats": {}}) == {}
 
 
 def test_the_timeline_fits_the_window(tmp_path):
@@ -185,3 +206,25 @@ def test_serve_links_work_for_names_needing_quoting(tmp_path):
         assert "INVALID" in page
     finally:
         srv.shutdown()
+
+
+def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from sleuth import exits
+    from sleuth.cli.run import _summary
+
+    d = make_run(tmp_path, "read-committed")
+    results = json.loads((d / "results.json").read_text())
+    config = SimpleNamespace(workload="list-append", target="sim", faults=(), isolation=None, seed=1)
+    rec = SimpleNamespace(config=config, valid=False, status=exits.INVALID, runtime=None,
+                          checks=SimpleNamespace(model="strict-serializable"), nemesis=[], faults={},
+                          counts={"ops": 1, "ok": 1, "fail": 0, "info": 0}, started=0.0, finished=1.0,
+                          reason=None, anomaly_types=results["anomaly-types"], notes=[], nemesis_errors=[],
+                          run_dir=str(d), report=None)
+    _summary(rec)
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("  anomalies: "))
+    counts = results["stats"]["anomaly-counts"]
+    g = results["anomaly-types"][0]
+    assert g.startswith("G") and f"{g} ≥{counts[g]:,}" in line, line
+    assert line.count(",") >= len(results["anomaly-types"]) - 1

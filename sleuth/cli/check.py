@@ -21,6 +21,7 @@ import click
 import sleuth.cli as cli
 from sleuth import exits
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
+from sleuth.checker.result import found_counts
 from sleuth.history import HistoryError, gc_paused, leave_unfreed
 from sleuth.interrupts import deferred
 from sleuth.workloads import SIM_DBS
@@ -321,6 +322,9 @@ def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
 
 def _print_result(path: str, result, explain: bool) -> None:
     click.echo(_summary_line(path, result))
+    counts = found_counts(result.to_json())
+    if counts:
+        click.echo("    found: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
     if explain and result.valid is not True:
         for name in result.anomaly_types:
             example = result.anomalies[name][0]

@@ -129,9 +129,11 @@ def _summary(rec) -> None:
     if rec.reason:
         out(f"  reason: {rec.reason}")
     if rec.anomaly_types:
+        from sleuth.checker.result import found_counts
         from sleuth.store import read_json, results_path
-        anomalies = read_json(results_path(rec.run_dir)).get("anomalies", {})
-        out(f"  anomalies: {', '.join(rec.anomaly_types)}")
+        results = read_json(results_path(rec.run_dir))
+        anomalies, found = results.get("anomalies", {}), found_counts(results)
+        out("  anomalies: " + ", ".join(f"{t} {found[t]}" if t in found else t for t in rec.anomaly_types))
         for name in rec.anomaly_types[:4]:
             line = anomaly_line(name, str((anomalies.get(name) or [{}])[0].get("explanation", "")))
             if line:
