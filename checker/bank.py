@@ -54,6 +54,7 @@ def check_bank(history: History, total: int | None = None, no_negative: bool = F
                 "op": where, "negative": negative,
                 "explanation": f"read by process {op.process} (line {where['line']}) shows negative "
                                f"balances {negative}"})
+    counts = {k: len(v) for k, v in anomalies.items()}
     anomalies = {k: v[:MAX_EXAMPLES] for k, v in anomalies.items()}
     names = sorted(anomalies)
     valid: bool | str = not names
@@ -61,4 +62,5 @@ def check_bank(history: History, total: int | None = None, no_negative: bool = F
         valid = UNKNOWN
         notes.append(nothing_to_judge("no read completed ok (the invariants are checked on reads)"))
     return Result(valid=valid, model="bank", anomaly_types=names, anomalies=anomalies,
-                  stats={"reads": reads, "transfers": transfers, "total": total}, notes=notes)
+                  stats={"reads": reads, "transfers": transfers, "total": total, "anomaly-counts": counts},
+                  notes=notes)

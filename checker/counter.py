@@ -51,6 +51,7 @@ def check_counter(history: History, **_: Any) -> Result:
     pos_def = np.concatenate([[0], np.cumsum(pos[done])]) if done else np.zeros(1)
     neg_def = np.concatenate([[0], np.cumsum(neg[done])]) if done else np.zeros(1)
     anomalies: dict[str, list[dict]] = {}
+    counts: dict[str, int] = {}
     for op, v in reads:
         d = np.searchsorted(completed, op.invoke_pos, side="left")  # completed strictly before
         p = np.searchsorted(invoked, op.complete_pos, side="left")  # invoked strictly before
@@ -59,6 +60,7 @@ def check_counter(history: History, **_: Any) -> Result:
         if lower <= v <= upper:
             continue
         name = "counter-too-low" if v < lower else "counter-too-high"
+        counts[name] = counts.get(name, 0) + 1
         examples = anomalies.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
             examples.append({
@@ -75,7 +77,7 @@ def check_counter(history: History, **_: Any) -> Result:
         valid = UNKNOWN
         notes.append(nothing_to_judge("no read completed ok (the bounds are checked on reads)"))
     return Result(valid=valid, model="counter", anomaly_types=names, anomalies=anomalies,
-                  stats={"adds": len(adds), "reads": len(reads)}, notes=notes)
+                  stats={"adds": len(adds), "reads": len(reads), "anomaly-counts": counts}, notes=notes)
 
 
 def _plain(x: float) -> int | float:

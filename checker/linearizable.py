@@ -810,7 +810,8 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
         notes.append(note)
     stats = {"keys": len(groups), "ops": n_ops, "ops-searched": searched, "keys-judged": n_judged,
              "crashed-dropped": dropped, "configurations-explored": explored,
-             "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys}
+             "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys,
+             "anomaly-counts": {"nonlinearizable": bad_keys} if bad_keys else {}}
     if early:
         stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):

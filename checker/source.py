@@ -110,8 +110,10 @@ def check_source(history: History, **_: Any) -> Result:
             acks.append(op)
 
     found: dict[str, list[dict]] = {}
+    counts: dict[str, int] = {}
 
     def add(name: str, explanation: str, **extra: Any) -> None:
+        counts[name] = counts.get(name, 0) + 1
         examples = found.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:
             examples.append({"explanation": explanation, **extra})
@@ -214,5 +216,6 @@ def check_source(history: History, **_: Any) -> Result:
         notes.append(nothing_to_judge("no read completed ok"))
     return Result(valid=valid, model="source", anomaly_types=names, anomalies=found,
                   stats={"appends": len(appends), "ok-appends": len(ok_appends), "reads": len(reads),
-                         "rtr-reads": sum(r.f == "rtr-read" for r in reads), "acks": len(acks)},
+                         "rtr-reads": sum(r.f == "rtr-read" for r in reads), "acks": len(acks),
+                         "anomaly-counts": counts},
                   notes=notes)

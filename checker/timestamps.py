@@ -74,7 +74,7 @@ def check(history: History, workload: str) -> Result:
         v[0].pop("count")
     return Result(valid=not found, model="strict-serializable (timestamps)",
                   anomaly_types=sorted(found), anomalies=found,
-                  stats={"ops-with-ts": len(ops), "violations": counts})
+                  stats={"ops-with-ts": len(ops), "violations": counts, "anomaly-counts": counts})
 
 
 def _add(found: dict, name: str, history: History, a: Op, b: Op, text: str) -> None:

@@ -107,6 +107,10 @@ def with_timestamps(result: Any, history: History, workload: str) -> tuple[Any, 
     result.anomaly_types = sorted(set(result.anomaly_types) | set(ts.anomaly_types))
     for k, v in ts.anomalies.items():
         result.anomalies.setdefault(k, v)
+    counts = ts.stats.get("anomaly-counts") or {}
+    if counts:
+        result.stats = {**result.stats,
+                        "anomaly-counts": {**counts, **(result.stats.get("anomaly-counts") or {})}}
     return result, ts
 
 

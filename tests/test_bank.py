@@ -34,3 +34,9 @@ def test_negative_balance_only_with_no_negative():
     assert check_bank(h, total=100).valid is True
     r = check_bank(h, total=100, no_negative=True)
     assert r.anomaly_types == ["negative-balance"]
+
+
+def test_every_broken_read_is_counted_though_twenty_are_explained():
+    r = check_bank(history([(0, "read", {0: 45, 1: 50}, 2 * i, 2 * i + 1) for i in range(25)]
+                           + [(0, "read", {0: 50, 1: 50}, 100, 101)]), total=100)
+    assert len(r.anomalies["wrong-total"]) == 20 and r.stats["anomaly-counts"] == {"wrong-total": 25}

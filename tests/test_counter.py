@@ -84,3 +84,10 @@ def test_info_add_widens_only_the_upper_bound():
     assert check_counter(history(ops)).valid is True
     ops[2] = (1, "read", 6, 13, 14, "ok")
     assert check_counter(history(ops)).anomaly_types == ["counter-too-high"]
+
+
+def test_every_read_out_of_bounds_is_counted_though_twenty_are_explained():
+    ops = [(0, "add", 1, 0, 5, "ok")] + [(1, "read", 0, 10 + 2 * i, 11 + 2 * i, "ok") for i in range(25)]
+    r = check_counter(history(ops + [(1, "read", 1, 100, 101, "ok")]))
+    assert len(r.anomalies["counter-too-low"]) == 20
+    assert r.stats["anomaly-counts"] == {"counter-too-low": 25}

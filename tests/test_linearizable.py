@@ -623,3 +623,15 @@ def test_sim_stale_compare_caught_only_with_failed_cas_observes():
                             fail_rate=0, seed=seed)
         assert check_register(History(keyed, "sim"), failed_cas_observes=True).valid is True
     assert caught >= 4
+
+
+def test_every_nonlinearizable_key_is_counted_though_ten_are_explained():
+    events = []
+    for k in range(13):  # each key: 1 written and acknowledged, then a read of the initial nil
+        events += [("invoke", 0, "write", [k, 1]), ("ok", 0, "write", [k, 1]),
+                   ("invoke", 1, "read", [k, None]), ("ok", 1, "read", [k, None])]
+    events += [("invoke", 0, "write", [99, 1]), ("ok", 0, "write", [99, 1])]
+    r = check_register(H(*events))
+    assert r.valid is False and len(r.anomalies["nonlinearizable"]) == 10
+    assert r.stats["anomaly-counts"] == {"nonlinearizable": 13} and r.stats["nonlinearizable-keys"] == 13
+    assert check_register(H(*events[-2:])).stats["anomaly-counts"] == {}

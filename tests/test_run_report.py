@@ -228,3 +228,7 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
     g = results["anomaly-types"][0]
     assert g.startswith("G") and f"{g} ≥{counts[g]:,}" in line, line
     assert line.count(",") >= len(results["anomaly-types"]) - 1
+    rec.checks.model = None  # bank, counter, source: judged by invariants, not against a model
+    _summary(rec)
+    err = capsys.readouterr().err
+    assert "INVALID  list-append on sim\n" in err and "model None" not in err

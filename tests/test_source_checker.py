@@ -188,3 +188,9 @@ def test_reads_that_repeat_the_checked_log_skip_the_per_row_rules_with_the_same_
         assert fast == slow, seed
         differ += fast["valid"] is False
     assert 50 < differ < 300  # most histories break a rule somewhere, not all
+
+
+def test_every_stale_read_is_counted_though_twenty_are_explained():
+    stale = [read(1, [(1, 10)], 6 + 2 * i, 7 + 2 * i, rtr=True) for i in range(25)]
+    r = check_source(history(BASE + stale + [read(1, [(1, 10), (2, 20), (3, 30)], 100, 101)]))
+    assert len(r.anomalies["stale-rtr-read"]) == 20 and r.stats["anomaly-counts"] == {"stale-rtr-read": 25}

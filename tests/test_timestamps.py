@@ -31,6 +31,19 @@ def test_stale_read_is_named():
     assert r.anomalies["read-ts-below-write"][0]["before"]["ts"] == 7
 
 
+def test_a_merged_verdict_counts_the_timestamp_rules_findings_too():
+    """with_timestamps (the run's and `check --timestamps`' verdict) merges the rules' counts
+    into the workload checker's, which keeps its own where both name a type."""
+    from sleuth.checker.linearizable import check_register
+    from sleuth.judge import with_timestamps
+
+    h = H((0, "write", [1, 1], 0, 10, 7), (1, "read", [1, None], 20, 30, 6),
+          (2, "read", [1, None], 40, 50, 5))
+    merged, ts = with_timestamps(check_register(h), h, "register")
+    assert ts.stats["anomaly-counts"] == {"read-ts-below-write": 2}
+    assert merged.stats["anomaly-counts"] == {"read-ts-below-write": 2, "nonlinearizable": 1}
+
+
 def test_write_not_above_an_earlier_read():
     h = H((0, "read", [1, None], 0, 10, 7), (1, "write", [1, 1], 20, 30, 7))
     assert timestamps.check(h, "register").anomaly_types == ["write-ts-not-above-read"]

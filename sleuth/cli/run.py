@@ -117,7 +117,7 @@ def _summary(rec) -> None:
 
     out("")
     out(f"  {verdict}  {c.workload} on {c.target}" + (f" ({rec.runtime})" if rec.runtime else "")
-        + f", model {rec.checks.model}")
+        + (f", model {rec.checks.model}" if rec.checks.model else ""))  # bank, counter, source: no model
     nemesis = ", ".join(rec.nemesis) or "none"
     if rec.nemesis:
         happened = ", ".join(f"{f} ×{n}" for f, n in sorted(rec.faults.items()))
