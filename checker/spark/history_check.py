@@ -229,9 +229,11 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
             examples.append((first.get(orjson.dumps(ex.get("key")).decode(), 0), ex))
         notes += [x for x in r["notes"] if "search stopped after" in x]
         for k, v in st.items():
-            stats[k] = stats.get(k, 0) + v
+            if k != "anomaly-counts":  # a dict, and the sum of the keys below
+                stats[k] = stats.get(k, 0) + v
     examples = [ex for _, ex in sorted(examples, key=lambda x: x[0])][:REG_EXAMPLES]
     bad = stats.get("nonlinearizable-keys", 0)
+    stats["anomaly-counts"] = {"nonlinearizable": bad} if bad else {}
     if not judged:
         valid = UNKNOWN
     note = keys_note(keys, judged, n_ops)
