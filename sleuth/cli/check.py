@@ -199,7 +199,8 @@ def _models_epilog() -> str:
                    "checks apply).")
 @click.option("--model", "-m", default=None,
               help="Consistency model to judge against (default: linearizable for registers, "
-                   "strict-serializable for transactional workloads; none for bank and counter).")
+                   "strict-serializable for transactional workloads; none for bank, counter and source, "
+                   "which are judged by their invariants).")
 @_option_flags
 @timestamps_flag
 @click.option("--json", "as_json", is_flag=True,
