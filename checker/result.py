@@ -78,6 +78,9 @@ class Result:
         }
 
 
+AT_LEAST = "≥"  # before a count that is a lower bound (`found_counts`)
+
+
 def found_counts(record: dict[str, Any]) -> dict[str, str]:
     """How many of each anomaly type a result (`Result.to_json`, or a run's results.json)
     found, as a reader is told it: per type it names (forbidden first, then allowed) that
@@ -92,5 +95,5 @@ def found_counts(record: dict[str, Any]) -> dict[str, str]:
         if name in counts:
             first = ((record.get("anomalies") or {}).get(name) or [{}])[0]
             cycle = lower and isinstance(first, dict) and "cycle" in first
-            out[name] = f"{'≥' if cycle else ''}{counts[name]:,}"
+            out[name] = f"{AT_LEAST if cycle else ''}{counts[name]:,}"
     return out

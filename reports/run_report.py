@@ -19,7 +19,7 @@ import jinja2
 import numpy as np
 
 from sleuth import counterexample, store
-from sleuth.checker.result import found_counts
+from sleuth.checker.result import AT_LEAST, found_counts
 from sleuth.history import History, read_jsonl
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
@@ -126,13 +126,14 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     logs = sorted(os.path.relpath(os.path.join(dp, f), run_dir)
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
     _timeline(run_dir, ops, windows)
+    lower = any((a["found"] or "").startswith(AT_LEAST) for a in anomalies)  # the legend of the mark
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=end, n_ops=len(ops),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
-        page_width=RUN_PAGE_WIDTH, lower_bounds=any((a["found"] or "").startswith("≥") for a in anomalies))
+        page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None)
     out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)
