@@ -89,26 +89,44 @@ def test_write_skew_under_serializable_but_not_repeatable_read():
         assert skew("SERIALIZABLE") == "40001"
 
 
-def sleuth_run(tmp_path, workload, isolation):
-    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--target", "postgres", "--workload", workload,
-                        "--isolation", isolation, "--time-limit", os.environ.get("SLEUTH_PG_SECONDS", "20"),
-                        "--keys", "4", "--rate", "400", "--store", str(tmp_path), "--json"],
-                       capture_output=True, text=True, timeout=600)
-    s = json.loads(p.stdout.strip().splitlines()[-1])
+def start_run(d, workload, isolation) -> subprocess.Popen:
+    """A `sleuth run --json` against a PostgreSQL server of its own (each run starts one on a
+    free port), in the background; stdout and stderr to files under `d`."""
+    d.mkdir()
+    with open(d / "stdout", "w") as out, open(d / "stderr", "w") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "sleuth.cli", "run", "--target", "postgres", "--workload", workload,
+             "--isolation", isolation, "--time-limit", os.environ.get("SLEUTH_PG_SECONDS", "20"),
+             "--keys", "4", "--rate", "400", "--store", str(d / "store"), "--json"],
+            stdout=out, stderr=err, text=True)
+
+
+def finish(p: subprocess.Popen, d) -> tuple[int, dict, dict]:
+    code = p.wait(timeout=600)
+    s = json.loads((d / "stdout").read_text().strip().splitlines()[-1])
     with open(os.path.join(s["run_dir"], "results.json")) as f:
-        return p.returncode, s, json.load(f)
+        return code, s, json.load(f)
 
 
 @pytest.mark.parametrize("workload", ["list-append", "rw-register"])
 def test_findings_agree_with_postgres_documented_guarantees(tmp_path, workload):
-    code, s, r = sleuth_run(tmp_path, workload, "serializable")
+    """The three levels side by side, each on its own server (a run mostly waits on its load)."""
+    levels = ("serializable", "repeatable-read", "read-committed")
+    runs = {level: start_run(tmp_path / level, workload, level) for level in levels}
+    try:
+        done = {level: finish(p, tmp_path / level) for level, p in runs.items()}
+    finally:
+        for p in runs.values():
+            if p.poll() is None:
+                p.kill()
+    code, s, r = done["serializable"]
     assert code == 0 and s["valid"] is True and r["anomaly-types"] == [] and r["also-found"] == [], r
-    code, s, r = sleuth_run(tmp_path, workload, "repeatable-read")
+    code, s, r = done["repeatable-read"]
     # judged as snapshot isolation (what PostgreSQL's REPEATABLE READ is): valid, and the write
     # skew SI allows shows up. list-append reads reveal version orders; rw-register's versions
     # are ordered by real time (a single server is linearizable per key, which the runner knows).
     assert s["valid"] is True and not {"G0", "G1a", "G1b", "G1c"} & set(r["also-found"]), r
     assert "G2-item" in r["also-found"], r
-    code, s, r = sleuth_run(tmp_path, workload, "read-committed")
+    code, s, r = done["read-committed"]
     assert s["valid"] is True and r["also-found"], r  # anomalies read committed allows, found
     assert not {"G0", "G1a", "G1b", "G1c"} & set(r["also-found"]), r
