@@ -812,6 +812,8 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys,
              "anomaly-counts": {"nonlinearizable": bad_keys} if bad_keys else {}}
+    if keyed:
+        stats["anomaly-units"] = {"nonlinearizable": "key"}  # what is counted: keys, not operations
     if early:
         stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):

@@ -86,14 +86,19 @@ def found_counts(record: dict[str, Any]) -> dict[str, str]:
     found, as a reader is told it: per type it names (forbidden first, then allowed) that
     the checker counted, "1,232", or "≥1,753" for a cycle type, whose count is one per
     component it was found in and so a lower bound (`stats["cycle-counts-are"]`,
-    docs/cycle-search.md). Types the checker did not count are left out."""
+    docs/cycle-search.md), with what was counted where it is not the anomaly itself
+    (`stats["anomaly-units"]`: "3 keys" not linearizable). Types the checker did not
+    count are left out."""
     stats = record.get("stats") or {}
     counts = stats.get("anomaly-counts") or {}
+    units = stats.get("anomaly-units") or {}
     lower = stats.get("cycle-counts-are") == "lower-bounds"
     out: dict[str, str] = {}
     for name in [*record.get("anomaly-types", []), *record.get("also-found", [])]:
         if name in counts:
             first = ((record.get("anomalies") or {}).get(name) or [{}])[0]
             cycle = lower and isinstance(first, dict) and "cycle" in first
-            out[name] = f"{AT_LEAST if cycle else ''}{counts[name]:,}"
+            n = counts[name]
+            unit = f" {units[name]}{'' if n == 1 else 's'}" if name in units else ""
+            out[name] = f"{AT_LEAST if cycle else ''}{n:,}{unit}"
     return out

@@ -634,4 +634,6 @@ def test_every_nonlinearizable_key_is_counted_though_ten_are_explained():
     r = check_register(H(*events))
     assert r.valid is False and len(r.anomalies["nonlinearizable"]) == 10
     assert r.stats["anomaly-counts"] == {"nonlinearizable": 13} and r.stats["nonlinearizable-keys"] == 13
+    from sleuth.checker.result import found_counts
+    assert found_counts(r.to_json()) == {"nonlinearizable": "13 keys"}  # keys, not operations
     assert check_register(H(*events[-2:])).stats["anomaly-counts"] == {}

@@ -74,6 +74,11 @@ def test_found_counts_mark_cycle_counts_as_lower_bounds():
     record["stats"].pop("cycle-counts-are")  # counts said to be exact: no mark
     assert found_counts(record)["G2-item"] == "1,234"
     assert found_counts({"anomaly-types": ["nonlinearizable"], "stats": {}}) == {}
+    units = {"anomaly-units": {"nonlinearizable": "key"}}
+    assert found_counts({"anomaly-types": ["nonlinearizable"],
+                         "stats": {"anomaly-counts": {"nonlinearizable": 1}, **units}}) == {"nonlinearizable": "1 key"}
+    assert found_counts({"anomaly-types": ["nonlinearizable"], "stats": {
+        "anomaly-counts": {"nonlinearizable": 1200}, **units}}) == {"nonlinearizable": "1,200 keys"}
 
 
 def test_the_timeline_fits_the_window(tmp_path):

@@ -200,8 +200,9 @@ def test_registers(spark, tmp_path):
     got = assert_same(path, "register")
     assert got["valid"] is False
     # the buckets' counts add up to the single process's
-    counts = single_check(path, "register")["stats"]["anomaly-counts"]
-    assert got["stats"]["anomaly-counts"] == counts and counts["nonlinearizable"] > 0
+    single = single_check(path, "register")["stats"]
+    assert got["stats"]["anomaly-counts"] == single["anomaly-counts"] and single["anomaly-counts"]["nonlinearizable"] > 0
+    assert got["stats"]["anomaly-units"] == single["anomaly-units"] == {"nonlinearizable": "key"}
     cas = tmp_path / "cas.jsonl"
     write_jsonl(_register_events(rnd, False, 1), cas)
     assert_same(cas, "cas-register")

@@ -229,7 +229,9 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
             examples.append((first.get(orjson.dumps(ex.get("key")).decode(), 0), ex))
         notes += [x for x in r["notes"] if "search stopped after" in x]
         for k, v in st.items():
-            if k != "anomaly-counts":  # a dict, and the sum of the keys below
+            if isinstance(v, dict):  # anomaly-counts (the sum of the keys, below) and -units
+                stats.setdefault(k, v)
+            else:
                 stats[k] = stats.get(k, 0) + v
     examples = [ex for _, ex in sorted(examples, key=lambda x: x[0])][:REG_EXAMPLES]
     bad = stats.get("nonlinearizable-keys", 0)
