@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,37 +36,44 @@ TIME_LIMIT = os.environ.get("SLEUTH_MATRIX_SECONDS", "30")
 EXTRA = {"oracle-amnesia": ("--nemesis-interval", "2.5")}
 
 
-def start_run(d, workload, fault, nemesis, seed=0, extra=()) -> tuple[subprocess.Popen, object]:
-    """A `sleuth run --json` in the background, its own store and SLEUTH_HOME under `d` (its
-    cluster gets addresses of its own: runs name their clusters at random), stdout and
-    stderr to files (a pipe nobody reads while the other run is awaited could fill and
-    stall it)."""
+def start(d, *args: str, env: dict | None = None) -> subprocess.Popen:
+    """`sleuth ARGS` in the background, stdout and stderr to files under `d` (a pipe nobody
+    reads while another run is awaited could fill and stall it; stderr's progress lines are
+    there to read when a case fails)."""
     d.mkdir()
-    args = [sys.executable, "-m", "sleuth.cli", "run", "--runtime", "local", "--workload", workload,
-            "--time-limit", TIME_LIMIT, "--seed", str(seed), "--store", str(d / "store"), "--json"]
+    with open(d / "stdout", "w") as out, open(d / "stderr", "w") as err:
+        return subprocess.Popen([sys.executable, "-m", "sleuth.cli", *args], stdout=out, stderr=err,
+                                text=True, env=env)
+
+
+def side_by_side(runs: dict) -> dict:
+    """Wait for runs started with `start` ({name: (process, its directory)}): per name, the exit
+    status and the JSON of its last stdout line. Any still running when one fails is killed."""
+    try:
+        return {name: (p.wait(timeout=600), json.loads((d / "stdout").read_text().strip().splitlines()[-1]))
+                for name, (p, d) in runs.items()}
+    finally:
+        for p, _ in runs.values():
+            if p.poll() is None:
+                p.kill()
+
+
+def start_run(d, workload, fault, nemesis, seed=0, extra=()) -> tuple[subprocess.Popen, Path]:
+    """A `sleuth run --json` on the local runtime, its own store and SLEUTH_HOME under `d`
+    (its cluster gets addresses of its own: runs name their clusters at random)."""
+    args = ["run", "--runtime", "local", "--workload", workload, "--time-limit", TIME_LIMIT,
+            "--seed", str(seed), "--store", str(d / "store"), "--json"]
     if fault:
         args += ["--fault", fault]
     if nemesis:
         args += ["--nemesis", nemesis]
     args += list(extra)
-    env = {**os.environ, "SLEUTH_HOME": str(d / "home")}
-    out = open(d / "stdout", "w+")
-    with open(d / "stderr", "w") as err:  # the progress lines, there to read when a case fails
-        return subprocess.Popen(args, stdout=out, stderr=err, text=True, env=env), out
+    return start(d, *args, env={**os.environ, "SLEUTH_HOME": str(d / "home")}), d
 
 
 def sleuth_run(tmp_path, workload, fault, nemesis, seed=0, extra=()) -> tuple[int, dict]:
     """One `sleuth run --json`, waited for: its exit status and summary."""
-    return finish(start_run(tmp_path / "run", workload, fault, nemesis, seed, extra))
-
-
-def finish(run: tuple[subprocess.Popen, object]) -> tuple[int, dict]:
-    p, out = run
-    code = p.wait(timeout=600)
-    out.seek(0)
-    summary = json.loads(out.read().strip().splitlines()[-1])
-    out.close()
-    return code, summary
+    return side_by_side({"run": start_run(tmp_path / "run", workload, fault, nemesis, seed, extra)})["run"]
 
 
 @pytest.mark.parametrize("fault, workload, nemesis", MATRIX, ids=[m[0] for m in MATRIX])
@@ -73,14 +81,9 @@ def test_fault_is_caught_and_the_same_run_without_it_is_valid(tmp_path, fault, w
     """The run with the switch on and the same run without it, side by side (each mostly waits
     on its load: the two take about the time of one)."""
     extra = EXTRA.get(fault, ())
-    runs = [start_run(tmp_path / "with", workload, fault, nemesis, extra=extra),
-            start_run(tmp_path / "without", workload, None, nemesis, extra=extra)]
-    try:
-        (code, s), (clean_code, clean) = finish(runs[0]), finish(runs[1])
-    finally:
-        for p, _ in runs:
-            if p.poll() is None:
-                p.kill()
+    done = side_by_side({"with": start_run(tmp_path / "with", workload, fault, nemesis, extra=extra),
+                         "without": start_run(tmp_path / "without", workload, None, nemesis, extra=extra)})
+    (code, s), (clean_code, clean) = done["with"], done["without"]
     assert code == 1 and s["valid"] is False, s
     assert s["anomaly-types"], s
     assert s["ok"] > 100  # the cluster kept serving: the bug, not an outage, is what was judged

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
+from pathlib import Path
 
 import psycopg
 import pytest
+from test_fault_matrix import side_by_side, start
 
 from sleuth.cluster import procs
 from sleuth.targets.postgres_server import PostgresServer
@@ -89,36 +90,25 @@ def test_write_skew_under_serializable_but_not_repeatable_read():
         assert skew("SERIALIZABLE") == "40001"
 
 
-def start_run(d, workload, isolation) -> subprocess.Popen:
+def start_run(d, workload, isolation) -> tuple[subprocess.Popen, Path]:
     """A `sleuth run --json` against a PostgreSQL server of its own (each run starts one on a
-    free port), in the background; stdout and stderr to files under `d`."""
-    d.mkdir()
-    with open(d / "stdout", "w") as out, open(d / "stderr", "w") as err:
-        return subprocess.Popen(
-            [sys.executable, "-m", "sleuth.cli", "run", "--target", "postgres", "--workload", workload,
-             "--isolation", isolation, "--time-limit", os.environ.get("SLEUTH_PG_SECONDS", "20"),
-             "--keys", "4", "--rate", "400", "--store", str(d / "store"), "--json"],
-            stdout=out, stderr=err, text=True)
+    free port), in the background (`test_fault_matrix.start`)."""
+    return start(d, "run", "--target", "postgres", "--workload", workload, "--isolation", isolation,
+                 "--time-limit", os.environ.get("SLEUTH_PG_SECONDS", "20"), "--keys", "4", "--rate", "400",
+                 "--store", str(d / "store"), "--json"), d
 
 
-def finish(p: subprocess.Popen, d) -> tuple[int, dict, dict]:
-    code = p.wait(timeout=600)
-    s = json.loads((d / "stdout").read_text().strip().splitlines()[-1])
-    with open(os.path.join(s["run_dir"], "results.json")) as f:
-        return code, s, json.load(f)
+def results(summary: dict) -> dict:
+    with open(os.path.join(summary["run_dir"], "results.json")) as f:
+        return json.load(f)
 
 
 @pytest.mark.parametrize("workload", ["list-append", "rw-register"])
 def test_findings_agree_with_postgres_documented_guarantees(tmp_path, workload):
     """The three levels side by side, each on its own server (a run mostly waits on its load)."""
     levels = ("serializable", "repeatable-read", "read-committed")
-    runs = {level: start_run(tmp_path / level, workload, level) for level in levels}
-    try:
-        done = {level: finish(p, tmp_path / level) for level, p in runs.items()}
-    finally:
-        for p in runs.values():
-            if p.poll() is None:
-                p.kill()
+    done = {level: (code, s, results(s)) for level, (code, s) in
+            side_by_side({level: start_run(tmp_path / level, workload, level) for level in levels}).items()}
     code, s, r = done["serializable"]
     assert code == 0 and s["valid"] is True and r["anomaly-types"] == [] and r["also-found"] == [], r
     code, s, r = done["repeatable-read"]
