@@ -2,10 +2,13 @@
 
 Each fault kind has `start(rnd)`, which breaks something and returns what
 was done, and `stop()`, which heals it. The schedule alternates: wait an
-interval, start a fault (a kind drawn from the mix with the run's seeded
-random generator), wait, heal, and so on; every start and heal is a nemesis
-event in the history (`process: "nemesis"`, `type: "info"`). At the end
-everything still broken is healed.
+interval, start a fault, wait, heal, and so on, until the load's time limit
+(no fault starts after it). The kinds come in rounds: each round is every
+kind of the mix once, in an order shuffled by the run's seeded random
+generator, so a run with room for n faults reaches n kinds (a draw per fault
+could give one kind twice and another never). Every start and heal is a
+nemesis event in the history (`process: "nemesis"`, `type: "info"`). At the
+end everything still broken is healed.
 
 - `kill`: SIGKILL every node of one role, then restart them. Roles rotate
   storage → oracle → coordinator, so a short run reaches each.
@@ -249,7 +252,8 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
 
 
 class Schedule(threading.Thread):
-    """Fault, heal, fault, heal … every `interval` seconds until stopped.
+    """Fault, heal, fault, heal … every `interval` seconds until stopped, or until
+    `end` (time.monotonic(): the load's end), after which no fault starts.
 
     `happened` counts the start events that took effect, by name (a nemesis that was asked
     for but injected nothing must say so); a start that raised half-way is healed all the
@@ -257,9 +261,10 @@ class Schedule(threading.Thread):
     paused)."""
 
     def __init__(self, target: Target, kinds: list[str], interval: float, seed: int,
-                 record: Callable[[str, Any], None]):
+                 record: Callable[[str, Any], None], end: float | None = None):
         super().__init__(name="nemesis", daemon=True)
-        self.kinds, self.interval, self.record = kinds, interval, record
+        self.kinds, self.interval, self.record, self.end = kinds, interval, record, end
+        self.round: list[str] = []  # the kinds still to come in this round
         self.rnd = random.Random(f"nemesis-{seed}")
         self.faults = {k: FAULTS[k](target) for k in kinds}
         self.halt = threading.Event()
@@ -267,9 +272,21 @@ class Schedule(threading.Thread):
         self.errors: list[str] = []
         self.happened: dict[str, int] = {}
 
+    def next_kind(self) -> str:
+        """The next kind of the mix: every kind once a round, each round in a seeded shuffled order."""
+        if not self.round:
+            self.round = self.rnd.sample(self.kinds, len(self.kinds))
+        return self.round.pop(0)
+
+    def missing(self) -> list[str]:
+        """The kinds of the mix that never took effect (none of their start events did)."""
+        return [k for k in self.kinds if not any(f in self.happened for f in self.faults[k].start_fs)]
+
     def run(self) -> None:
         while not self.halt.wait(self.interval):
-            kind = self.rnd.choice(self.kinds)
+            if self.end is not None and time.monotonic() >= self.end:
+                break  # the load is over: a fault now would meet no client
+            kind = self.next_kind()
             fault = self.faults[kind]
             self.active = fault  # set before start: a start that fails half-way is healed too
             try:

@@ -372,7 +372,7 @@ class _Live:
             t.start()
         if self.p.kinds:
             self.schedule = Schedule(self.target, list(self.p.kinds), cfg.nemesis_interval, cfg.seed,
-                                     lambda f, v: rec.event("info", "nemesis", f, v))
+                                     lambda f, v: rec.event("info", "nemesis", f, v), end=end)
             self.schedule.start()
 
     def _stop_load(self) -> None:
@@ -387,6 +387,13 @@ class _Live:
         self.threads = []
         if self.schedule is not None:
             self.schedule.finish(wait=1.0 if hurry else 120.0)
+            missing = self.schedule.missing()
+            if missing and not self.signals.fired and not any("never started" in n for n in self.notes):
+                started = sum(self.schedule.happened.values())
+                self.notes.append(
+                    f"--nemesis {', '.join(missing)} never started: this run had room for {started} "
+                    f"fault(s) (one every {2 * self.cfg.nemesis_interval:g} s, the fault then its heal, within "
+                    f"--time-limit {self.cfg.time_limit:g} s); raise --time-limit or lower --nemesis-interval")
 
     def _recover(self) -> None:
         """Heal time, then every key read once more (a final read that fails is retried)."""

@@ -121,6 +121,19 @@ def test_valid_run_report(tmp_path):
     assert ">\nvalid</p>" in page and "INVALID" not in page and "None found." in page
 
 
+def test_the_report_shows_the_runs_own_notes_and_nemesis_errors(tmp_path):
+    # the run's notes (a nemesis kind that never started, the target not recovering, a
+    # failed shrink) were printed in the summary but left out of the report CI keeps
+    d = make_run(tmp_path, "serializable")
+    test = json.loads((d / "test.json").read_text())
+    test |= {"notes": ["--nemesis pause never started: this run had room for 1 fault(s)"],
+             "nemesis_errors": ["kill: storage1 <unreachable>"]}
+    (d / "test.json").write_text(json.dumps(test))
+    page = open(render(str(d))).read()
+    assert "<i>note: --nemesis pause never started: this run had room for 1 fault(s)</i>" in page
+    assert "<i>nemesis errors: kill: storage1 &lt;unreachable&gt;</i>" in page
+
+
 def test_nemesis_windows_pair_starts_with_stops():
     ev = [{"time": 1e9, "f": "kill"}, {"time": 2e9, "f": "restart"},
           {"time": 3e9, "f": "start-dual-leader"}, {"time": 5e9, "f": "stop-dual-leader"},

@@ -48,8 +48,17 @@ def test_values_written_are_unique_per_key():
 def test_nemesis_choices_follow_from_the_seed():
     def choices(seed):
         s = Schedule(Inert(), ["kill", "pause", "clock"], 1.0, seed, record=lambda f, v: None)
-        return [s.rnd.choice(s.kinds) for _ in range(50)]
+        return [s.next_kind() for _ in range(51)]
     assert choices(3) == choices(3) and choices(3) != choices(4)
+
+
+def test_nemesis_reaches_every_kind_before_any_repeats():
+    # a draw per fault (random.choice) gave seed 0's run of pause,clock two clocks and no pause
+    for seed in range(20):
+        s = Schedule(Inert(), ["kill", "pause", "clock", "partition"], 1.0, seed, record=lambda f, v: None)
+        picks = [s.next_kind() for _ in range(12)]
+        for r in range(3):
+            assert sorted(picks[4 * r:4 * r + 4]) == ["clock", "kill", "partition", "pause"], (seed, picks)
 
 
 def test_majorities_ring_each_node_sees_a_distinct_majority():
@@ -102,3 +111,40 @@ def test_clock_alternates_bump_and_strobe_and_heals_to_true_time():
     n = len(t.calls)
     time.sleep(strobe["period-ms"] / 1000 * 3)
     assert len(t.calls) == n  # and stopped flipping
+
+
+class Pausable(Inert):
+    def nodes(self, role):
+        return [f"{role}1"]
+
+    def pause(self, node):
+        pass
+
+    def resume(self, node):
+        pass
+
+    def kill(self, node):
+        pass
+
+    def restart(self, node):
+        pass
+
+
+def test_no_fault_starts_after_the_load_has_ended():
+    # seed 0's 15 s run of pause,clock started a clock strobe as the clients stopped
+    # (0 flips before its heal), and counted it among the faults that happened
+    import time
+
+    events = []
+    end = time.monotonic() + 0.5
+    s = Schedule(Pausable(), ["pause", "kill"], 0.1, 0, lambda f, v: events.append((f, time.monotonic())), end=end)
+    s.start()
+    time.sleep(0.9)
+    s.finish(wait=5)
+    starts = [t for f, t in events if f in ("pause", "kill")]
+    assert starts and all(t < end for t in starts), (events, end)
+    assert len([f for f, _ in events if f in ("resume", "restart")]) == len(starts)  # each healed
+    if len(starts) == 1:
+        assert len(s.missing()) == 1
+    else:
+        assert s.missing() == []
