@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A nightly CI job: run campaigns/nightly.toml against the reference cluster and PostgreSQL,
+# A nightly CI job: run campaigns/nightly.toml against the reference cluster, PostgreSQL and MariaDB,
 # judge it with Spark, and leave the JUnit XML and the campaign page where the CI system
 # collects them. Any CI calls it the same way, e.g. a cron-triggered job:
 #
@@ -7,7 +7,7 @@
 #
 # Environment: SLEUTH_STORE (default ./store; keep it between nights for the trend plots),
 # SPARK_MASTER (spark://HOST:PORT; default embedded local[*]), ARTIFACTS (default ./artifacts),
-# CAMPAIGN (default campaigns/nightly.toml). Needs what .ci/run installs (PostgreSQL, Java 17,
+# CAMPAIGN (default campaigns/nightly.toml). Needs what .ci/run installs (PostgreSQL, MariaDB, Java 17,
 # iptables for the partition nemesis).
 #
 # Exit status is the campaign's (Jepsen's test-all): 0 all passed (bugs switched on were caught),

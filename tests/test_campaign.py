@@ -95,6 +95,17 @@ nemesis = {json.dumps(["none", *KINDS])}
         assert load(write(tmp_path, f'[[matrix]]\nworkload = "register"\nfault = "{f}"\n')).runs[0].expect == "invalid"
 
 
+def test_the_shipped_nightly_reaches_every_workload_nemesis_fault_switch_and_target():
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    load(os.path.join(repo, "campaigns", "demo.toml"))  # parses, and names only what exists
+    runs = load(os.path.join(repo, "campaigns", "nightly.toml")).runs
+    assert {r.workload for r in runs} == set(WORKLOADS)
+    assert {k for r in runs for k in r.nemesis.split(",") if k} == set(KINDS)
+    assert any(set(r.nemesis.split(",")) == set(KINDS) for r in runs)  # every kind in one run too
+    assert {f for r in runs for f in r.fault.split(",") if f} == set(FAULTS)
+    assert {r.target for r in runs} == {"reference", "postgres", "mariadb"}  # the servers sleuth starts itself
+
+
 @pytest.mark.parametrize("text, where", [
     ("[[matrix]]\nworkload = register\n", "(at line 2, column 12)"),
     ("[[matrix]]\nworkload = 'registr'\n", "matrix[1].workload: unknown workload 'registr'"),

@@ -30,7 +30,12 @@ concurrency = 4
 rate = 100
 
 [[matrix]]
-workload = ["register", "list-append"]
+workload = "register"
+
+[[matrix]]                # a mix: the run's directory is named …kill+pause…
+workload = "list-append"
+nemesis = "kill,pause"
+nemesis-interval = 1
 
 [[matrix]]                # as in campaigns/demo.toml, where seed 0 is caught in 10 s
 workload = "register"
@@ -51,6 +56,7 @@ def test_campaign_through_spark_writes_table_page_and_junit(tmp_path):
     out = json.loads(p.stdout)
     ids = [r["id"] for r in out["runs"]]
     assert [r["outcome"] for r in out["runs"]] == ["pass", "pass", "caught"]
+    assert "by Spark's jobs" not in p.stderr  # Spark agreed with every run
     cdir = out["dir"]
     for f in ("campaign.parquet", "campaign.csv", "index.html", "junit.xml"):
         assert os.path.exists(os.path.join(cdir, f)), f
@@ -71,7 +77,19 @@ def test_campaign_through_spark_writes_table_page_and_junit(tmp_path):
     assert re.search(r"<img src=", shown.stdout), "the page has no image to load"
     assert 'data-images="loaded"' in shown.stdout, shown.stderr[-500:]
 
+    assert "+pause" in out["runs"][1]["run_dir"] and table["durability"].tolist() == ["ok"] * 3
+
+    # one acknowledged append deleted from the list-append run's storage: judged again, Spark's
+    # durability audit makes that run invalid, and the summary says which run and why
+    from test_spark_jobs import delete_final_row
+
+    lost = delete_final_row(out["runs"][1]["run_dir"])
     again = subprocess.run([SLEUTH, "campaign", "judge", cdir, "--json"], capture_output=True, text=True,
                            env=env, timeout=600)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert [r["outcome"] for r in json.loads(again.stdout)["runs"]] == ["pass", "pass", "caught"]
+    assert again.returncode == 1, again.stderr[-3000:]
+    judged = json.loads(again.stdout)["runs"]
+    assert [r["outcome"] for r in judged] == ["pass", "invalid", "caught"]
+    assert judged[1]["valid"] is True and judged[1]["spark-anomaly-types"] == ["lost-write"]
+    assert "spark-anomaly-types" not in judged[0] and "spark-anomaly-types" not in judged[2]
+    assert (f"invalid  {ids[1]}  lost-write by Spark's jobs (durability audit: {len(lost)} lost writes); "
+            "the run's own checks said valid") in again.stderr, again.stderr[-3000:]

@@ -123,6 +123,8 @@ def campaign(tmp_path_factory):
     runs["lost"] = shutil.copytree(runs["valid"], os.path.join(doctored, "lost"))
     runs["phantom"] = shutil.copytree(runs["valid"], os.path.join(doctored, "phantom"))
     runs["torn"] = shutil.copytree(runs["valid"], os.path.join(doctored, "torn"))
+    # a campaign names a run of the nemesis mix kill,pause `…kill+pause…`; a user's store may hold spaces
+    runs["odd-name"] = shutil.copytree(runs["valid"], os.path.join(doctored, "kill+pause 100%"))
     with open(os.path.join(runs["torn"], "history.jsonl"), "rb+") as f:  # a torn last line
         f.truncate(os.path.getsize(f.name) - 20)
     expected_lost = delete_final_row(runs["lost"])
@@ -221,7 +223,8 @@ def test_durability_finds_a_deleted_write_and_nothing_on_untouched_runs(campaign
     found = pq.read_table(os.path.join(campaign["out"], "durability.parquet")).to_pandas()
     lost = found[(found["run"] == by["lost"]["run"]) & (found["anomaly"] == "lost-write")]
     assert set(zip(lost["key"], lost["value"])) == campaign["lost"]
-    for name in ("valid", "stale"):
+    assert (by["odd-name"]["valid"], by["odd-name"]["ops"]) == (by["valid"]["valid"], by["valid"]["ops"])
+    for name in ("valid", "stale", "odd-name"):
         assert by[name]["durability"] == "ok", name
         assert by[name]["lost_writes"] == by[name]["phantom_writes"] == 0, name
     assert set(found["run"]) <= {by["lost"]["run"], by["phantom"]["run"]}

@@ -50,10 +50,14 @@ def data_dirs(run_dir: str) -> list[str]:
 
 
 def file_dir(col: str, suffix: str):
-    """The absolute directory a file sits in, from Spark's `_metadata.file_path` URI, minus `suffix`."""
+    """The absolute directory a file sits in, from Spark's `_metadata.file_path` URI, minus `suffix`.
+
+    The URI percent-encodes what a URI must (a space is %20, % is %25) and leaves `+` as it is;
+    `url_decode` is form decoding, which reads `+` as a space, so a `+` is made %2B first (a
+    campaign names a run of the nemesis mix kill,pause `…kill+pause…`: its writes all looked lost)."""
     from pyspark.sql import functions as F
 
-    path = F.expr(f"url_decode(regexp_replace({col}, '^file:(//)?', ''))")
+    path = F.expr(f"url_decode(replace(regexp_replace({col}, '^file:(//)?', ''), '+', '%2B'))")
     return F.regexp_replace(path, suffix + "$", "")
 
 
