@@ -129,6 +129,10 @@ class RunRecord:
                "faults": self.faults}
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.notes:  # what the summary's note lines say (a nemesis kind never started, …)
+            out["notes"] = list(self.notes)
+        if self.nemesis_errors:
+            out["nemesis-errors"] = list(self.nemesis_errors)
         return out
 
 
@@ -392,7 +396,7 @@ class _Live:
                 started = sum(self.schedule.happened.values())
                 self.notes.append(
                     f"--nemesis {', '.join(missing)} never started: this run had room for {started} "
-                    f"fault(s) (one every {2 * self.cfg.nemesis_interval:g} s, the fault then its heal, within "
+                    f"fault{'' if started == 1 else 's'} (one every {2 * self.cfg.nemesis_interval:g} s, the fault then its heal, within "
                     f"--time-limit {self.cfg.time_limit:g} s); raise --time-limit or lower --nemesis-interval")
 
     def _recover(self) -> None:

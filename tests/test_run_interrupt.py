@@ -191,14 +191,19 @@ def test_one_run_through_store_report_and_check_is_one_consistent_record(tmp_pat
 def test_a_nemesis_that_injected_nothing_says_so(tmp_path):
     # the first fault would come after 5 s; the load stops after 2: nothing was injected
     p = subprocess.run([sys.executable, "-m", "sleuth.cli",
-                        *_run_args(tmp_path, "-w", "register", "--time-limit", "2", "--nemesis", "kill",
+                        *_run_args(tmp_path, "-w", "register", "--time-limit", "2", "--nemesis", "kill,pause",
                                    "--nemesis-interval", "5")],
                        capture_output=True, text=True, timeout=300, env=_env(tmp_path))
     assert p.returncode == exits.VALID, p.stderr
     summary = json.loads(p.stdout)
-    assert summary["faults"] == {} and "kill (no fault was injected)" in p.stderr
+    assert summary["faults"] == {} and "kill, pause (no fault was injected)" in p.stderr
     assert store.read_json(store.test_path(summary["run_dir"]))["faults_happened"] == {}
-    assert "no fault was injected" in open(store.report_path(summary["run_dir"])).read()
+    # and which kinds, and why: in the summary, the JSON and the report
+    note = ("--nemesis kill, pause never started: this run had room for 0 faults (one every 10 s, the fault "
+            "then its heal, within --time-limit 2 s); raise --time-limit or lower --nemesis-interval")
+    assert f"note: {note}" in p.stderr and summary["notes"] == [note]
+    page = open(store.report_path(summary["run_dir"])).read()
+    assert "no fault was injected" in page and f"<i>note: {note}</i>" in page
 
 
 def test_an_anomaly_recorded_before_the_interrupt_is_real(tmp_path):

@@ -126,11 +126,11 @@ def test_the_report_shows_the_runs_own_notes_and_nemesis_errors(tmp_path):
     # failed shrink) were printed in the summary but left out of the report CI keeps
     d = make_run(tmp_path, "serializable")
     test = json.loads((d / "test.json").read_text())
-    test |= {"notes": ["--nemesis pause never started: this run had room for 1 fault(s)"],
+    test |= {"notes": ["--nemesis pause never started: this run had room for 1 fault"],
              "nemesis_errors": ["kill: storage1 <unreachable>"]}
     (d / "test.json").write_text(json.dumps(test))
     page = open(render(str(d))).read()
-    assert "<i>note: --nemesis pause never started: this run had room for 1 fault(s)</i>" in page
+    assert "<i>note: --nemesis pause never started: this run had room for 1 fault</i>" in page
     assert "<i>nemesis errors: kill: storage1 &lt;unreachable&gt;</i>" in page
 
 

@@ -339,7 +339,7 @@ def _print_result(path: str, result, explain: bool) -> None:
 @click.option("--db", required=True,
               type=click.Choice(SIM_DBS),
               help="The simulated database's behaviour.")
-@click.option("--txns", type=click.IntRange(min=1), required=True, help="Transactions to generate.")
+@click.option("--txns", type=click.IntRange(min=1), required=True, help="Transactions to generate (then one final read per 64 keys).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--keys", type=click.IntRange(min=1), default=8, show_default=True,
               help="Keys active at once (retired after a bounded number of appends).")
