@@ -405,6 +405,15 @@ def test_click_usage_errors_are_bad_arguments_too(fine, args, words):
     assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
 
 
+def test_a_campaign_directory_is_pointed_to_campaign_judge(tmp_path):
+    cdir = tmp_path / "nightly" / "20261128T020000"
+    cdir.mkdir(parents=True)
+    (cdir / "campaign.json").write_text("{}")
+    p = run("check", str(cdir))
+    assert p.returncode == 254 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+    assert f"{cdir}: a campaign directory; judge its runs with `sleuth campaign judge {cdir}`" in p.stderr
+
+
 def test_registry_switches_and_ranges_reach_a_checker_only_when_given(monkeypatch):
     """The kinds of option the registry is designed for (a --x/--no-x switch
     whose default is on, a number with a minimum), through click's parsing."""

@@ -306,9 +306,14 @@ def _interrupted(files: tuple[str, ...], done: int, statuses: list[int], as_json
 
 def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
     """Run directories: each judged with the run's own checks (sleuth/cli/run.py)."""
+    from sleuth.campaign import RECORD
     from sleuth.cli.run import check_run_dir
     from sleuth.store import find_run
 
+    for f in files:
+        if os.path.isdir(f) and os.path.exists(os.path.join(f, RECORD)):
+            exits.die(f"{f}: a campaign directory; judge its runs with `sleuth campaign judge {f}`, "
+                      "or name one of its runs/<run>/<time> directories")
     if not all(find_run(f) for f in files):
         exits.die("--workload is required unless each FILE is a run directory (or its history.jsonl "
                   "with test.json beside it)")
