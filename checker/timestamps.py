@@ -36,6 +36,11 @@ def _describe(op: Op, history: History) -> dict[str, Any]:
             "line": history.line_of(op.complete_pos)}
 
 
+def _done(history: History, op: Op) -> str:
+    """Where an operation is in the file: a reader finds both lines of each example."""
+    return f"(line {history.line_of(op.complete_pos)}, begun at line {history.line_of(op.invoke_pos)})"
+
+
 def check(history: History, workload: str) -> Result:
     ops = [o for o in history.ops() if o.type == "ok" and o.ts is not None]
     by_completion = sorted(ops, key=lambda o: o.complete_pos)
@@ -56,19 +61,21 @@ def check(history: History, workload: str) -> Result:
             elif best_read is None or a.ts > best_read.ts:
                 best_read = a
         writes = is_write(workload, b)
+        began = f"(line {history.line_of(b.invoke_pos)})"
         if writes and best_read is not None and b.ts <= best_read.ts:
             _add(found, "write-ts-not-above-read", history, best_read, b,
-                 f"process {b.process}'s {b.f} wrote at ts {b.ts}, not above ts {best_read.ts} of "
-                 f"process {best_read.process}'s read, which completed before the write began")
+                 f"process {b.process}'s {b.f} {began} wrote at ts {b.ts}, not above ts {best_read.ts} of "
+                 f"process {best_read.process}'s read, which completed {_done(history, best_read)} before "
+                 f"the write began")
         elif not writes and best_write is not None and b.ts < best_write.ts:
             _add(found, "read-ts-below-write", history, best_write, b,
-                 f"process {b.process}'s read ran at ts {b.ts}, below ts {best_write.ts} of process "
-                 f"{best_write.process}'s {best_write.f}, which completed before the read began "
-                 f"(a stale read)")
+                 f"process {b.process}'s read {began} ran at ts {b.ts}, below ts {best_write.ts} of process "
+                 f"{best_write.process}'s {best_write.f}, which completed {_done(history, best_write)} before "
+                 f"the read began (a stale read)")
         elif best_any is not None and b.ts < best_any.ts:
             _add(found, "ts-backwards", history, best_any, b,
-                 f"process {b.process}'s {b.f} ran at ts {b.ts}, below ts {best_any.ts} of process "
-                 f"{best_any.process}'s {best_any.f}, which completed before it began")
+                 f"process {b.process}'s {b.f} {began} ran at ts {b.ts}, below ts {best_any.ts} of process "
+                 f"{best_any.process}'s {best_any.f}, which completed {_done(history, best_any)} before it began")
     counts = {k: v[0]["count"] for k, v in found.items()}
     for v in found.values():
         v[0].pop("count")

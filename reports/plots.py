@@ -33,6 +33,7 @@ def latency(path: str, ops: dict[str, np.ndarray], windows: list, title: str) ->
             ax.scatter(ops["t"][m], np.maximum(ops["lat"][m], 0.01), s=3, c=color, label=typ,
                        alpha=0.6, lw=0, rasterized=True)
     ax.set_yscale("log")
+    _plain_log_labels(ax)
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel("latency (ms)")
     ax.set_title(title, fontsize=10)
@@ -40,6 +41,24 @@ def latency(path: str, ops: dict[str, np.ndarray], windows: list, title: str) ->
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _plain_log_labels(ax: Any) -> None:
+    """Milliseconds as plain numbers (0.1, 2, 50, 1000), not matplotlib's 4×10¹: the decades,
+    and over a narrow range (two decades or less) the 2s and 5s between them too."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    def plain(v: float, _pos: Any) -> str:
+        return f"{v:g}"
+
+    def twos_and_fives(v: float, _pos: Any) -> str:
+        mantissa = round(v / 10 ** math.floor(math.log10(v) + 1e-9), 6)
+        return f"{v:g}" if mantissa in (2, 5) else ""
+
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_formatter(FuncFormatter(plain))
+    narrow = lo > 0 and math.log10(hi / lo) <= 2
+    ax.yaxis.set_minor_formatter(FuncFormatter(twos_and_fives) if narrow else NullFormatter())
 
 
 def throughput(path: str, ops: dict[str, np.ndarray], windows: list, title: str) -> None:

@@ -33,3 +33,25 @@ def test_the_drawing_is_written(tmp_path):
         path = tmp_path / f"c{n}.png"
         plots.cycle(str(path), steps, f"G2-item #{n}")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_latency_axis_reads_in_plain_milliseconds():
+    import matplotlib.pyplot as plt
+
+    def labels(lo, hi):
+        fig, ax = plt.subplots()
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        plots._plain_log_labels(ax)
+        fig.canvas.draw()
+        def shown(minor):  # the labels of ticks inside the axis
+            return [t.get_text() for t, at in zip(ax.get_yticklabels(minor=minor), ax.get_yticks(minor=minor))
+                    if t.get_text() and lo <= at <= hi]
+        major, minor = shown(False), shown(True)
+        plt.close(fig)
+        return major, minor
+
+    major, minor = labels(1.5, 40)  # matplotlib wrote 2×10⁰, 3×10⁰ … 4×10¹ here
+    assert major == ["10"] and minor == ["2", "5", "20"]
+    major, minor = labels(0.5, 4000)  # wide: the decades alone
+    assert major == ["1", "10", "100", "1000"] and minor == []

@@ -119,6 +119,15 @@ def test_valid_run_report(tmp_path):
     d = make_run(tmp_path, "serializable")
     page = open(render(str(d))).read()
     assert ">\nvalid</p>" in page and "INVALID" not in page and "None found." in page
+    assert "Grey bands: nemesis windows (kill " in page
+
+
+def test_a_run_without_faults_promises_no_grey_bands(tmp_path):
+    d = make_run(tmp_path, "serializable")
+    kept = [orjson.loads(x) for x in (d / "history.jsonl").read_bytes().splitlines() if b'"nemesis"' not in x]
+    (d / "history.jsonl").write_bytes(b"".join(orjson.dumps({**e, "index": i}) + b"\n" for i, e in enumerate(kept)))
+    page = open(render(str(d))).read()
+    assert "Grey bands" not in page and "No fault was injected: no nemesis window." in page
 
 
 def test_the_report_shows_the_runs_own_notes_and_nemesis_errors(tmp_path):

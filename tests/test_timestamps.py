@@ -29,6 +29,10 @@ def test_stale_read_is_named():
     r = timestamps.check(h, "register")
     assert r.valid is False and r.anomaly_types == ["read-ts-below-write"]
     assert r.anomalies["read-ts-below-write"][0]["before"]["ts"] == 7
+    # each operation named by its lines, as a reader finds it in the file
+    assert r.anomalies["read-ts-below-write"][0]["explanation"] == (
+        "process 1's read (line 3) ran at ts 6, below ts 7 of process 0's write, which completed "
+        "(line 2, begun at line 1) before the read began (a stale read)")
 
 
 def test_a_merged_verdict_counts_the_timestamp_rules_findings_too():
