@@ -315,6 +315,28 @@ def test_paired_operations_are_reused_until_the_input_changes(spark, tmp_path):
     assert got["valid"] == single_check(path, "list-append")["valid"]
 
 
+def test_a_history_on_a_read_only_mount_is_cached_under_sleuth_home(spark, tmp_path, monkeypatch):
+    """CI artifacts are often mounted read-only: the paired operations cannot go beside the
+    input, so they go under $SLEUTH_HOME/spark-cache/, and are reused from there."""
+    ro = tmp_path / "artifacts"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        path = write_txns(ro / "h.jsonl", generate(random.Random(2)))
+        subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)
+        monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
+        got, said = spark_check(path, "list-append")
+        assert got["valid"] == single_check(path, "list-append")["valid"]
+        cached = [s for s in said if s.startswith("paired")]
+        assert cached and str(tmp_path / "home" / "spark-cache") in cached[0], said
+        _, said = spark_check(path, "list-append")
+        assert any(s.startswith("reusing") for s in said), said
+        assert os.listdir(ro) == ["h.jsonl"]
+    finally:
+        subprocess.run(["umount", str(ro)], capture_output=True)
+
+
 def test_standalone_master_gives_the_same_result(tmp_path):
     from sleuth.checker.spark import standalone
     from sleuth.workloads.sim_list_append import write_sim

@@ -30,6 +30,7 @@ changed rebuilds it.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -70,7 +71,22 @@ def parquet_files(path: str) -> list[str]:
 
 
 def cache_dir(path: str) -> str:
-    return os.path.normpath(os.path.abspath(path)) + ".sleuth-ops"
+    """Where the paired operations of `path` are kept: beside it (`<input>.sleuth-ops`), or,
+    where that cannot be written (a read-only mount of CI artifacts, another user's files),
+    under `$SLEUTH_HOME/spark-cache/` (default ~/.sleuth), named by the input's absolute path."""
+    full = os.path.normpath(os.path.abspath(path))
+    beside = full + ".sleuth-ops"
+    try:
+        os.makedirs(beside, exist_ok=True)
+        if os.access(beside, os.W_OK):
+            return beside
+    except OSError:
+        pass
+    home = os.environ.get("SLEUTH_HOME") or os.path.join(os.path.expanduser("~"), ".sleuth")
+    digest = hashlib.sha1(full.encode()).hexdigest()[:12]
+    elsewhere = os.path.join(home, "spark-cache", f"{os.path.basename(full)}-{digest}.sleuth-ops")
+    os.makedirs(elsewhere, exist_ok=True)
+    return elsewhere
 
 
 def fingerprint(files: list[str]) -> list[list]:
