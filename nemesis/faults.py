@@ -271,6 +271,7 @@ class Schedule(threading.Thread):
         self.active: Fault | None = None
         self.errors: list[str] = []
         self.happened: dict[str, int] = {}
+        self.tried: dict[str, int] = {}  # kind -> starts tried (a start that raised is a nemesis error)
 
     def next_kind(self) -> str:
         """The next kind of the mix: every kind once a round, each round in a seeded shuffled order."""
@@ -279,14 +280,16 @@ class Schedule(threading.Thread):
         return self.round.pop(0)
 
     def missing(self) -> list[str]:
-        """The kinds of the mix that never took effect (none of their start events did)."""
-        return [k for k in self.kinds if not any(f in self.happened for f in self.faults[k].start_fs)]
+        """The kinds of the mix whose turn never came (the run was too short for them); a kind
+        tried in vain is in `errors` instead."""
+        return [k for k in self.kinds if k not in self.tried]
 
     def run(self) -> None:
         while not self.halt.wait(self.interval):
             if self.end is not None and time.monotonic() >= self.end:
                 break  # the load is over: a fault now would meet no client
             kind = self.next_kind()
+            self.tried[kind] = self.tried.get(kind, 0) + 1  # whether it takes effect or not
             fault = self.faults[kind]
             self.active = fault  # set before start: a start that fails half-way is healed too
             try:

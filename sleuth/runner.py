@@ -393,7 +393,7 @@ class _Live:
             self.schedule.finish(wait=1.0 if hurry else 120.0)
             missing = self.schedule.missing()
             if missing and not self.signals.fired and not any("never started" in n for n in self.notes):
-                started = sum(self.schedule.happened.values())
+                started = sum(self.schedule.tried.values())
                 self.notes.append(
                     f"--nemesis {', '.join(missing)} never started: this run had room for {started} "
                     f"fault{'' if started == 1 else 's'} (one every {2 * self.cfg.nemesis_interval:g} s, the fault then its heal, within "

@@ -148,3 +148,20 @@ def test_no_fault_starts_after_the_load_has_ended():
         assert len(s.missing()) == 1
     else:
         assert s.missing() == []
+
+
+class Unpausable(Pausable):
+    def pause(self, node):
+        raise OSError(f"{node} unreachable")
+
+
+def test_a_kind_tried_in_vain_is_a_nemesis_error_not_a_kind_without_room():
+    import time
+
+    s = Schedule(Unpausable(), ["pause", "kill"], 0.05, 0, lambda f, v: None, end=time.monotonic() + 0.4)
+    s.start()
+    time.sleep(0.6)
+    s.finish(wait=5)
+    assert s.tried.get("pause") and s.happened.get("pause") is None
+    assert any(e.startswith("pause: ") for e in s.errors), s.errors
+    assert "pause" not in s.missing() and s.missing() == []  # both had their turn in 0.4 s
