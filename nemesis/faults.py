@@ -237,10 +237,13 @@ ANY_STOPS: dict[str, str] = {**JEPSEN_STOPS, **STOPS}
 
 
 def parse_mix(text: str | None, target: Target) -> list[str]:
-    """`kill,pause` -> ["kill", "pause"]; refuses kinds the target cannot do."""
+    """`kill,pause` -> ["kill", "pause"] (a kind named twice counts once); refuses kinds the
+    target cannot do, and a mix that names none (`,`)."""
     if not text or text == "none":
         return []
-    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    kinds = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
+    if not kinds:
+        raise Unsupported(f"--nemesis {text!r}: no fault named; one or more of {', '.join(KINDS)}, or none")
     for k in kinds:
         if k not in FAULTS:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")

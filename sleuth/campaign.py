@@ -217,10 +217,10 @@ def _dims(table: dict, where: str, bad, head: dict | None) -> dict[str, list]:
 
 
 def _names(value: Any, vocabulary: tuple[str, ...], where: str, what: str, bad) -> str:
-    """"kill, partition" -> "kill,partition"; "none" or "" -> ""."""
+    """"kill, partition" -> "kill,partition" (a name given twice counts once); "none" or "" -> ""."""
     if not isinstance(value, str):
         raise bad(where, f"{value!r} is not a name")
-    parts = [p.strip() for p in value.split(",") if p.strip() and p.strip() != "none"]
+    parts = list(dict.fromkeys(p.strip() for p in value.split(",") if p.strip() and p.strip() != "none"))
     for p in parts:
         if p not in vocabulary:
             raise bad(where, f"unknown {what} {p!r}; one of none, {', '.join(vocabulary)}")

@@ -83,6 +83,12 @@ def test_matrix_expands_blocks_as_products_minus_exclusions(tmp_path):
     assert len(ids) == len(set(ids)) == 13
 
 
+def test_a_kind_named_twice_in_a_mix_counts_once(tmp_path):
+    c = load(write(tmp_path, '[[matrix]]\nworkload = "register"\nnemesis = "kill, partition,kill"\n'))
+    assert [r.nemesis for r in c.runs] == ["kill,partition"]
+    assert c.runs[0].id == "register.reference.kill+partition.none.strict-serializable.s0"
+
+
 def test_vocabularies_come_from_their_owners(tmp_path):
     text = f"""
 [[matrix]]

@@ -165,3 +165,15 @@ def test_a_kind_tried_in_vain_is_a_nemesis_error_not_a_kind_without_room():
     assert s.tried.get("pause") and s.happened.get("pause") is None
     assert any(e.startswith("pause: ") for e in s.errors), s.errors
     assert "pause" not in s.missing() and s.missing() == []  # both had their turn in 0.4 s
+
+
+def test_a_mix_names_each_kind_once_and_at_least_one():
+    import pytest
+
+    from sleuth.nemesis.faults import parse_mix
+    from sleuth.targets import Unsupported
+
+    assert parse_mix("kill, pause,kill", Inert()) == ["kill", "pause"]  # the run was named …-kill-pause-kill
+    assert parse_mix("none", Inert()) == [] and parse_mix(None, Inert()) == []
+    with pytest.raises(Unsupported, match="no fault named"):
+        parse_mix(",", Inert())  # ran with no nemesis at all
