@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from sleuth import exits, store
+from sleuth.cluster.faults import FAULTS as SWITCHES
 from sleuth.history import JsonlWriter, read_jsonl
 from sleuth.judge import NOTHING_COMPLETED, Checks, judge, op_counts
 from sleuth.nemesis.faults import FAULTS, STARTS, STOPS, Schedule
@@ -210,6 +211,10 @@ def test_bad_usage_is_254(tmp_path):
     p = _sleuth("run", "-w", "register", "--target", "redis://u:hunter2@x/db", "--store", str(tmp_path / "s"))  # no such target kind
     assert p.returncode == exits.BAD_INPUT and len(p.stderr.strip().splitlines()) == 1
     assert "u:***@x" in p.stderr and "hunter2" not in p.stderr
+    for fault, says in ((",", "--fault ',': no fault switch named"), ("stale-reads", "--fault: unknown fault 'stale-reads'")):
+        p = _sleuth("run", "-w", "register", "--fault", fault, "--store", str(tmp_path / "s"))  # ran with none
+        assert p.returncode == exits.BAD_INPUT and p.stderr.strip().splitlines() == [f"sleuth: error: {says}; one of "
+                                                                                     + ", ".join(SWITCHES)], p.stderr
     p = _sleuth("check", str(tmp_path))  # no --workload and not a run directory
     assert p.returncode != 0 and "--workload is required" in p.stderr
     p = _sleuth("report", str(tmp_path))  # not a run directory

@@ -22,13 +22,16 @@ def cluster() -> None:
 
 
 def _faults(values: tuple[str, ...]) -> list[str]:
+    """`--fault a,b --fault c` -> [a, b, c], each switch once; a value that names none (`,`) is refused."""
     out = []
     for v in values:
-        for f in v.split(","):
-            f = f.strip()
-            if f and f not in FAULTS:
+        named = [f.strip() for f in v.split(",") if f.strip()]
+        if not named:
+            die(f"--fault {v!r}: no fault switch named; one of {', '.join(FAULTS)}")
+        for f in named:
+            if f not in FAULTS:
                 die(f"--fault: unknown fault {f!r}; one of {', '.join(FAULTS)}")
-            if f:
+            if f not in out:
                 out.append(f)
     return out
 
