@@ -23,7 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from sleuth.campaign import RECORD, run_key, verdict
+from sleuth.campaign import RECORD, label_counts, run_key, verdict
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", "median throughput, ops/s"),
@@ -100,8 +100,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
                          "durability", "lost_writes", "phantom_writes", "spark_agrees", "ops", "throughput",
                          "latency_p50_ms", "latency_p99_ms", "latency_p99_fault_ms", "availability_fault",
                          "duration_s")}})
-    counts = {k: sum(1 for r in runs if r["label"] == k)
-              for k in ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")}
+    counts = label_counts([r["label"] for r in runs])
     anomaly_runs: dict[str, list[str]] = {}
     for r in runs:
         for a in r["anomalies"]:

@@ -28,19 +28,24 @@ def runs(store: str) -> list[tuple[str, str]]:
 
 
 def campaigns(store: str) -> list[tuple[str, str]]:
-    """(relative campaign dir, its outcome counts) for every campaign in the store, newest first."""
-    from sleuth.campaign import RECORD, verdict
+    """(relative campaign dir, its outcome counts) for every campaign in the store, newest first:
+    the counts its page shows, by Spark's verdicts (durability included) where Spark judged it."""
+    from sleuth.campaign import RECORD, label_counts, verdict
+    from sleuth.reports.campaign_report import load_table, verdicts
 
     out = []
     top = os.path.join(store, "campaigns")
     for name in os.listdir(top) if os.path.isdir(top) else []:
         for stamp in os.listdir(os.path.join(top, name)) if os.path.isdir(os.path.join(top, name)) else []:
+            cdir = os.path.join(top, name, stamp)
             try:
-                with open(os.path.join(top, name, stamp, RECORD)) as f:
-                    labels = [verdict(r)[0] for r in json.load(f)["runs"]]
+                with open(os.path.join(cdir, RECORD)) as f:
+                    record = json.load(f)
+                judged = verdicts(load_table(cdir, record))
+                labels = [verdict(r, judged)[0] for r in record["runs"]]
             except (OSError, ValueError, KeyError):
                 continue
-            counts = ", ".join(f"{labels.count(k)} {k}" for k in dict.fromkeys(labels))
+            counts = ", ".join(f"{n} {k}" for k, n in label_counts(labels).items() if n)
             out.append((stamp, f"campaigns/{name}/{stamp}", f"{len(labels)} runs: {counts}"))
     return [(rel, what) for _, rel, what in sorted(out, reverse=True)]
 

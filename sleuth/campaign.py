@@ -255,6 +255,14 @@ def _matches(exclusion: dict[str, list], cell: dict) -> bool:
 
 # --- outcomes -------------------------------------------------------------------------------------
 
+LABELS = ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")  # `outcome`'s, in the order shown
+
+
+def label_counts(labels: list[str]) -> dict[str, int]:
+    """Each label's count, every label present (0 when none), in LABELS' order."""
+    return {k: labels.count(k) for k in LABELS}
+
+
 def outcome(expect: str, valid: Any, crashed: bool = False) -> tuple[str, int]:
     """(label, exit status) of one run against what the matrix expected of it.
 

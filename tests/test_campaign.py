@@ -353,6 +353,8 @@ def test_serve_lists_campaigns_beside_runs(tmp_path):
         base = f"http://127.0.0.1:{srv.server_address[1]}"
         root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
         assert "campaigns/fixture/20261102T020000/index.html" in root
+        # the counts its page shows: Spark's durability audit made a valid run invalid
+        assert "— 5 runs: 1 pass, 1 caught, 1 invalid, 1 missed, 1 pending</li>" in root
         assert "register-reference-no-nemesis/20261102T010000/index.html" in root
         assert "campaigns/fixture/index.html" not in root  # a campaign is not listed as a run
         page = urllib.request.urlopen(base + "/campaigns/fixture/20261102T020000/index.html", timeout=10).read()

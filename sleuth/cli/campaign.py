@@ -124,7 +124,7 @@ def _dry_run(plan, as_json: bool) -> None:
 
 def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: bool) -> None:
     """Judge (Spark, unless told not to), write the page and junit.xml, print the summary, exit."""
-    from sleuth.campaign import judge_with_spark, run_dirs, status, verdict
+    from sleuth.campaign import judge_with_spark, label_counts, run_dirs, status, verdict
     from sleuth.reports import campaign_report, junit
 
     table = None
@@ -150,7 +150,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         _err(f"{label:>7}  {r['run']['id']}  {', '.join(v['anomaly_types']) or v['valid']} by Spark's jobs"
              + (f" (durability audit: {audit} writes)" if audit else "")
              + f"; the run's own checks said {_word(r.get('valid'))}")
-    counts = {k: labels.count(k) for k in ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")}
+    counts = label_counts(labels)
     _err(f"sleuth campaign {record['name']}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
          + f"\n  page: {page}\n  junit: {xml}")
     if as_json:
