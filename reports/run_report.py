@@ -14,6 +14,7 @@ import html
 import json
 import os
 import re
+from typing import Any
 
 import jinja2
 import numpy as np
@@ -56,7 +57,9 @@ def load_ops(history: History) -> tuple[list[dict], list[dict]]:
         if end is None and o.complete_pos is not None and events is not None:
             end = events[o.complete_pos].time  # an info's completion: when the client gave up
         ops.append({"process": o.process, "f": o.f, "type": o.type, "start": o.invoke_time, "end": end,
-                    "value": o.value, "error": o.error if o.complete_pos is not None else "no completion"})
+                    "value": o.value, "error": o.error if o.complete_pos is not None else "no completion",
+                    "lines": (history.line_of(o.invoke_pos),
+                              None if o.complete_pos is None else history.line_of(o.complete_pos))})
     nemesis = [{"time": e.time, "f": e.f, "value": e.value} for e in history.nemesis_events()]
     return ops, nemesis
 
@@ -125,7 +128,9 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     counts = {k: sum(1 for o in ops if o["type"] == k) for k in ("ok", "fail", "info")}
     logs = sorted(os.path.relpath(os.path.join(dp, f), run_dir)
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
-    _timeline(run_dir, ops, windows)
+    first = results.get("anomaly-types", [])[:1]
+    example = (results.get("anomalies", {}).get(first[0]) or [{}])[0] if first else {}
+    _timeline(run_dir, ops, windows, focus=(first[0], _lines_named(example)) if first else None)
     lower = any((a["found"] or "").startswith(AT_LEAST) for a in anomalies)  # the legend of the mark
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
@@ -153,25 +158,56 @@ def _example_text(ex: dict, started: float | None = None) -> dict:
     return {"text": text, "steps": steps, "more": max(0, len(all_steps) - 12)}
 
 
-def _timeline(run_dir: str, ops: list[dict], windows: list) -> None:
-    """One row per process, one bar per operation (first TIMELINE_OPS ops), as inline SVG."""
-    shown = sorted(ops, key=lambda o: o["start"])[:TIMELINE_OPS]
+def _lines_named(example: dict) -> set[int]:
+    """Every line number an anomaly example names (a cycle's steps and transactions, a
+    non-cycle anomaly's operations), wherever in it they are."""
+    out: set[int] = set()
+
+    def walk(x: Any, key: str = "") -> None:
+        if isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, k)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v, key)
+        elif key.endswith("line") and isinstance(x, int) and not isinstance(x, bool):
+            out.add(x)
+    walk(example)
+    return out
+
+
+def _timeline(run_dir: str, ops: list[dict], windows: list, focus: tuple[str, set[int]] | None = None) -> None:
+    """One row per process, one bar per operation, as inline SVG: TIMELINE_OPS operations, the
+    first ones, or, when the history has more and the first anomaly's example names lines
+    (`focus`: its type and those lines), the ones around the earliest operation it names."""
+    order = sorted(ops, key=lambda o: o["start"])
+    lo, what = 0, "first"
+    if focus is not None and len(order) > TIMELINE_OPS:
+        named = [i for i, o in enumerate(order) if focus[1].intersection(o["lines"])]
+        if named:
+            lo = max(0, min(min(named) - TIMELINE_OPS // 4, len(order) - TIMELINE_OPS))
+            what = f"around the first {focus[0]} example (line {order[min(named)]['lines'][0]}):"
+    shown = order[lo:lo + TIMELINE_OPS]
     procs = sorted({o["process"] for o in shown}, key=lambda p: (isinstance(p, str), p))
     row = {p: i for i, p in enumerate(procs)}
-    t_end = max([o["end"] or o["start"] for o in shown] or [1])
+    t0 = shown[0]["start"] if lo and shown else 0  # the first ones are drawn from the run's start
+    t_end = max([(o["end"] or o["start"]) - t0 for o in shown] or [1])
     width, height = 1400, 18 * len(procs) + 30
     sx = (width - 80) / max(t_end, 1)
     # drawn at 1400 units and scaled to the window's width: a fixed 1400 px scrolled sideways
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
              'font-size="10">']
     for a, b, f in windows:
-        parts.append(f'<rect x="{80 + a * 1e9 * sx:.1f}" y="0" width="{max(1, (b - a) * 1e9 * sx):.1f}" '
+        a, b = max(a * 1e9 - t0, 0), min(b * 1e9 - t0, t_end)
+        if b <= 0 or a >= t_end:
+            continue  # outside the operations shown
+        parts.append(f'<rect x="{80 + a * sx:.1f}" y="0" width="{max(1, (b - a) * sx):.1f}" '
                      f'height="{height}" fill="#868e96" opacity="0.15"><title>{html.escape(f)}</title></rect>')
     for p, i in row.items():
         parts.append(f'<text x="2" y="{20 + 18 * i}">process {html.escape(str(p))}</text>')
     for o in shown:
-        x = 80 + o["start"] * sx
-        w = max(1.0, ((o["end"] or t_end) - o["start"]) * sx)
+        x = 80 + (o["start"] - t0) * sx
+        w = max(1.0, ((o["end"] or t_end + t0) - o["start"]) * sx)
         tip = html.escape(f"{o['f']} {json.dumps(o['value'])[:300]} → {o['type']}"
                           + (f" ({o['error']})" if o.get("error") else ""))
         parts.append(f'<rect x="{x:.1f}" y="{10 + 18 * row[o["process"]]}" width="{w:.1f}" height="12" '
@@ -179,7 +215,9 @@ def _timeline(run_dir: str, ops: list[dict], windows: list) -> None:
     parts.append("</svg>")
     page = ("<!doctype html><meta charset='utf-8'><title>timeline</title>"
             "<body style='font-family:sans-serif'><p><a href='index.html'>← report</a> — "
-            f"first {len(shown)} of {len(ops)} operations; hover a bar for its value</p>"
+            + (f"first {len(shown)} of {len(ops)} operations" if what == "first" else
+               f"{what} operations {lo + 1:,}–{lo + len(shown):,} of {len(ops):,}")
+            + "; hover a bar for its value</p>"
             + "".join(parts) + "</body>")
     with open(os.path.join(run_dir, "timeline.html"), "w") as f:
         f.write(page)

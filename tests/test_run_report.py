@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from sleuth.cli import main
+from sleuth.history import read_jsonl
 from sleuth.reports.run_report import fault_counts, nemesis_windows, render
 from sleuth.workloads.sim_list_append import write_sim
 
@@ -259,3 +260,30 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
     _summary(rec)
     err = capsys.readouterr().err
     assert "INVALID  list-append on sim\n" in err and "model None" not in err
+
+
+def test_a_long_runs_timeline_shows_the_operations_of_its_first_anomaly(tmp_path, monkeypatch):
+    # the timeline draws a window of operations; it drew the first ones, so a nightly run's
+    # timeline ended long before the anomaly its report leads with
+    import html as html_lib
+
+    from sleuth.reports import run_report
+
+    monkeypatch.setattr(run_report, "TIMELINE_OPS", 20)
+    d = make_run(tmp_path, "read-committed")
+    results = json.loads((d / "results.json").read_text())
+    first = results["anomaly-types"][0]
+    named = run_report._lines_named(results["anomalies"][first][0])
+    h = read_jsonl(d / "history.jsonl")
+    ops, _ = run_report.load_ops(h)
+    order = sorted(ops, key=lambda o: o["start"])
+    i = min(j for j, o in enumerate(order) if named & set(o["lines"]))
+    assert i >= 20, "the anomaly lies among the first operations: this case shows nothing"
+    render(str(d), history=h)
+    page = (d / "timeline.html").read_text()
+    m = re.search(rf"around the first {first} example \(line (\d+)\): operations (\d+)–(\d+) of 30\d", page)
+    assert m and int(m[1]) == order[i]["lines"][0], page[:400]
+    lo, hi = int(m[2]), int(m[3])
+    assert hi - lo + 1 == 20 and lo <= i + 1 <= hi
+    tip = html_lib.escape(f"{order[i]['f']} {json.dumps(order[i]['value'])[:300]} → {order[i]['type']}")
+    assert tip in page  # its bar is drawn
