@@ -183,10 +183,10 @@ def _timeline(run_dir: str, ops: list[dict], windows: list, focus: tuple[str, se
     order = sorted(ops, key=lambda o: o["start"])
     lo, what = 0, "first"
     if focus is not None and len(order) > TIMELINE_OPS:
-        named = [i for i, o in enumerate(order) if focus[1].intersection(o["lines"])]
-        if named:
-            lo = max(0, min(min(named) - TIMELINE_OPS // 4, len(order) - TIMELINE_OPS))
-            what = f"around the first {focus[0]} example (line {order[min(named)]['lines'][0]}):"
+        i = next((i for i, o in enumerate(order) if focus[1].intersection(o["lines"])), None)
+        if i is not None:
+            lo = max(0, min(i - TIMELINE_OPS // 4, len(order) - TIMELINE_OPS))
+            what = f"around the first {focus[0]} example (line {order[i]['lines'][0]}):"
     shown = order[lo:lo + TIMELINE_OPS]
     procs = sorted({o["process"] for o in shown}, key=lambda p: (isinstance(p, str), p))
     row = {p: i for i, p in enumerate(procs)}

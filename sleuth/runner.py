@@ -391,13 +391,6 @@ class _Live:
         self.threads = []
         if self.schedule is not None:
             self.schedule.finish(wait=1.0 if hurry else 120.0)
-            missing = self.schedule.missing()
-            if missing and not self.signals.fired and not any("never started" in n for n in self.notes):
-                started = sum(self.schedule.tried.values())
-                self.notes.append(
-                    f"--nemesis {', '.join(missing)} never started: this run had room for {started} "
-                    f"fault{'' if started == 1 else 's'} (one every {2 * self.cfg.nemesis_interval:g} s, the fault then its heal, within "
-                    f"--time-limit {self.cfg.time_limit:g} s); raise --time-limit or lower --nemesis-interval")
 
     def _recover(self) -> None:
         """Heal time, then every key read once more (a final read that fails is retried)."""
@@ -433,6 +426,17 @@ class _Live:
     @property
     def faults(self) -> dict[str, int]:
         return dict(self.schedule.happened) if self.schedule is not None else {}
+
+    def nemesis_notes(self) -> list[str]:
+        """The kinds of the mix whose turn never came (the run was too short), once the load is over."""
+        missing = self.schedule.missing() if self.schedule is not None else []
+        if not missing:
+            return []
+        started = sum(self.schedule.tried.values())
+        return [f"--nemesis {', '.join(missing)} never started: this run had room for {started} "
+                f"fault{'' if started == 1 else 's'} (one every {2 * self.cfg.nemesis_interval:g} s, the fault then "
+                f"its heal, within --time-limit {self.cfg.time_limit:g} s); raise --time-limit or lower "
+                "--nemesis-interval"]
 
     @property
     def nemesis_errors(self) -> tuple[str, ...]:
@@ -509,7 +513,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
 
     finished = time.time()
     hurried = signals.again
-    notes = list(live.notes if live is not None else [])
+    notes = [] if live is None else [*live.notes, *([] if signals.fired else live.nemesis_notes())]
     history = None
     if crash is not None:
         reason = f"crashed: {_one_line(crash[0])}"

@@ -124,7 +124,14 @@ def _dry_run(plan, as_json: bool) -> None:
 
 def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: bool) -> None:
     """Judge (Spark, unless told not to), write the page and junit.xml, print the summary, exit."""
-    from sleuth.campaign import judge_with_spark, label_counts, run_dirs, status, verdict
+    from sleuth.campaign import (
+        judge_with_spark,
+        label_counts,
+        run_dirs,
+        status,
+        valid_word,
+        verdict,
+    )
     from sleuth.reports import campaign_report, junit
 
     table = None
@@ -142,14 +149,16 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
     xml = junit.write(cdir, record, verdicts)
     code = status(record, verdicts)
     labels = [verdict(r, verdicts)[0] for r in record["runs"]]
-    changed = _changed_by_spark(record, verdicts, labels)
-    for r, label, v in changed:  # a run's line said its own verdict; Spark's jobs (durability) decided otherwise
-        row = v["row"]
-        lost, phantom = int(row.get("lost_writes") or 0), int(row.get("phantom_writes") or 0)
+    changed = _changed_by_spark(record, verdicts)
+    for r, label in zip(record["runs"], labels):  # a run's line said its own verdict; Spark's jobs decided otherwise
+        v = changed.get(r["run"]["id"])
+        if v is None:
+            continue
+        lost, phantom = int(v["row"].get("lost_writes") or 0), int(v["row"].get("phantom_writes") or 0)
         audit = ", ".join(f"{n} {what}" for n, what in ((lost, "lost"), (phantom, "phantom")) if n)
         _err(f"{label:>7}  {r['run']['id']}  {', '.join(v['anomaly_types']) or v['valid']} by Spark's jobs"
              + (f" (durability audit: {audit} writes)" if audit else "")
-             + f"; the run's own checks said {_word(r.get('valid'))}")
+             + f"; the run's own checks said {valid_word(r.get('valid'))}")
     counts = label_counts(labels)
     _err(f"sleuth campaign {record['name']}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
          + f"\n  page: {page}\n  junit: {xml}")
@@ -159,29 +168,20 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
                                "runs": [{"id": r["run"]["id"], "outcome": lab, "run_dir": r.get("run_dir"),
                                          "valid": r.get("valid"), "anomaly-types": r.get("anomaly-types", []),
                                          "also-found": r.get("also-found", []),
-                                         **({"spark-anomaly-types": _spark_types(r, verdicts)}
-                                            if any(r is c[0] for c in changed) else {})}
+                                         **({"spark-anomaly-types": changed[r["run"]["id"]]["anomaly_types"]}
+                                            if r["run"]["id"] in changed else {})}
                                         for r, lab in zip(record["runs"], labels)]}))
     sys.exit(code)
 
 
-def _word(valid) -> str:
-    return {True: "valid", False: "invalid"}.get(valid, "unknown")
-
-
-def _spark_types(r: dict, verdicts: dict) -> list[str]:
+def _changed_by_spark(record: dict, verdicts: dict) -> dict[str, dict]:
+    """Run id -> Spark's verdict, for each finished run whose verdict Spark's jobs changed."""
     from sleuth.campaign import run_key
-    return verdicts[run_key(r["run_dir"])]["anomaly_types"]
-
-
-def _changed_by_spark(record: dict, verdicts: dict, labels: list[str]) -> list[tuple[dict, str, dict]]:
-    """(run, its label, Spark's verdict) for each finished run whose verdict Spark's jobs changed."""
-    from sleuth.campaign import run_key
-    out = []
-    for r, label in zip(record["runs"], labels):
+    out = {}
+    for r in record["runs"]:
         v = verdicts.get(run_key(r["run_dir"])) if r.get("status") == "done" and r.get("run_dir") else None
         if v is not None and v["valid"] != r.get("valid"):
-            out.append((r, label, v))
+            out[r["run"]["id"]] = v
     return out
 
 
