@@ -22,6 +22,7 @@ import numpy as np
 from sleuth import counterexample, store
 from sleuth.checker.result import AT_LEAST, found_counts
 from sleuth.history import History, read_jsonl
+from sleuth.judge import duration, duration_text, was_judged
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
 from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
@@ -136,7 +137,8 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
-        windows=windows, logs=logs, duration=end, n_ops=len(ops),
+        windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops),
+        judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
         page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None)
     out = store.report_path(run_dir)

@@ -8,9 +8,14 @@ re-runs the test's checker on the stored history the same way).
 
 Validity merges as in Jepsen's `compose`: false > unknown > true. Two rules
 of our own (issue 10): a history in which no operation completed checked
-nothing, so it is unknown, never valid; and a run that was interrupted or
-crashed is unknown unless the part it recorded already holds an anomaly,
-which is real whatever happened afterwards (invalid).
+nothing, so it is unknown, never valid; and a run that was interrupted,
+crashed or never finished (killed outright: `run_ended`) is unknown unless
+the part it recorded already holds an anomaly, which is real whatever
+happened afterwards (invalid).
+
+This module also owns two facts every output of a run shares: whether its
+results were judged at all (`not_judged`, `was_judged`), and its duration
+(`duration`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from sleuth.checker.models import ISOLATION_MODELS
 from sleuth.history import History
 
 NOTHING_COMPLETED = "no operation completed: nothing was checked"
+DID_NOT_FINISH = "the run did not finish: its history may be cut short"
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,52 @@ def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
         timestamps=bool(target.grey_box) and isolation == "strict-serializable")
 
 
+def run_ended(test: dict[str, Any]) -> str | None:
+    """Why a stored run's verdict can be no better than unknown, from its test.json: why it
+    ended early as it recorded (`ended`: "interrupted", "crashed: …"), or DID_NOT_FINISH when
+    its record is still the one written as it started (`finished` null: the run was killed
+    outright, SIGKILL or a power loss, and never concluded); None for a run that ended at
+    its time limit. (A test.json without `finished` at all, `sleuth check --report`'s, is
+    a whole history.)"""
+    if "finished" in test and test["finished"] is None:
+        return DID_NOT_FINISH
+    return test.get("ended")
+
+
+def not_judged(reason: str) -> dict[str, Any]:
+    """The results of a run whose history was not judged (a second signal, an unreadable
+    history, a crash while judging): unknown, nothing looked for, and `"judged": false`, so
+    that no report or summary reads its empty anomaly list as "none found"."""
+    return {"valid": "unknown", "judged": False, "anomaly-types": [], "anomalies": {}, "reason": reason}
+
+
+def was_judged(results: dict[str, Any]) -> bool:
+    """Whether `results` (results.json's content) come from judging the history: false for
+    `not_judged`'s, and for those written before that flag existed, which had no model."""
+    return results.get("judged", "model" in results) is not False
+
+
+def duration(history: History) -> float:
+    """A run's duration, in seconds: from its history's first event to its last (what the
+    clients measured, faults included; the setup before and the judging after are not
+    in it). The one definition: the run's terminal summary, test.json (`duration_s`) and
+    its report all show this figure. 0.0 for an empty history."""
+    if history.compact is None:
+        times = [e.time for e in history.events]
+    else:  # a compact load keeps ops and nemesis events, not every completion's time
+        times = [e.time for e in history.nemesis_events()]
+        for o in history.ops():
+            times.append(o.invoke_time)
+            if o.complete_time is not None:
+                times.append(o.complete_time)
+    return (max(times) - min(times)) / 1e9 if times else 0.0
+
+
+def duration_text(seconds: float) -> str:
+    """A run's duration as every output shows it ("14.3 s"), so none rounds it its own way."""
+    return f"{seconds:.1f} s"
+
+
 def op_counts(history: History) -> dict[str, int]:
     """Client operations by outcome (an invoke never completed counts as info, as HISTORY.md says)."""
     out = {"ops": 0, "ok": 0, "fail": 0, "info": 0}
@@ -82,8 +134,10 @@ def op_counts(history: History) -> dict[str, int]:
     return out
 
 
-def check_workload(history: History, checks: Checks) -> Any:
-    """The workload's own checker under `checks` (a `Result`): what `sleuth check` runs."""
+def check_workload(history: History, checks: Checks, options: dict[str, Any] | None = None) -> Any:
+    """The workload's own checker under `checks` (a `Result`): what `sleuth check` runs.
+    `options`: checker options a user gave (`sleuth check RUN_DIR --total 100`), which win
+    over the run's own."""
     from sleuth.checker import checker_for
 
     kwargs: dict[str, Any] = {}
@@ -93,6 +147,7 @@ def check_workload(history: History, checks: Checks) -> Any:
         kwargs["total"] = checks.total
     if checks.linearizable_keys:
         kwargs["linearizable_keys"] = True
+    kwargs.update(options or {})
     return checker_for(checks.checker)(history, **kwargs)
 
 
@@ -122,18 +177,19 @@ def check_judged(history: History, checks: Checks) -> Any:
 
 
 def judge(history: History, checks: Checks, reason: str | None = None, *,
-          workload: bool = True) -> dict[str, Any]:
+          workload: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """The results of `history` under `checks` (results.json's content).
 
     `reason` says why the run ended early ("interrupted", "crashed: …"): an
     otherwise valid verdict is then unknown. `workload=False` leaves out the
     workload's checker and applies only the whole-run rules (timestamps, and
     the reason): the campaign's Spark judge runs a register checker per key
-    and these once per run. Pure: reads nothing but its arguments.
+    and these once per run. `options`: as `check_workload`'s. Pure: reads
+    nothing but its arguments.
     """
     from sleuth.checker.result import Result
 
-    result = check_workload(history, checks) if workload else Result(True, checks.model or "")
+    result = check_workload(history, checks, options) if workload else Result(True, checks.model or "")
     ts = None
     if checks.timestamps:
         result, ts = with_timestamps(result, history, checks.checker)

@@ -109,6 +109,7 @@ class RunRecord:
     crash_file: str | None = None
     report: str | None = None
     notes: tuple[str, ...] = ()
+    duration: float | None = None  # seconds, sleuth.judge.duration of the history; None when not read
 
     def test_json(self) -> dict[str, Any]:
         """test.json: the configuration as run, then how it went."""
@@ -120,7 +121,7 @@ class RunRecord:
                 "checks": self.checks.to_json(), "started": self.started, "finished": self.finished,
                 "faults_happened": self.faults, "nemesis_errors": list(self.nemesis_errors),
                 "summary": self.counts, "status": self.status, "reason": self.reason, "ended": self.ended,
-                "crash_file": self.crash_file, "notes": list(self.notes)}
+                "crash_file": self.crash_file, "notes": list(self.notes), "duration_s": self.duration}
 
     def summary_json(self) -> dict[str, Any]:
         """`sleuth run --json`: the one object on stdout."""
@@ -508,7 +509,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     signal before this (`signals.again`) means no judging and no plots; one during it
     ends the shrinking early (what it found is kept), and the rest goes on, shielded."""
     from sleuth.history import HistoryError, read_jsonl
-    from sleuth.judge import judge
+    from sleuth.judge import duration, judge, not_judged
     from sleuth.targets import redact
 
     finished = time.time()
@@ -520,18 +521,18 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     ended = reason
     if hurried:
         reason = f"{reason or INTERRUPTED}: stopped at once by a second signal, not judged"
-        results: dict[str, Any] = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
+        results: dict[str, Any] = not_judged(reason)
     else:
         try:
             history = read_jsonl(store.history_path(run_dir))
             results = judge(history, p.checks, reason)
         except HistoryError as e:
-            results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
             reason = reason or f"the history could not be read: {e}"
+            results = not_judged(reason)
         except Exception as e:
             crash = crash or (e, traceback.format_exc())
             reason = f"crashed: {_one_line(crash[0])}"
-            results = {"valid": "unknown", "anomaly-types": [], "anomalies": {}}
+            results = not_judged(reason)
     reason = results.get("reason", reason)
     results["reason"] = reason
     if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0 and not signals.again:
@@ -553,7 +554,8 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             nemesis_errors=live.nemesis_errors if live else (), counts=results["counts"],
             valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),
             status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
-            ended=ended, crash_file=crash_file, report=report, notes=tuple(notes))
+            ended=ended, crash_file=crash_file, report=report, notes=tuple(notes),
+            duration=None if history is None else duration(history))
 
     report = None
     if not hurried:  # a second signal asked to stop at once: no plots

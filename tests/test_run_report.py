@@ -247,7 +247,7 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
     config = SimpleNamespace(workload="list-append", target="sim", faults=(), isolation=None, seed=1)
     rec = SimpleNamespace(config=config, valid=False, status=exits.INVALID, runtime=None,
                           checks=SimpleNamespace(model="strict-serializable"), nemesis=[], faults={},
-                          counts={"ops": 1, "ok": 1, "fail": 0, "info": 0}, started=0.0, finished=1.0,
+                          counts={"ops": 1, "ok": 1, "fail": 0, "info": 0}, started=0.0, finished=1.0, duration=1.0,
                           reason=None, anomaly_types=results["anomaly-types"], notes=[], nemesis_errors=[],
                           run_dir=str(d), report=None)
     _summary(rec)

@@ -40,7 +40,7 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
     timestamps, nothing completed, a run that ended early), or "all". Returns
     {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.judge import Checks, check_workload, judge
+    from sleuth.judge import Checks, check_workload, judge, run_ended
 
     checks = Checks.of_test(test)
     if part == "checker":
@@ -48,7 +48,7 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
         if r.stats.get("keys-judged") == 0:
             return {"valid": True, "anomaly-types": []}
         return {"valid": r.valid, "anomaly-types": sorted(r.anomaly_types)}
-    results = judge(history, checks, test.get("ended"), workload=part == "all")
+    results = judge(history, checks, run_ended(test), workload=part == "all")
     return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 

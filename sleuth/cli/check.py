@@ -9,11 +9,13 @@ say (sleuth/checker/__init__.py), not this module's.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import click
@@ -34,8 +36,9 @@ def _model_for(spec: Workload, model: str | None) -> str | None:
         exits.die(f"--model: {e}")
 
 
-def _checker_options(spec: Workload, values: dict[str, Any]) -> dict[str, Any]:
-    """The options the user gave, refused if the workload's checker does not take them."""
+def _checker_options(spec: Workload, values: dict[str, Any], subject: str | None = None) -> dict[str, Any]:
+    """The options the user gave, refused if the workload's checker does not take them
+    (`subject` names what they were given for: --workload W, or a run directory)."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
@@ -46,7 +49,8 @@ def _checker_options(spec: Workload, values: dict[str, Any]) -> dict[str, Any]:
         option = OPTIONS[name]
         if name not in spec.options:
             takes = ", ".join(OPTIONS[o].flag for o in spec.options) or "none"
-            exits.die(f"{option.flag} does not apply to --workload {spec.name} (its options: {takes})")
+            exits.die(f"{option.flag} does not apply to {subject or f'--workload {spec.name}'} "
+                      f"(its options: {takes})")
         if option.json:
             try:
                 value = json.loads(value)
@@ -56,15 +60,20 @@ def _checker_options(spec: Workload, values: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-def _summary_line(path: str, result) -> str:
-    verdict = {True: "valid", False: "INVALID"}.get(result.valid, "UNKNOWN")
-    line = f"{path}: {verdict} ({result.model})"
-    if result.anomaly_types:
-        line += " — " + ", ".join(result.anomaly_types)
-    if result.not_:
-        line += f"; not {', '.join(result.not_)}"
-    if result.also_found:
-        line += f"; also found (allowed): {', '.join(result.also_found)}"
+def _summary_line(path: str, results: dict[str, Any]) -> str:
+    """A file's (or run's) first line, from its results (`Result.to_json`, or a run's
+    results.json content): the verdict, the model it was judged against, what was found,
+    and why a run's verdict is no better than unknown."""
+    verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
+    line = f"{path}: {verdict} ({results.get('model')})"
+    if results.get("anomaly-types"):
+        line += " — " + ", ".join(results["anomaly-types"])
+    if results.get("not"):
+        line += f"; not {', '.join(results['not'])}"
+    if results.get("also-found"):
+        line += f"; also found (allowed): {', '.join(results['also-found'])}"
+    if results.get("reason"):
+        line += f"; {results['reason']}"
     return line
 
 
@@ -195,8 +204,8 @@ def _models_epilog() -> str:
 @click.command(epilog=_models_epilog())
 @click.argument("files", nargs=-1)
 @click.option("--workload", "-w", default=None, type=click.Choice(sorted(WORKLOADS)),
-              help="What the history's operations are (not needed for a run directory: the run's own "
-                   "checks apply).")
+              help="What the history's operations are (not needed for a run directory, which says "
+                   "itself; given, it must be the run's).")
 @click.option("--model", "-m", default=None,
               help="Consistency model to judge against (default: linearizable for registers, "
                    "strict-serializable for transactional workloads; none for bank, counter and source, "
@@ -220,8 +229,11 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
     not decide, nothing to judge, interrupted by Ctrl-C or SIGTERM); 254 bad arguments or bad input; 255 sleuth
     itself failed. Several files: the highest status wins. A run directory
-    (or its history.jsonl beside test.json) needs no --workload: the run's
-    own checks apply, so the verdict is the run's.
+    (or, with no --workload, its history.jsonl beside test.json) is judged
+    with the run's own checks, so the verdict is the run's, unless an option
+    given here changes one (--model, a checker option, --timestamps: yours
+    wins, and the output says which model was used); a run that never
+    finished (killed outright) is at best unknown.
     """
     if spark_master is not None and not _SPARK_MASTER.match(spark_master):
         files, spark_master = (spark_master, *files), "local[*]"  # `--spark FILE`: the file is no master
@@ -243,15 +255,17 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         gc.disable()
         cli.FAST_EXIT = True
         leave_unfreed()
-    if workload is None:
-        _check_runs(files, as_json)
+    runs = _runs(files, workload) if spark_master is None else {}
     if report_dir and len(files) != 1:
         exits.die("--report DIR takes one history")
-    spec = WORKLOADS[workload]
-    kwargs = _checker_options(spec, options)
-    judged_model = _model_for(spec, model)
-    if judged_model is not None:
-        kwargs["model"] = judged_model
+    plans = {f: _run_plan(f, d, workload, model, options, timestamps, report_dir) for f, d in runs.items()}
+    spec, kwargs = None, {}
+    if len(plans) < len(files):  # history files: judged as --workload and the options say
+        spec = WORKLOADS[workload]
+        kwargs = _checker_options(spec, options)
+        judged_model = _model_for(spec, model)
+        if judged_model is not None:
+            kwargs["model"] = judged_model
     statuses = []
     progress = None
     if len(files) > 20 and not as_json and sys.stderr.isatty():
@@ -261,28 +275,34 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
     done = 0  # files whose outcome has been written
     try:
         for path in files:
-            # Each file is judged by (spec, kwargs); an argument that brings its
-            # own settings (a run directory) would resolve them here, then judge.
-            if spark_master is not None:
+            plan = plans.get(path)
+            if plan is not None:  # a run directory: its own checks, with the options given here
+                status, record, results, history = judge_run(path, plan, events=report_dir is not None)
+            elif spark_master is not None:
                 status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
+                results = None if result is None else result.to_json()
             else:
                 status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
                                                              timestamps=timestamps)
+                results = None if result is None else result.to_json()
             statuses.append(status)
-            if report_dir and result is not None:
+            if report_dir and results is not None:
                 from sleuth.cli.run import report_history
 
-                click.echo(f"report: {report_history(report_dir, history, result.to_json(), workload, path)}",
-                           err=True)
+                report = (report_history(report_dir, history, results, plan.checks.checker, path,
+                                         {**plan.test, "checks": plan.checks.to_json()})
+                          if isinstance(plan, RunPlan) else
+                          report_history(report_dir, history, results, workload, path))
+                click.echo(f"report: {report}", err=True)
             if progress is not None:
                 progress.update(1)
             with deferred():  # each file's outcome written, then counted, before an interrupt
                 if as_json:
                     emit(record)
-                if result is None:
+                if results is None:
                     click.echo(f"sleuth: error: {record['error']}", err=True)
                 elif not as_json:
-                    _print_result(path, result, explain)
+                    _print_result(path, results, explain)
                 done += 1
     except KeyboardInterrupt:
         if progress is not None:
@@ -304,39 +324,122 @@ def _interrupted(files: tuple[str, ...], done: int, statuses: list[int], as_json
     exits.die("interrupted", exits.combine([*statuses[:done], exits.UNKNOWN]))
 
 
-def _check_runs(files: tuple[str, ...], as_json: bool) -> None:
-    """Run directories: each judged with the run's own checks (sleuth/cli/run.py)."""
+def _runs(files: tuple[str, ...], workload: str | None) -> dict[str, str]:
+    """The arguments that are runs, each with its run directory: every argument when no
+    --workload is given (each must be a run directory, or its history.jsonl beside
+    test.json), else the directories (a history file given with --workload is judged as
+    that workload's; a directory can only be a run)."""
     from sleuth.campaign import RECORD
-    from sleuth.cli.run import check_run_dir
     from sleuth.store import find_run
 
     for f in files:
         if os.path.isdir(f) and os.path.exists(os.path.join(f, RECORD)):
             exits.die(f"{f}: a campaign directory; judge its runs with `sleuth campaign judge {f}`, "
                       "or name one of its runs/<run>/<time> directories")
-    if not all(find_run(f) for f in files):
-        exits.die("--workload is required unless each FILE is a run directory (or its history.jsonl "
-                  "with test.json beside it)")
-    statuses: list[int] = []
+    runs = {}
+    for f in files:
+        if workload is None or os.path.isdir(f):
+            run_dir = find_run(f)
+            if run_dir is None and workload is None:
+                exits.die("--workload is required unless each FILE is a run directory (or its history.jsonl "
+                          "with test.json beside it)")
+            if run_dir is None:
+                exits.die(f"{f}: a directory, and no run directory (no history.jsonl with test.json in it)")
+            runs[f] = run_dir
+    return runs
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """How `sleuth check` judges one run directory: the checks the run recorded, changed by
+    the options given on the command line (which win), and why its verdict can be no
+    better than unknown (`reason`, sleuth.judge.run_ended)."""
+
+    run_dir: str
+    test: dict[str, Any]
+    checks: Any  # sleuth.judge.Checks
+    options: dict[str, Any]  # checker options given here, passed on to the checker
+    notes: tuple[str, ...]  # what the options changed, said with the verdict
+    reason: str | None
+
+
+def _run_plan(path: str, run_dir: str, workload: str | None, model: str | None, options: dict[str, Any],
+              timestamps: bool, report_dir: str | None) -> RunPlan | str:
+    """The run's own checks (`Checks.of_test`) with the user's options applied, or the one-line
+    error of a test.json that cannot say what the run checked (that run's bad input, 254).
+    An option that cannot apply to the run is a bad argument: refused at once (254)."""
+    from sleuth.judge import Checks, run_ended
+    from sleuth.store import read_json, test_path
+
+    test = read_json(test_path(run_dir))
     try:
-        for f in files:
-            statuses.append(check_run_dir(f, as_json))
-    except KeyboardInterrupt:
-        _interrupted(files, len(statuses), statuses, as_json)
-    sys.exit(exits.combine(statuses))
+        checks = Checks.of_test(test)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        return f"{test_path(run_dir)}: cannot tell what the run checked ({e})"
+    spec = WORKLOADS.get(checks.checker)
+    if spec is None:
+        return f"{test_path(run_dir)}: cannot tell what the run checked (no checker named {checks.checker!r})"
+    if workload is not None and workload != spec.name:
+        exits.die(f"--workload {workload}: {path} is a {spec.name} run; its test.json says how it is judged "
+                  f"(leave --workload out, or give {spec.name})")
+    if report_dir is not None and os.path.realpath(report_dir) == os.path.realpath(run_dir):
+        exits.die(f"--report {report_dir}: that is the run directory being checked, whose record and report "
+                  "stay as the run wrote them; name another directory")
+    kwargs = _checker_options(spec, options, f"{path}, a {spec.name} run")
+    notes = []
+    if model is not None:
+        try:
+            chosen = spec.model(model)
+        except ValueError as e:
+            exits.die(f"--model: {path}: {e}")
+        if chosen != checks.model:
+            notes.append(f"judged against {chosen} (--model); the run itself was judged against {checks.model}")
+            if checks.timestamps and not timestamps:
+                notes.append(f"the grey-box timestamp rules the run applied with {checks.model} are left out "
+                             "under another model (--timestamps applies them)")
+        checks = dataclasses.replace(checks, model=chosen, timestamps=timestamps or (checks.timestamps
+                                                                                     and chosen == checks.model))
+    elif timestamps:
+        checks = dataclasses.replace(checks, timestamps=True)
+    return RunPlan(run_dir, test, checks, kwargs, tuple(notes), run_ended(test))
 
 
-def _print_result(path: str, result, explain: bool) -> None:
-    click.echo(_summary_line(path, result))
-    counts = found_counts(result.to_json())
+@gc_paused
+def judge_run(path: str, plan: RunPlan | str, events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
+    """Judge one run directory as `plan` says, by the run's own judging function
+    (sleuth.judge.judge): (exit status, JSON record, the results dict or None, the History
+    or None), as `judge_file`."""
+    from sleuth.history import read_jsonl
+    from sleuth.judge import judge
+    from sleuth.store import history_path
+
+    if isinstance(plan, str):
+        return exits.BAD_INPUT, error_record(path, plan, exits.BAD_INPUT), None, None
+    try:
+        history = read_jsonl(history_path(plan.run_dir), events=events)
+        results = judge(history, plan.checks, plan.reason, options=plan.options)
+    except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per run
+        return _failed(path, e)
+    if plan.notes:
+        results["notes"] = [*plan.notes, *results.get("notes", [])]
+    status = exits.of_valid(results["valid"])
+    return status, {"file": path, **results, "exit": status}, results, history
+
+
+def _print_result(path: str, results: dict[str, Any], explain: bool) -> None:
+    """What a file (or run) judged prints without --json: the summary line, the count of
+    each type found, each forbidden type's first example explained, the notes."""
+    click.echo(_summary_line(path, results))
+    counts = found_counts(results)
     if counts:
         click.echo("    found: " + ", ".join(f"{name} {n}" for name, n in counts.items()))
-    if explain and result.valid is not True:
-        for name in result.anomaly_types:
-            example = result.anomalies[name][0]
+    if explain and results["valid"] is not True:
+        for name in results.get("anomaly-types", []):
+            example = (results.get("anomalies", {}).get(name) or [{}])[0]
             text = example.get("explanation", "")
-            click.echo("    " + text.replace("\n", "\n    "))
-    for note in result.notes:
+            if text:
+                click.echo("    " + text.replace("\n", "\n    "))
+    for note in results.get("notes") or []:
         click.echo(f"    note: {note}")
 
 

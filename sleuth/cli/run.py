@@ -11,6 +11,7 @@ import click
 from sleuth import exits
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
+from sleuth.judge import duration_text
 from sleuth.workloads.clients import WORKLOADS
 
 
@@ -124,20 +125,23 @@ def _summary(rec) -> None:
         nemesis += f" ({happened or 'no fault was injected'})"
     out(f"  faults: {', '.join(c.faults) or 'none'}   nemesis: {nemesis}   isolation: {c.isolation}   seed {c.seed}")
     n = rec.counts
-    out(f"  ops: {n['ops']}  ok {n['ok']}  fail {n['fail']}  info {n['info']}  "
-        f"in {rec.finished - rec.started:.0f} s")
+    # the run's duration as its report and test.json give it (sleuth.judge.duration), same format
+    out(f"  ops: {n['ops']}  ok {n['ok']}  fail {n['fail']}  info {n['info']}"
+        + (f"  in {duration_text(rec.duration)}" if rec.duration is not None else ""))
     if rec.reason:
         out(f"  reason: {rec.reason}")
+    from sleuth.checker.result import found_counts
+    from sleuth.store import read_json, results_path
+    results = read_json(results_path(rec.run_dir))
+    anomalies, found = results.get("anomalies", {}), found_counts(results)
     if rec.anomaly_types:
-        from sleuth.checker.result import found_counts
-        from sleuth.store import read_json, results_path
-        results = read_json(results_path(rec.run_dir))
-        anomalies, found = results.get("anomalies", {}), found_counts(results)
         out("  anomalies: " + ", ".join(f"{t} {found[t]}" if t in found else t for t in rec.anomaly_types))
         for name in rec.anomaly_types[:4]:
             line = anomaly_line(name, str((anomalies.get(name) or [{}])[0].get("explanation", "")))
             if line:
                 out(f"    {line}")
+    if results.get("also-found"):  # what the model allows, found all the same (README's tables)
+        out("  found (allowed): " + ", ".join(f"{t} {found[t]}" if t in found else t for t in results["also-found"]))
     for note in rec.notes[:3]:
         out(f"  note: {note}")
     if rec.nemesis_errors:
@@ -147,50 +151,12 @@ def _summary(rec) -> None:
         out(f"  report: {rec.report}")
 
 
-def check_run_dir(path: str, as_json: bool = False) -> int:
-    """`sleuth check RUN_DIR` (a run directory, or its history.jsonl with test.json beside it):
-    the run's own checks (`Checks.of_test`) applied to its history by the run's judging
-    function, so the verdict and anomaly types are the run's. Prints like `sleuth check`;
-    returns the exit status (sleuth.exits)."""
-    from sleuth.cli.check import emit, error_record
-    from sleuth.history import HistoryError, read_jsonl
-    from sleuth.judge import Checks, judge
-    from sleuth.store import find_run, history_path, read_json, test_path
-
-    def bad(message: str) -> int:
-        if as_json:  # every input file has its object, this one too
-            emit(error_record(path, message, exits.BAD_INPUT))
-        click.echo(f"sleuth: error: {message}", err=True)
-        return exits.BAD_INPUT
-
-    run_dir = find_run(path)
-    if run_dir is None:
-        return bad(f"{path}: not a run directory (no history.jsonl with test.json beside it)")
-    test = read_json(test_path(run_dir))
-    try:
-        checks = Checks.of_test(test)
-        history = read_jsonl(history_path(run_dir), events=False)
-        results = judge(history, checks, test.get("ended"))
-    except HistoryError as e:
-        return bad(str(e))
-    except (TypeError, ValueError, KeyError) as e:
-        return bad(f"{test_path(run_dir)}: cannot tell what the run checked ({e})")
-    if as_json:
-        emit({"file": path, **results, "exit": exits.of_valid(results["valid"])})  # "exit" as a file's
-    else:
-        verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
-        line = f"{path}: {verdict} ({results.get('model')})"
-        if results.get("anomaly-types"):
-            line += " — " + ", ".join(results["anomaly-types"])
-        if results.get("reason"):
-            line += f"; {results['reason']}"
-        click.echo(line)
-    return exits.of_valid(results["valid"])
-
-
-def report_history(out_dir: str, history, results: dict, workload: str, source: str) -> str:
+def report_history(out_dir: str, history, results: dict, workload: str, source: str,
+                   run_test: dict | None = None) -> str:
     """`sleuth check --report DIR`: any history (imported ones too) as a run directory
-    (history.jsonl in sleuth's format, results.json, a small test.json) with its report."""
+    (history.jsonl in sleuth's format, results.json, a small test.json) with its report;
+    a run's history (`run_test`: its test.json) keeps its run's record, with the model
+    and checks it was judged with here."""
     from sleuth import store
     from sleuth.history import write_jsonl
     from sleuth.nemesis.faults import ANY_STARTS
@@ -201,8 +167,11 @@ def report_history(out_dir: str, history, results: dict, workload: str, source: 
     # the faults the history itself records (a Jepsen file's :start-partition, say): the
     # report names them and counts each, as it does a run's nemesis, beside the grey bands
     nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
-    test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
-            "model": results.get("model"), "nemesis": nemesis, "fault": []}
+    if run_test is not None:
+        test = {**run_test, "model": results.get("model")}
+    else:
+        test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
+                "model": results.get("model"), "nemesis": nemesis, "fault": []}
     store.write_record(out_dir, test, results)
     return render(out_dir, history=history, test=test, results=results)
 
