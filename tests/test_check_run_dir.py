@@ -123,7 +123,9 @@ def test_options_for_a_run_directory_apply_or_are_refused(si_run, tmp_path):
     for args, says in ((["-w", "register"], "--workload register: "),
                        (["--model", "linearizable"], "--model: "),
                        (["--total", "5"], "--total does not apply to "),
-                       (["--report", si_run], "--report ")):
+                       (["--report", si_run], "--report "),
+                       # Spark would judge it as -w's default model, not the run's (before a JVM starts)
+                       (["--spark", "local[1]", "-w", "list-append"], "--spark: ")):
         p = _sleuth("check", si_run, *args)
         lines = p.stderr.strip().splitlines()
         assert p.returncode == exits.BAD_INPUT and len(lines) == 1 and says in lines[0], (args, p.stderr)

@@ -255,6 +255,13 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         gc.disable()
         cli.FAST_EXIT = True
         leave_unfreed()
+    if spark_master is not None:
+        from sleuth.store import find_run
+
+        for f in files:
+            if os.path.isdir(f) and find_run(f):  # its checks would be dropped: refused, not ignored
+                exits.die(f"--spark: {f} is a run directory, judged with its own checks by `sleuth check {f}`; "
+                          "for Spark, give its history.jsonl with --workload and --model")
     runs = _runs(files, workload) if spark_master is None else {}
     if report_dir and len(files) != 1:
         exits.die("--report DIR takes one history")
