@@ -65,9 +65,20 @@ def make_run(tmp_path, db: str, how: str = "finished"):
 
 
 @pytest.fixture(scope="module")
-def si_run(tmp_path_factory):
-    """A finished run whose history has write skew (allowed at snapshot isolation)."""
-    return make_run(tmp_path_factory.mktemp("si"), "snapshot-isolation")[0]
+def si(tmp_path_factory):
+    """A finished run whose history has write skew (allowed at snapshot isolation), and its record."""
+    return make_run(tmp_path_factory.mktemp("si"), "snapshot-isolation")
+
+
+@pytest.fixture(scope="module")
+def si_run(si):
+    return si[0]
+
+
+@pytest.fixture(scope="module")
+def serializable(tmp_path_factory):
+    """A finished run whose history is serializable: nothing found, allowed or not."""
+    return make_run(tmp_path_factory.mktemp("ser"), "serializable")
 
 
 def test_the_run_itself_is_valid_as_snapshot_isolation_and_finds_write_skew(si_run):
@@ -190,10 +201,10 @@ def _summary(rec, capsys) -> str:
     return capsys.readouterr().err
 
 
-def test_summary_and_report_give_one_duration(tmp_path, capsys):
+def test_summary_and_report_give_one_duration(serializable, capsys):
     """Item 10: the summary said "in 15 s" (start to end, setup included) and the report
     "duration 14.0 s" (up to the last completion): one figure now, the history's span."""
-    run_dir, rec = make_run(tmp_path, "serializable")
+    run_dir, rec = serializable
     span = _history_span(run_dir)
     assert 5 < span < 10  # far from STARTED_AGO: the two old figures would differ
     text = f"{span:.1f} s"
@@ -206,10 +217,10 @@ def test_summary_and_report_give_one_duration(tmp_path, capsys):
     assert f"<th>duration</th><td>{text}</td>" in open(store.report_path(run_dir)).read()
 
 
-def test_a_valid_runs_summary_shows_the_anomalies_its_model_allows(si_run, tmp_path, capsys):
+def test_a_valid_runs_summary_shows_the_anomalies_its_model_allows(si, serializable, capsys):
     """Item 12: valid, with write skew found (allowed at snapshot isolation): the summary says
     "found (allowed): …" with counts, as `sleuth check` does."""
-    run_dir, rec = make_run(tmp_path, "snapshot-isolation")
+    run_dir, rec = si
     results = store.read_json(store.results_path(run_dir))
     assert rec.valid is True and results["also-found"]
     lines = [line for line in _summary(rec, capsys).splitlines() if "found (allowed)" in line]
@@ -217,8 +228,7 @@ def test_a_valid_runs_summary_shows_the_anomalies_its_model_allows(si_run, tmp_p
     for name in results["also-found"]:
         assert re.search(rf"\b{re.escape(name)} ≥?\d", lines[0]), (name, lines[0])
     # a run that found nothing allowed says nothing of it
-    _, clean = make_run(tmp_path, "serializable")
-    assert "found (allowed)" not in _summary(clean, capsys)
+    assert "found (allowed)" not in _summary(serializable[1], capsys)
 
 
 @pytest.mark.slow
