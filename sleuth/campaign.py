@@ -243,7 +243,7 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict)
         refuse_upstream(target, WORKLOADS[cell["workload"]])
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
-    iso = cell["isolation"] or (target.isolations[0] if target.isolations else None)
+    iso = cell["isolation"] or target.default_isolation()
     if target.isolations and iso not in target.isolations:
         raise bad(f"{where}.isolation", f"{iso!r}: target {cell['target']} offers {', '.join(target.isolations)}")
     return iso

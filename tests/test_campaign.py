@@ -362,3 +362,17 @@ def test_serve_lists_campaigns_beside_runs(tmp_path):
     finally:
         srv.shutdown()
 
+
+
+@pytest.mark.parametrize("target, strongest", [
+    ("postgresql://u@127.0.0.1:1/db", "serializable"), ("mysql://u@127.0.0.1:1/db", "serializable"),
+    ("reference", "strict-serializable")])
+def test_without_isolation_a_cell_and_a_run_ask_for_the_targets_strongest_level(tmp_path, target, strongest):
+    # docs/campaigns.md: "the default is its strongest"; `sleuth run` keeps the same default
+    from sleuth.runner import RunConfig, plan
+
+    c = load(write(tmp_path, f'[[matrix]]\nworkload = "list-append"\ntarget = "{target}"\n'))
+    assert [r.isolation for r in c.runs] == [strongest]
+    p = plan(RunConfig(target=target, workload="list-append", runtime="local" if target == "reference" else None))
+    assert p.cfg.isolation == strongest
+    assert p.checks.model == strongest
