@@ -24,9 +24,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from sleuth.campaign import RECORD, label_counts, run_key, verdict
+from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
-          ("trend-throughput.png", "median throughput, ops/s"),
+          ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
           ("trend-p99.png", "median p99 latency, ms"))
 
 
@@ -52,7 +53,8 @@ def load_table(campaign_dir: str, record: dict | None = None):
 
 
 def table_from_runs(record: dict):
-    """Without Spark: what each finished run's own files say (no durability audit, no latencies)."""
+    """Without Spark: what each finished run's own files say (no durability audit, no latencies);
+    duration and throughput as Spark's table defines them (sleuth.measure)."""
     import pandas as pd
 
     rows = []
@@ -60,15 +62,20 @@ def table_from_runs(record: dict):
         if r.get("status") != "done" or not r.get("run_dir"):
             continue
         run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
-        duration = (test.get("finished", 0) - test.get("started", 0)) if test.get("finished") else math.nan
+        duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
         word = {True: "true", False: "false"}.get(r.get("valid"), "unknown")
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
                      "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
                      "seed": run["seed"], "valid": word, "anomaly_types": ",".join(sorted(r["anomaly-types"])),
                      "run_valid": word, "ops": r["ops"], "ok": r["ok"], "fail": r["fail"], "info": r["info"],
-                     "duration_s": duration, "throughput": r["ops"] / run["time_limit"] if run["time_limit"] else math.nan})
+                     "duration_s": math.nan if duration is None else duration,
+                     "throughput": _nan(throughput(r["ok"], duration))})
     return pd.DataFrame(rows)
+
+
+def _nan(v: float | None) -> float:
+    return math.nan if v is None else v
 
 
 def verdicts(table) -> dict[str, dict]:
@@ -111,6 +118,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
     page = env.get_template("campaign.html.j2").render(
         record=record, runs=runs, matrix=_matrix(runs), counts=counts, anomaly_runs=sorted(anomaly_runs.items()),
         spark="spark_agrees" in table.columns, trends=TRENDS, summary=_summary(table),
+        heads={"duration": DURATION_HEADER, "throughput": THROUGHPUT_HEADER, "definition": DEFINITION},
         stamp=os.path.basename(os.path.normpath(campaign_dir)))
     path = os.path.join(campaign_dir, "index.html")
     with open(path, "w") as f:

@@ -376,3 +376,56 @@ def test_without_isolation_a_cell_and_a_run_ask_for_the_targets_strongest_level(
     p = plan(RunConfig(target=target, workload="list-append", runtime="local" if target == "reference" else None))
     assert p.cfg.isolation == strongest
     assert p.checks.model == strongest
+
+
+def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
+    """Issue 43: the page said 88.3 ops/s over 15.0 s for a run Spark judged and 199.6 ops/s
+    over 16.8 s with --no-spark (ops over the time limit; test.json's wall clock), and JUnit
+    a third time (the campaign's wall clock around the run). One owner, sleuth.measure: the
+    first to the last history event, and ok operations per second of it."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from sleuth.campaign import record_of_runs
+    from sleuth.checker.spark import aggregate, consolidate
+    from sleuth.checker.spark.jobs import run_meta
+    from sleuth.reports import campaign_report, junit
+
+    d = tmp_path / "runs" / "r1"
+    d.mkdir(parents=True)
+    # 3 register writes on one key over 2.5 s of history, one of them failed: 2 ok of 3
+    events, t = [], 500_000_000  # the first event half a second after the run's start
+    for i, (typ, v) in enumerate((("ok", 1), ("fail", 2), ("ok", 3))):
+        events.append({"type": "invoke", "process": i, "f": "write", "value": [0, v], "time": t})
+        events.append({"type": typ, "process": i, "f": "write", "value": [0, v], "time": t + 100_000_000})
+        t += 1_000_000_000
+    events[-1]["time"] = 3_000_000_000
+    (d / "history.jsonl").write_text("".join(json.dumps({"index": i, **e}) + "\n" for i, e in enumerate(events)))
+    test = {"name": "r1", "workload": "register", "target": "reference", "nemesis": [], "fault": [],
+            "isolation": "strict-serializable", "model": "linearizable", "time_limit": 2, "seed": 0,
+            "started": 1000.0, "finished": 1009.0,  # cluster start and final reads: wall clock, not the load
+            "summary": {"ops": 3, "ok": 2, "fail": 1, "info": 0}}
+    (d / "test.json").write_text(json.dumps(test))
+    (d / "results.json").write_text(json.dumps({"valid": True, "anomaly-types": []}))
+    record = record_of_runs(str(tmp_path / "runs"))
+    record["runs"][0].update(started=990.0, finished=1015.0)  # the campaign's clock around the whole run
+
+    own = campaign_report.table_from_runs(record).iloc[0]  # --no-spark
+    meta = run_meta([str(d)], "c")
+    stats = consolidate.run_rows("c", meta[0]["run"], str(d), "register", meta[0]["test"], "all", True,
+                                 str(tmp_path / "ops"))
+    stats = stats.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
+    spark = aggregate.campaign_table(pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta]),
+                                     stats, pd.DataFrame([{"run": meta[0]["run"], "valid": "true",
+                                                           "anomaly_types": []}]),
+                                     pd.DataFrame(columns=["run", "anomaly"]), set()).iloc[0]
+    assert own["duration_s"] == spark["duration_s"] == 2.5
+    assert own["throughput"] == spark["throughput"] == 2 / 2.5
+    for table in (campaign_report.table_from_runs(record), pd.DataFrame([spark])):
+        cdir = tmp_path / f"c{len(list(tmp_path.glob('c*')))}"
+        cdir.mkdir()
+        xml = junit.write(str(cdir), record, campaign_report.verdicts(table))
+        case = ET.parse(xml).getroot().find("testsuite").find("testcase")
+        assert case.get("time") == "2.5"
+        page = open(campaign_report.render(str(cdir), table, {**record, "dir": str(cdir)})).read()
+        assert "<td>0.80</td>" in page and "<td>2.50</td>" in page  # throughput, duration
+        assert "ok ops/s" in page and "first to last event" in page  # the headers say what they are
