@@ -24,7 +24,9 @@ import jinja2
 from markupsafe import Markup, escape
 
 from sleuth.campaign import RECORD, label_counts, run_key, verdict
+from sleuth.checker.spark.aggregate import NOT_AUDITED
 from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
+from sleuth.words import noun
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
@@ -74,6 +76,11 @@ def table_from_runs(record: dict):
     return pd.DataFrame(rows)
 
 
+def np_bool() -> type:
+    import numpy as np
+    return np.bool_
+
+
 def _nan(v: float | None) -> float:
     return math.nan if v is None else v
 
@@ -107,6 +114,11 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
                          "durability", "lost_writes", "phantom_writes", "spark_agrees", "ops", "throughput",
                          "latency_p50_ms", "latency_p99_ms", "latency_p99_fault_ms", "availability_fault",
                          "duration_s")}})
+        shown = runs[-1]["row"]
+        if row.get("durability") == NOT_AUDITED:  # nothing was counted: no count of 0 either
+            shown["lost_writes"] = shown["phantom_writes"] = NOT_AUDITED
+        if isinstance(row.get("spark_agrees"), bool | np_bool()):
+            shown["spark_agrees"] = "yes" if row["spark_agrees"] else "no"
     counts = label_counts([r["label"] for r in runs])
     anomaly_runs: dict[str, list[str]] = {}
     for r in runs:
@@ -115,6 +127,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
     _trends(campaign_dir, record["name"])
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
+    env.filters["plural"] = lambda word, n: noun(n, word)
     page = env.get_template("campaign.html.j2").render(
         record=record, runs=runs, matrix=_matrix(runs), counts=counts, anomaly_runs=sorted(anomaly_runs.items()),
         spark="spark_agrees" in table.columns, trends=TRENDS, summary=_summary(table),
@@ -146,8 +159,12 @@ def _summary(table) -> dict:
             out[col] = _show(float(s.median())) if len(s) else "—"
         else:
             out[col] = "—"
-    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over every run
-        out[col] = str(int(table[col].fillna(0).astype(int).sum())) if col in table.columns else "—"
+    audited = (table["durability"] != NOT_AUDITED) if "durability" in table.columns else None
+    out["audited"] = int(audited.sum()) if audited is not None else 0
+    out["not_audited"] = len(table) - out["audited"]
+    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over the runs it audited
+        out[col] = (str(int(table[col][audited].fillna(0).astype(int).sum()))
+                    if col in table.columns and out["audited"] else NOT_AUDITED)
     out["durability_bad"] = ([r for r, d in zip(table["run"], table["durability"]) if d in ("lost", "phantom")]
                              if "durability" in table.columns else [])
     return out

@@ -386,7 +386,7 @@ def run_all(record: dict, say, log, progress: bool) -> None:
             r.update(status="done", finished=time.time())
             save(record)
             label, _ = verdict(r)
-            line = (f"{label:>7}  {run.id}  {valid_word(r['valid'])}"
+            line = (f"{label:>7}  {run.id}  {exits.verdict_word(r['valid'])}"
                     + (f"  {', '.join(r['anomaly-types'])}" if r["anomaly-types"] else "")
                     + (f"  crashed: {str(r['crashed']).splitlines()[0]}" if r.get("crashed") else ""))
             if progress:
@@ -398,10 +398,6 @@ def run_all(record: dict, say, log, progress: bool) -> None:
         bar.close()
     record["finished"], record["interrupted"] = time.time(), False
     save(record)
-
-
-def valid_word(v: Any) -> str:
-    return {True: "valid", False: "INVALID"}.get(v, "unknown")
 
 
 def run_key(run_dir: str) -> str:

@@ -203,7 +203,7 @@ def test_serve_lists_runs_and_serves_reports(tmp_path):
     try:
         base = f"http://127.0.0.1:{srv.server_address[1]}"
         root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
-        assert "rc/20260101T000000/index.html" in root and "INVALID" in root
+        assert "rc/20260101T000000/index.html" in root and '<span class="badge invalid">invalid</span>' in root
         page = urllib.request.urlopen(base + "/rc/20260101T000000/index.html", timeout=10).read().decode()
         assert "INVALID" in page
     finally:

@@ -55,9 +55,12 @@ def run_stats(ops) -> dict:
             "availability_fault": float((ok & fault).sum() / fault.sum()) if fault.any() else None}
 
 
+NOT_AUDITED = "n/a"  # the durability of a run whose workload the audit cannot read back
+
+
 def durability_text(lost: int, phantom: int, audited: bool) -> str:
     if not audited:
-        return "n/a"
+        return NOT_AUDITED
     return "lost" if lost else "phantom" if phantom else "ok"
 
 

@@ -129,9 +129,9 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         label_counts,
         run_dirs,
         status,
-        valid_word,
         verdict,
     )
+    from sleuth.exits import verdict_word
     from sleuth.reports import campaign_report, junit
 
     table = None
@@ -158,7 +158,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         audit = ", ".join(f"{n} {what}" for n, what in ((lost, "lost"), (phantom, "phantom")) if n)
         _err(f"{label:>7}  {r['run']['id']}  {', '.join(v['anomaly_types']) or v['valid']} by Spark's jobs"
              + (f" (durability audit: {audit} writes)" if audit else "")
-             + f"; the run's own checks said {valid_word(r.get('valid'))}")
+             + f"; the run's own checks said {verdict_word(r.get('valid'))}")
     counts = label_counts(labels)
     _err(f"sleuth campaign {record['name']}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
          + f"\n  page: {page}\n  junit: {xml}")
