@@ -478,3 +478,15 @@ def test_campaign_page_says_yes_no_and_n_a_where_durability_was_not_audited(tmp_
     assert cells[3:7] == ["n/a", "n/a", "n/a", expected]  # durability, lost, phantom, Spark agrees
     assert ">True<" not in page and ">False<" not in page
     assert "Audited: 3 runs (1 not" in page
+
+
+def test_one_run_is_said_in_the_singular(tmp_path):
+    # issue 43: "1 runs" (the dry run's count, the campaign page's headline)
+    from sleuth.reports import campaign_report
+
+    p = sleuth("campaign", write(tmp_path, '[[matrix]]\nworkload = "register"\n', "one.toml"), "--dry-run")
+    assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == "1 run", p.stderr
+    cdir, record = fixture_campaign(tmp_path, "20261102T020000")
+    record["runs"] = record["runs"][:1]
+    page = open(campaign_report.render(str(cdir), campaign_report.load_table(str(cdir)), record)).read()
+    assert "1 run: 1 pass" in page and "1 runs" not in page

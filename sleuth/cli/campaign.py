@@ -15,6 +15,7 @@ import sys
 import click
 
 from sleuth import exits
+from sleuth.words import plural
 
 
 class _DefaultRun(click.Group):
@@ -69,7 +70,7 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
         record = new_record(plan, cdir)
         save(record)
     todo = sum(1 for r in record["runs"] if r["status"] != "done")
-    _err(f"sleuth campaign {plan.name}: {todo} of {len(record['runs'])} runs to go → {cdir}")
+    _err(f"sleuth campaign {plan.name}: {todo} of {plural(len(record['runs']), 'run')} to go → {cdir}")
     log_path = os.path.join(cdir, "campaign.log")
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -119,7 +120,7 @@ def _dry_run(plan, as_json: bool) -> None:
         for r in plan.runs:
             click.echo(f"{r.id}  ({r.time_limit:g} s, {r.concurrency} clients, {r.rate:g}/s"
                        + (", expected invalid" if r.expect == "invalid" else "") + ")")
-        click.echo(f"{len(plan.runs)} runs", err=True)
+        click.echo(plural(len(plan.runs), "run"), err=True)
 
 
 def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: bool) -> None:
