@@ -429,7 +429,8 @@ def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
         assert case.get("time") == "2.5"
         page = open(campaign_report.render(str(cdir), table, {**record, "dir": str(cdir)})).read()
         assert "<td>0.80</td>" in page and "<td>2.50</td>" in page  # throughput, duration
-        assert "ok ops/s" in page and "first to last event" in page  # the headers say what they are
+        assert "ok ops/s&#8202;*</th>" in page and "duration, s&#8202;*</th>" in page  # the headers, and
+        assert "* Duration: from the run&#39;s first to its last history event" in page  # what * says
 
 
 def test_serve_index_is_styled_one_vocabulary_and_no_empty_heading(tmp_path):
