@@ -76,11 +76,6 @@ def table_from_runs(record: dict):
     return pd.DataFrame(rows)
 
 
-def np_bool() -> type:
-    import numpy as np
-    return np.bool_
-
-
 def _nan(v: float | None) -> float:
     return math.nan if v is None else v
 
@@ -97,6 +92,8 @@ def verdicts(table) -> dict[str, dict]:
 
 
 def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
+    import numpy as np
+
     record = record or load_record(campaign_dir)
     table = load_table(campaign_dir, record) if table is None else table
     by_dir = verdicts(table)
@@ -117,7 +114,7 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
         shown = runs[-1]["row"]
         if row.get("durability") == NOT_AUDITED:  # nothing was counted: no count of 0 either
             shown["lost_writes"] = shown["phantom_writes"] = NOT_AUDITED
-        if isinstance(row.get("spark_agrees"), bool | np_bool()):
+        if isinstance(row.get("spark_agrees"), bool | np.bool_):  # a word, not Python's True
             shown["spark_agrees"] = "yes" if row["spark_agrees"] else "no"
     counts = label_counts([r["label"] for r in runs])
     anomaly_runs: dict[str, list[str]] = {}

@@ -2,7 +2,7 @@
 
 The campaign page (with Spark's table or without it), the campaign's JUnit XML and
 the Spark aggregate all show these figures, and all take them from here, from what
-the run recorded in its history (docs/campaigns.md, "The campaign page"):
+the run recorded in its history (docs/campaigns.md, "After the runs: Spark, the page, JUnit"):
 
 - duration: from the run's first to its last history event, in seconds: the time
   the clients measured (load, nemesis, heal and final reads); starting the cluster
