@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean
+.PHONY: install system bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean docs
 
 install: $(STAMP)
 
@@ -64,3 +64,7 @@ lint: install
 
 clean:
 	rm -rf $(VENV) build *.egg-info store bench/out
+
+# The tables of docs/ written from the code (tests/test_models.py fails when one differs)
+docs: install
+	$(BIN)/python -m sleuth.checker.registry_doc docs/history-format.md

@@ -87,6 +87,7 @@ from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
 from sleuth.history import History, Op
+from sleuth.words import noun, plural
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full
@@ -656,7 +657,7 @@ def explain_failure(history: History, key: Any, out: Outcome, model: Model,
     else:
         where = "" if key is None else f"key {key}: "
         op = model.describe_op(stuck.f, stuck.invoke_value, stuck.ok_value)
-        sentence = (f"{where}no linearization: after linearizing {depth} ops the state was "
+        sentence = (f"{where}no linearization: after linearizing {plural(depth, 'op')} the state was "
                     f"{model.describe_state(state)}; {op} by process {stuck.op.process} "
                     f"(line {history.line_of(stuck.op.invoke_pos)}) cannot be placed")
     return {
@@ -740,7 +741,7 @@ def keys_note(n_keys: int, n_judged: int, n_ops: int) -> str | None:
     if not n_judged:
         return nothing_to_judge("no operation completed ok" if n_ops else "the history is empty")
     if n_judged < n_keys:
-        return (f"{n_keys - n_judged} of {n_keys} keys had nothing to judge (no operation on them "
+        return (f"{n_keys - n_judged} of {plural(n_keys, 'key')} had nothing to judge (no operation on them "
                 "completed ok); the verdict covers the others")
     return None
 
@@ -817,8 +818,8 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     if early:
         stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):
-        notes.append(f"{bad_keys} keys are not linearizable; the first {len(examples)} "
-                     "are explained")
+        notes.append(f"{plural(bad_keys, 'key')} {noun(bad_keys, 'is', 'are')} not linearizable; the first "
+                     f"{len(examples)} {noun(len(examples), 'is', 'are')} explained")
     return Result(valid=valid, model="linearizable",
                   anomaly_types=["nonlinearizable"] if examples else [],
                   anomalies={"nonlinearizable": examples} if examples else {},

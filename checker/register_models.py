@@ -50,6 +50,8 @@ from typing import Any
 
 import orjson
 
+from sleuth.words import plural
+
 UNKNOWN = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 """The `ok_value` of an operation whose outcome is unknown (`info`)."""
 
@@ -328,7 +330,7 @@ def explain(*, key, depth, state, last, stuck, window, calls, line_of, initial=U
     """One sentence for a register with no linearization: what it held at the
     deepest partial linearization, the op that could not be placed, and why."""
     where = "" if key is None else f"key {show(key)}: "
-    held = (f"{where}no linearization: after linearizing {depth} ops the register held "
+    held = (f"{where}no linearization: after linearizing {plural(depth, 'op')} the register held "
             f"{show(state)} ({_last_write(last, line_of)})")
     p, line = stuck.op.process, line_of(stuck.op.invoke_pos)
     if window:

@@ -66,6 +66,7 @@ from sleuth.checker.shrink_parts import (
     unwritten,
 )
 from sleuth.history import Event, History, Op
+from sleuth.words import plural
 
 STAGES = ("seed", "processes", "operations", "keys", "micro-ops", "1-minimal")
 
@@ -115,7 +116,7 @@ class Counterexample:
             how = f"{stopped} during '{self.stage}': " + (
                 "smaller than the original, perhaps not minimal" if self.ops < self.original_ops
                 else "no smaller history found")
-        return (f"{self.target}: {self.original_ops} operations shrunk to {self.ops} "
+        return (f"{self.target}: {plural(self.original_ops, 'operation')} shrunk to {self.ops} "
                 f"in {self.seconds:.1f} s ({self.checks} checks); {how}")
 
     def rows(self) -> list[dict[str, Any]]:

@@ -24,9 +24,12 @@ import jinja2
 from markupsafe import Markup, escape
 
 from sleuth.campaign import RECORD, label_counts, run_key, verdict
+from sleuth.checker.spark.aggregate import NOT_AUDITED
+from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
+from sleuth.words import noun
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
-          ("trend-throughput.png", "median throughput, ops/s"),
+          ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
           ("trend-p99.png", "median p99 latency, ms"))
 
 
@@ -52,7 +55,8 @@ def load_table(campaign_dir: str, record: dict | None = None):
 
 
 def table_from_runs(record: dict):
-    """Without Spark: what each finished run's own files say (no durability audit, no latencies)."""
+    """Without Spark: what each finished run's own files say (no durability audit, no latencies);
+    duration and throughput as Spark's table defines them (sleuth.measure)."""
     import pandas as pd
 
     rows = []
@@ -60,15 +64,20 @@ def table_from_runs(record: dict):
         if r.get("status") != "done" or not r.get("run_dir"):
             continue
         run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
-        duration = (test.get("finished", 0) - test.get("started", 0)) if test.get("finished") else math.nan
+        duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
         word = {True: "true", False: "false"}.get(r.get("valid"), "unknown")
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
                      "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
                      "seed": run["seed"], "valid": word, "anomaly_types": ",".join(sorted(r["anomaly-types"])),
                      "run_valid": word, "ops": r["ops"], "ok": r["ok"], "fail": r["fail"], "info": r["info"],
-                     "duration_s": duration, "throughput": r["ops"] / run["time_limit"] if run["time_limit"] else math.nan})
+                     "duration_s": math.nan if duration is None else duration,
+                     "throughput": _nan(throughput(r["ok"], duration))})
     return pd.DataFrame(rows)
+
+
+def _nan(v: float | None) -> float:
+    return math.nan if v is None else v
 
 
 def verdicts(table) -> dict[str, dict]:
@@ -83,6 +92,8 @@ def verdicts(table) -> dict[str, dict]:
 
 
 def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
+    import numpy as np
+
     record = record or load_record(campaign_dir)
     table = load_table(campaign_dir, record) if table is None else table
     by_dir = verdicts(table)
@@ -100,6 +111,11 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
                          "durability", "lost_writes", "phantom_writes", "spark_agrees", "ops", "throughput",
                          "latency_p50_ms", "latency_p99_ms", "latency_p99_fault_ms", "availability_fault",
                          "duration_s")}})
+        shown = runs[-1]["row"]
+        if row.get("durability") == NOT_AUDITED:  # nothing was counted: no count of 0 either
+            shown["lost_writes"] = shown["phantom_writes"] = NOT_AUDITED
+        if isinstance(row.get("spark_agrees"), bool | np.bool_):  # a word, not Python's True
+            shown["spark_agrees"] = "yes" if row["spark_agrees"] else "no"
     counts = label_counts([r["label"] for r in runs])
     anomaly_runs: dict[str, list[str]] = {}
     for r in runs:
@@ -108,9 +124,11 @@ def render(campaign_dir: str, table=None, record: dict | None = None) -> str:
     _trends(campaign_dir, record["name"])
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
+    env.filters["plural"] = lambda word, n: noun(n, word)
     page = env.get_template("campaign.html.j2").render(
         record=record, runs=runs, matrix=_matrix(runs), counts=counts, anomaly_runs=sorted(anomaly_runs.items()),
         spark="spark_agrees" in table.columns, trends=TRENDS, summary=_summary(table),
+        heads={"duration": DURATION_HEADER, "throughput": THROUGHPUT_HEADER, "definition": DEFINITION},
         stamp=os.path.basename(os.path.normpath(campaign_dir)))
     path = os.path.join(campaign_dir, "index.html")
     with open(path, "w") as f:
@@ -138,8 +156,12 @@ def _summary(table) -> dict:
             out[col] = _show(float(s.median())) if len(s) else "—"
         else:
             out[col] = "—"
-    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over every run
-        out[col] = str(int(table[col].fillna(0).astype(int).sum())) if col in table.columns else "—"
+    audited = (table["durability"] != NOT_AUDITED) if "durability" in table.columns else None
+    out["audited"] = int(audited.sum()) if audited is not None else 0
+    out["not_audited"] = len(table) - out["audited"]
+    for col in ("lost_writes", "phantom_writes"):  # the durability audit, over the runs it audited
+        out[col] = (str(int(table[col][audited].fillna(0).astype(int).sum()))
+                    if col in table.columns and out["audited"] else NOT_AUDITED)
     out["durability_bad"] = ([r for r, d in zip(table["run"], table["durability"]) if d in ("lost", "phantom")]
                              if "durability" in table.columns else [])
     return out

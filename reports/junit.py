@@ -6,6 +6,8 @@ The mapping follows the campaign's outcomes (sleuth.campaign.outcome):
 pass and caught (an expected-invalid run found invalid) pass; invalid and
 missed are failures carrying the anomaly summary; crashed and unknown are
 errors (sleuth could not decide); runs an interruption left out are skipped.
+A test case's time is the run's duration as the campaign page shows it
+(`sleuth.measure`: first to last history event), carried by the campaign table.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ def write(campaign_dir: str, record: dict, verdicts: dict[str, dict]) -> str:
         label, _ = verdict(r, verdicts)
         v = verdicts.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         anomalies = v["anomaly_types"] if v else r.get("anomaly-types", [])
-        seconds = max(0.0, (r.get("finished") or 0) - (r.get("started") or 0))
+        # the run's duration as the campaign page shows it (sleuth.measure, through the table's row)
+        seconds = ((v or {}).get("row") or {}).get("duration_s") or 0.0
+        seconds = 0.0 if seconds != seconds else float(seconds)  # NaN: no timed event
         elapsed += seconds
         case = ET.SubElement(suite, "testcase", name=run["id"], classname=f"{record['name']}.{run['workload']}",
                              time=f"{seconds:.1f}")

@@ -84,9 +84,11 @@ def cycle_geometry(n: int) -> list[tuple[tuple[float, float], tuple[float, float
     """Where `cycle` draws each of n edges (i -> i+1 around a circle of radius R): its
     start, its end, its bend (matplotlib's arc3 `rad`) and where its label goes, on the
     arc's middle. Two transactions' two edges (a -> b, b -> a) bend to either side, or they
-    would lie on one line under one label and read as a single edge."""
-    pos = [(R * math.cos(2 * math.pi * i / n + math.pi / 2), R * math.sin(2 * math.pi * i / n + math.pi / 2))
-           for i in range(n)]
+    would lie on one line under one label and read as a single edge; they sit side by
+    side (left, right), so their drawing is a wide strip, not a tall empty square."""
+    pos = ([(-R, 0.0), (R, 0.0)] if n == 2 else  # two: left and right; more: the first on top
+           [(R * math.cos(2 * math.pi * i / n + math.pi / 2), R * math.sin(2 * math.pi * i / n + math.pi / 2))
+            for i in range(n)])
     rad = 0.35 if n == 2 else 0.0
     out = []
     for i in range(n):
@@ -102,6 +104,19 @@ def cycle_geometry(n: int) -> list[tuple[tuple[float, float], tuple[float, float
 
 
 R = 0.85  # the circle the transactions sit on, in axes units of [-1.2, 1.2]
+# room around the transactions and labels, same units: sideways for a name's box, up and down
+# for a box's or a label's half height
+MARGIN_X, MARGIN_Y = 0.35, 0.18
+INCHES = 4.2 / 2.4  # figure inches per axes unit: a full circle's drawing is 4.2 in square
+TITLE = 0.35  # inches above the drawing for its title
+
+
+def cycle_extent(geometry: list) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1): what the drawing of `geometry` covers (its transactions, its labels and
+    its arcs' middles), with a margin around, so the figure is as large as its cycle and no larger."""
+    xs = [p[0] for start, _end, _rad, label in geometry for p in (start, label)]
+    ys = [p[1] for start, _end, _rad, label in geometry for p in (start, label)]
+    return min(xs) - MARGIN_X, max(xs) + MARGIN_X, min(ys) - MARGIN_Y, max(ys) + MARGIN_Y
 
 
 def cycle(path: str, steps: list[dict], title: str, limit: int = 10) -> None:
@@ -112,7 +127,11 @@ def cycle(path: str, steps: list[dict], title: str, limit: int = 10) -> None:
         names.append(f"… {len(steps) - limit} more")
     geometry = cycle_geometry(len(names))
     pos = {name: geometry[i][0] for i, name in enumerate(names)}
-    fig, ax = plt.subplots(figsize=(4.2, 4.2), dpi=110)
+    x0, x1, y0, y1 = cycle_extent(geometry)
+    # sized by the cycle: two transactions make a wide strip; the title gets its own 0.35 in
+    height = (y1 - y0) * INCHES
+    fig = plt.figure(figsize=((x1 - x0) * INCHES, height + TITLE), dpi=110)
+    ax = fig.add_axes((0, 0, 1, height / (height + TITLE)))  # the axes fill the figure below the title
     for i, (start, end, rad, (lx, ly)) in enumerate(geometry):
         kind = shown[i]["kind"] if i < len(shown) else "…"
         color = "#c92a2a" if kind == "rw" else "#495057"
@@ -125,11 +144,10 @@ def cycle(path: str, steps: list[dict], title: str, limit: int = 10) -> None:
     for name, (x, y) in pos.items():
         ax.text(x, y, name, ha="center", va="center", fontsize=8,
                 bbox={"boxstyle": "round", "fc": "#f1f3f5", "ec": "#adb5bd"})
-    ax.set_xlim(-1.2, 1.2)
-    ax.set_ylim(-1.2, 1.2)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
     ax.set_aspect("equal")  # arc3 bends in display space: equal scales keep the labels on the arcs
     ax.axis("off")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

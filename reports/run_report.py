@@ -105,8 +105,13 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     end = float(t.max()) if len(t) else 1.0
     windows = nemesis_windows(nemesis, end)
     arrays = {"t": t, "lat": lat, "type": typ}
-    plots.latency(os.path.join(run_dir, "latency.png"), arrays, windows, "latency by completion time")
-    plots.throughput(os.path.join(run_dir, "throughput.png"), arrays, windows, "throughput")
+    plotted = len(t) > 0  # no operation completed (a run that crashed at once): nothing to plot, no empty axes
+    for name, draw, title in (("latency.png", plots.latency, "latency by completion time"),
+                              ("throughput.png", plots.throughput, "throughput")):
+        if plotted:
+            draw(os.path.join(run_dir, name), arrays, windows, title)
+        elif os.path.exists(os.path.join(run_dir, name)):
+            os.remove(os.path.join(run_dir, name))  # a report rendered again must not show an old picture
 
     anomalies = []
     found = found_counts(results)
@@ -137,7 +142,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
         test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
-        windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops),
+        windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops), plotted=plotted,
         judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
         page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import html
 import json
 import os
 import urllib.parse
@@ -11,7 +10,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 
 def runs(store: str) -> list[tuple[str, str]]:
-    """(relative run dir, verdict) for every run in the store, newest first."""
+    """(relative run dir, verdict word) for every run in the store, newest first."""
+    from sleuth.exits import verdict_word
+
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
         d = os.path.join(store, name)
@@ -21,13 +22,13 @@ def runs(store: str) -> list[tuple[str, str]]:
             try:
                 with open(os.path.join(d, stamp, "results.json")) as f:
                     v = json.load(f).get("valid")
-            except (OSError, ValueError):
+            except (OSError, ValueError, AttributeError):
                 v = "unknown"
-            out.append((stamp, f"{name}/{stamp}", {True: "valid", False: "INVALID"}.get(v, "unknown")))
+            out.append((stamp, f"{name}/{stamp}", verdict_word(v)))
     return [(rel, verdict) for _, rel, verdict in sorted(out, reverse=True)]
 
 
-def campaigns(store: str) -> list[tuple[str, str]]:
+def campaigns(store: str) -> list[tuple[str, dict[str, int]]]:
     """(relative campaign dir, its outcome counts) for every campaign in the store, newest first:
     the counts its page shows, by Spark's verdicts (durability included) where Spark judged it."""
     from sleuth.campaign import RECORD, label_counts, verdict
@@ -45,20 +46,34 @@ def campaigns(store: str) -> list[tuple[str, str]]:
                 labels = [verdict(r, judged)[0] for r in record["runs"]]
             except (OSError, ValueError, KeyError):
                 continue
-            counts = ", ".join(f"{n} {k}" for k, n in label_counts(labels).items() if n)
-            out.append((stamp, f"campaigns/{name}/{stamp}", f"{len(labels)} runs: {counts}"))
-    return [(rel, what) for _, rel, what in sorted(out, reverse=True)]
+            out.append((stamp, f"campaigns/{name}/{stamp}", label_counts(labels)))
+    return [(rel, counts) for _, rel, counts in sorted(out, reverse=True)]
+
+
+def index_page(store: str) -> str:
+    """The root page: the campaigns and the runs of the store, styled as the run pages, with the
+    verdict words of sleuth.exits and the outcome labels of sleuth.campaign; no empty section."""
+    import jinja2
+
+    from sleuth.words import noun
+
+    def link(rel: str) -> str:
+        return urllib.parse.quote(rel) + "/index.html"
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+                             autoescape=True)
+    env.filters["plural"] = lambda word, n: noun(n, word)
+    return env.get_template("serve.html.j2").render(
+        store=os.path.abspath(store),
+        campaigns=[{"href": link(rel), "name": rel.removeprefix("campaigns/"), "n": sum(counts.values()),
+                    "counts": counts} for rel, counts in campaigns(store)],
+        runs=[{"href": link(rel), "name": rel, "word": word} for rel, word in runs(store)])
 
 
 class Handler(SimpleHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (http.server's name)
         if self.path in ("/", "/index.html"):
-            def items(pairs):
-                return "".join(f'<li><a href="{html.escape(urllib.parse.quote(r))}/index.html">{html.escape(r)}</a> — {html.escape(v)}</li>'
-                               for r, v in pairs)
-            body = (f"<!doctype html><meta charset='utf-8'><title>sleuth runs</title>"
-                    f"<h1>campaigns</h1><ul>{items(campaigns(self.directory))}</ul>"
-                    f"<h1>runs</h1><ul>{items(runs(self.directory))}</ul>")
+            body = index_page(self.directory)
             data = body.encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/html; charset=utf-8")

@@ -243,7 +243,7 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict)
         refuse_upstream(target, WORKLOADS[cell["workload"]])
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
-    iso = cell["isolation"] or (target.isolations[0] if target.isolations else None)
+    iso = cell["isolation"] or target.default_isolation()
     if target.isolations and iso not in target.isolations:
         raise bad(f"{where}.isolation", f"{iso!r}: target {cell['target']} offers {', '.join(target.isolations)}")
     return iso
@@ -386,7 +386,7 @@ def run_all(record: dict, say, log, progress: bool) -> None:
             r.update(status="done", finished=time.time())
             save(record)
             label, _ = verdict(r)
-            line = (f"{label:>7}  {run.id}  {valid_word(r['valid'])}"
+            line = (f"{label:>7}  {run.id}  {exits.verdict_word(r['valid'])}"
                     + (f"  {', '.join(r['anomaly-types'])}" if r["anomaly-types"] else "")
                     + (f"  crashed: {str(r['crashed']).splitlines()[0]}" if r.get("crashed") else ""))
             if progress:
@@ -398,10 +398,6 @@ def run_all(record: dict, say, log, progress: bool) -> None:
         bar.close()
     record["finished"], record["interrupted"] = time.time(), False
     save(record)
-
-
-def valid_word(v: Any) -> str:
-    return {True: "valid", False: "INVALID"}.get(v, "unknown")
 
 
 def run_key(run_dir: str) -> str:

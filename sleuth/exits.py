@@ -24,6 +24,12 @@ def of_valid(valid: bool | str | None) -> int:
     return UNKNOWN
 
 
+def verdict_word(valid: bool | str | None) -> str:
+    """The word for a verdict wherever a page or a line names one: valid, invalid or unknown
+    (one case, as the outcome labels of a campaign)."""
+    return {VALID: "valid", INVALID: "invalid"}.get(of_valid(valid), "unknown")
+
+
 def combine(statuses: Iterable[int]) -> int:
     """Several files or runs in one call: the highest status wins.
 

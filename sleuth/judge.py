@@ -107,8 +107,9 @@ def was_judged(results: dict[str, Any]) -> bool:
 def duration(history: History) -> float:
     """A run's duration, in seconds: from its history's first event to its last (what the
     clients measured, faults included; the setup before and the judging after are not
-    in it). The one definition: the run's terminal summary, test.json (`duration_s`) and
-    its report all show this figure. 0.0 for an empty history."""
+    in it), as `sleuth.measure` defines it for the campaign's outputs: the run's terminal
+    summary, test.json (`duration_s`) and its report all show this figure. 0.0 for an
+    empty history."""
     if history.compact is None:
         times = [e.time for e in history.events]
     else:  # a compact load keeps ops and nemesis events, not every completion's time
@@ -117,7 +118,9 @@ def duration(history: History) -> float:
             times.append(o.invoke_time)
             if o.complete_time is not None:
                 times.append(o.complete_time)
-    return (max(times) - min(times)) / 1e9 if times else 0.0
+    from sleuth.measure import span_ns  # the one definition the campaign's figures use too
+
+    return span_ns(times) / 1e9
 
 
 def duration_text(seconds: float) -> str:

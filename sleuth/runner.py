@@ -319,7 +319,7 @@ def plan(cfg: RunConfig) -> _Plan:
 
     target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file)
     if target.isolations:
-        cfg = dataclasses.replace(cfg, isolation=cfg.isolation or target.isolations[0])
+        cfg = dataclasses.replace(cfg, isolation=cfg.isolation or target.default_isolation())
         if cfg.isolation not in target.isolations:
             raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
     kinds = tuple(parse_mix(cfg.nemesis, target))

@@ -354,7 +354,8 @@ def test_serve_lists_campaigns_beside_runs(tmp_path):
         root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
         assert "campaigns/fixture/20261102T020000/index.html" in root
         # the counts its page shows: Spark's durability audit made a valid run invalid
-        assert "— 5 runs: 1 pass, 1 caught, 1 invalid, 1 missed, 1 pending</li>" in root
+        assert re.sub(r"<[^>]+>", " ", root.split("fixture/20261102T020000</a>")[1].split("</tr>")[0]).split() == [
+            "5", "runs", "1", "pass", "1", "caught", "1", "invalid", "1", "missed", "1", "pending"]
         assert "register-reference-no-nemesis/20261102T010000/index.html" in root
         assert "campaigns/fixture/index.html" not in root  # a campaign is not listed as a run
         page = urllib.request.urlopen(base + "/campaigns/fixture/20261102T020000/index.html", timeout=10).read()
@@ -362,3 +363,131 @@ def test_serve_lists_campaigns_beside_runs(tmp_path):
     finally:
         srv.shutdown()
 
+
+
+@pytest.mark.parametrize("target, strongest", [
+    ("postgresql://u@127.0.0.1:1/db", "serializable"), ("mysql://u@127.0.0.1:1/db", "serializable"),
+    ("reference", "strict-serializable")])
+def test_without_isolation_a_cell_and_a_run_ask_for_the_targets_strongest_level(tmp_path, target, strongest):
+    # docs/campaigns.md: "the default is its strongest"; `sleuth run` keeps the same default
+    from sleuth.runner import RunConfig, plan
+
+    c = load(write(tmp_path, f'[[matrix]]\nworkload = "list-append"\ntarget = "{target}"\n'))
+    assert [r.isolation for r in c.runs] == [strongest]
+    p = plan(RunConfig(target=target, workload="list-append", runtime="local" if target == "reference" else None))
+    assert p.cfg.isolation == strongest
+    assert p.checks.model == strongest
+
+
+def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
+    """Issue 43: the page said 88.3 ops/s over 15.0 s for a run Spark judged and 199.6 ops/s
+    over 16.8 s with --no-spark (ops over the time limit; test.json's wall clock), and JUnit
+    a third time (the campaign's wall clock around the run). One owner, sleuth.measure: the
+    first to the last history event, and ok operations per second of it."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from sleuth.campaign import record_of_runs
+    from sleuth.checker.spark import aggregate, consolidate
+    from sleuth.checker.spark.jobs import run_meta
+    from sleuth.reports import campaign_report, junit
+
+    d = tmp_path / "runs" / "r1"
+    d.mkdir(parents=True)
+    # 3 register writes on one key over 2.5 s of history, one of them failed: 2 ok of 3
+    events, t = [], 500_000_000  # the first event half a second after the run's start
+    for i, (typ, v) in enumerate((("ok", 1), ("fail", 2), ("ok", 3))):
+        events.append({"type": "invoke", "process": i, "f": "write", "value": [0, v], "time": t})
+        events.append({"type": typ, "process": i, "f": "write", "value": [0, v], "time": t + 100_000_000})
+        t += 1_000_000_000
+    events[-1]["time"] = 3_000_000_000
+    (d / "history.jsonl").write_text("".join(json.dumps({"index": i, **e}) + "\n" for i, e in enumerate(events)))
+    test = {"name": "r1", "workload": "register", "target": "reference", "nemesis": [], "fault": [],
+            "isolation": "strict-serializable", "model": "linearizable", "time_limit": 2, "seed": 0,
+            "started": 1000.0, "finished": 1009.0,  # cluster start and final reads: wall clock, not the load
+            "summary": {"ops": 3, "ok": 2, "fail": 1, "info": 0}}
+    (d / "test.json").write_text(json.dumps(test))
+    (d / "results.json").write_text(json.dumps({"valid": True, "anomaly-types": []}))
+    record = record_of_runs(str(tmp_path / "runs"))
+    record["runs"][0].update(started=990.0, finished=1015.0)  # the campaign's clock around the whole run
+
+    own = campaign_report.table_from_runs(record).iloc[0]  # --no-spark
+    meta = run_meta([str(d)], "c")
+    stats = consolidate.run_rows("c", meta[0]["run"], str(d), "register", meta[0]["test"], "all", True,
+                                 str(tmp_path / "ops"))
+    stats = stats.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
+    spark = aggregate.campaign_table(pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta]),
+                                     stats, pd.DataFrame([{"run": meta[0]["run"], "valid": "true",
+                                                           "anomaly_types": []}]),
+                                     pd.DataFrame(columns=["run", "anomaly"]), set()).iloc[0]
+    assert own["duration_s"] == spark["duration_s"] == 2.5
+    assert own["throughput"] == spark["throughput"] == 2 / 2.5
+    for table in (campaign_report.table_from_runs(record), pd.DataFrame([spark])):
+        cdir = tmp_path / f"c{len(list(tmp_path.glob('c*')))}"
+        cdir.mkdir()
+        xml = junit.write(str(cdir), record, campaign_report.verdicts(table))
+        case = ET.parse(xml).getroot().find("testsuite").find("testcase")
+        assert case.get("time") == "2.5"
+        page = open(campaign_report.render(str(cdir), table, {**record, "dir": str(cdir)})).read()
+        assert "<td>0.80</td>" in page and "<td>2.50</td>" in page  # throughput, duration
+        assert "ok ops/s&#8202;*</th>" in page and "duration, s&#8202;*</th>" in page  # the headers, and
+        assert "* Duration: from the run&#39;s first to its last history event" in page  # what * says
+
+
+def test_serve_index_is_styled_one_vocabulary_and_no_empty_heading(tmp_path):
+    """Issue 43: the index was unstyled, had a "campaigns" heading over nothing, and said
+    "valid" beside "INVALID"."""
+    import threading
+    import urllib.request
+
+    from sleuth.reports.serve import make_server
+
+    store = tmp_path / "store"
+    store.mkdir()
+    srv = make_server(str(store), port=0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def index_page(_store):
+        return urllib.request.urlopen(f"http://127.0.0.1:{srv.server_address[1]}/", timeout=10).read().decode()
+
+    empty = index_page(str(store))
+    assert "<style>" in empty and "<h2" not in empty and "No runs in this store yet" in empty
+    for name, v in (("a", True), ("b", False), ("c", "unknown")):
+        (store / name / "20261102T010000").mkdir(parents=True)
+        (store / name / "20261102T010000" / "results.json").write_text(json.dumps({"valid": v}))
+    page = index_page(str(store))
+    assert "<style>" in page and 'id="runs"' in page and 'id="campaigns"' not in page  # no campaign: no heading
+    words = re.findall(r'<span class="badge (\w+)">(\w+)</span>', page)
+    assert sorted(words) == [("invalid", "invalid"), ("unknown", "unknown"), ("valid", "valid")]
+    assert "INVALID" not in page
+    srv.shutdown()
+
+
+def test_campaign_page_says_yes_no_and_n_a_where_durability_was_not_audited(tmp_path):
+    """Issue 43: the page showed Spark agrees as a raw `True`, and lost/phantom counts of 0
+    for a run the durability audit never read."""
+    from sleuth.reports import campaign_report
+
+    cdir, record = fixture_campaign(tmp_path, "20261102T020000")
+    table = campaign_report.load_table(str(cdir))
+    table.loc[table["workload"] == "counter", "durability"] = "n/a"  # the audit reads no counter table
+    page = open(campaign_report.render(str(cdir), table, record)).read()
+    rows = {re.sub(r"<[^>]+>", "", r.split("</td>")[0]): [re.sub(r"<[^>]+>", "", c) for c in r.split("<td")[1:]]
+            for r in page.split('<table class="runs">')[1].split("</table>")[0].split("<tr><td>")[1:]}
+    counter = next(v for k, v in rows.items() if k.startswith("counter"))
+    cells = [c.split(">", 1)[1].strip() for c in counter]
+    expected = "yes" if table.loc[table["workload"] == "counter", "spark_agrees"].iloc[0] else "no"
+    assert cells[3:7] == ["n/a", "n/a", "n/a", expected]  # durability, lost, phantom, Spark agrees
+    assert ">True<" not in page and ">False<" not in page
+    assert "Audited: 3 runs (1 not" in page
+
+
+def test_one_run_is_said_in_the_singular(tmp_path):
+    # issue 43: "1 runs" (the dry run's count, the campaign page's headline)
+    from sleuth.reports import campaign_report
+
+    p = sleuth("campaign", write(tmp_path, '[[matrix]]\nworkload = "register"\n', "one.toml"), "--dry-run")
+    assert p.returncode == 0 and p.stderr.strip().splitlines()[-1] == "1 run", p.stderr
+    cdir, record = fixture_campaign(tmp_path, "20261102T020000")
+    record["runs"] = record["runs"][:1]
+    page = open(campaign_report.render(str(cdir), campaign_report.load_table(str(cdir)), record)).read()
+    assert "1 run: 1 pass" in page and "1 runs" not in page

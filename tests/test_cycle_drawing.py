@@ -55,3 +55,20 @@ def test_latency_axis_reads_in_plain_milliseconds():
     assert major == ["10"] and minor == ["2", "5", "20"]
     major, minor = labels(0.5, 4000)  # wide: the decades alone
     assert major == ["1", "10", "100", "1000"] and minor == []
+
+
+def test_the_figure_is_sized_by_the_cycle(tmp_path):
+    # issue 43: a 2-transaction cycle was drawn in a tall, mostly empty square
+    from PIL import Image
+
+    sizes = {}
+    for n in (2, 3, 8):
+        steps = [{"from": f"T{i}", "kind": "rw" if i % 2 else "ww"} for i in range(n)]
+        path = tmp_path / f"c{n}.png"
+        plots.cycle(str(path), steps, "G2-item #1")
+        sizes[n] = Image.open(path).size
+    (w2, h2), h3, h8 = sizes[2], sizes[3][1], sizes[8][1]
+    assert h2 < 0.6 * w2  # side by side: a wide strip
+    assert h2 < h3 <= h8  # taller as the cycle has more transactions
+    (a, b, _, _), _ = plots.cycle_geometry(2)
+    assert a[1] == b[1]  # the two transactions on one level

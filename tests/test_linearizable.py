@@ -637,3 +637,23 @@ def test_every_nonlinearizable_key_is_counted_though_ten_are_explained():
     from sleuth.checker.result import found_counts
     assert found_counts(r.to_json()) == {"nonlinearizable": "13 keys"}  # keys, not operations
     assert check_register(H(*events[-2:])).stats["anomaly-counts"] == {}
+
+
+def test_one_linearized_op_is_said_in_the_singular():
+    # issue 43: "after linearizing 1 ops"
+    r = check_cas_register(H(
+        ("invoke", 0, "write", 1),
+        ("ok", 0, "write", 1),
+        ("invoke", 0, "write", 2),
+        ("ok", 0, "write", 2),
+        ("invoke", 1, "read", None),
+        ("ok", 1, "read", 1),
+    ))
+    assert "after linearizing 2 ops the register held 2" in r.anomalies["nonlinearizable"][0]["explanation"]
+    r = check_cas_register(H(
+        ("invoke", 0, "write", 1),
+        ("ok", 0, "write", 1),
+        ("invoke", 1, "read", None),
+        ("ok", 1, "read", 3),  # never written
+    ))
+    assert "after linearizing 1 op the register held 1" in r.anomalies["nonlinearizable"][0]["explanation"]

@@ -208,3 +208,36 @@ strong-read-committed
 @pytest.mark.parametrize("name", ELLE_NAMES)
 def test_every_distinguishable_elle_model_name_is_accepted(name):
     assert models.canonical(name) in models.MODELS
+
+
+def test_the_docs_table_of_workloads_models_and_options_is_the_registrys():
+    """Issue 43: docs/history-format.md listed 7 list-append models (the CLI takes 25) and missed
+    --sequential-keys, --wfr-keys and --failed-cas-observes. The table is written from the
+    registry (`python -m sleuth.checker.registry_doc`); this fails when the doc differs."""
+    import os
+
+    from sleuth.checker import OPTIONS, WORKLOADS, registry_doc
+    from sleuth.cli.check import check
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), registry_doc.DOC)
+    with open(path) as f:
+        text = f.read()
+    assert registry_doc.render(text, path) == text, "run: python -m sleuth.checker.registry_doc"
+    table = text.split(registry_doc.BEGIN)[1].split(registry_doc.END)[0]
+    flags = {f for p in check.params for f in (*p.opts, *p.secondary_opts)}
+    for o in OPTIONS.values():  # every checker flag `sleuth check` takes, named in the table
+        assert o.flag in flags and f"`{o.flag}" in table, o.flag
+    for m in WORKLOADS["list-append"].models:
+        assert f"`{m}`" in table, m
+    assert len(WORKLOADS["list-append"].models) == 25
+
+
+def test_the_docs_table_is_rewritten_between_its_markers_only():
+    from sleuth.checker import registry_doc
+
+    text = f"before\n{registry_doc.BEGIN}\n| stale |\n{registry_doc.END}\nafter\n"
+    out = registry_doc.render(text)
+    assert out.startswith("before\n" + registry_doc.BEGIN) and out.endswith(registry_doc.END + "\nafter\n")
+    assert "| stale |" not in out and "`--sequential-keys`" in out
+    with pytest.raises(ValueError, match="BEGIN"):
+        registry_doc.render("no markers\n")

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import orjson
 import pytest
@@ -202,7 +203,7 @@ def test_serve_lists_runs_and_serves_reports(tmp_path):
     try:
         base = f"http://127.0.0.1:{srv.server_address[1]}"
         root = urllib.request.urlopen(base + "/", timeout=10).read().decode()
-        assert "rc/20260101T000000/index.html" in root and "INVALID" in root
+        assert "rc/20260101T000000/index.html" in root and '<span class="badge invalid">invalid</span>' in root
         page = urllib.request.urlopen(base + "/rc/20260101T000000/index.html", timeout=10).read().decode()
         assert "INVALID" in page
     finally:
@@ -287,3 +288,24 @@ def test_a_long_runs_timeline_shows_the_operations_of_its_first_anomaly(tmp_path
     assert hi - lo + 1 == 20 and lo <= i + 1 <= hi
     tip = html_lib.escape(f"{order[i]['f']} {json.dumps(order[i]['value'])[:300]} → {order[i]['type']}")
     assert tip in page  # its bar is drawn
+
+
+def test_a_run_with_no_operation_has_no_plots_and_no_warnings(tmp_path):
+    # a run that crashed before its first operation: matplotlib warned twice ("No artists with
+    # labels found to put in legend") and the report showed two empty plots
+    d = tmp_path / "crashed"
+    d.mkdir()
+    (d / "history.jsonl").write_text("")
+    (d / "test.json").write_text(json.dumps({"name": "crashed", "workload": "register", "target": "reference",
+                                             "nemesis": [], "fault": [], "seed": 0, "status": 255,
+                                             "reason": "crashed: the cluster did not start"}))
+    (d / "results.json").write_text(json.dumps({"valid": "unknown", "anomaly-types": [], "anomalies": {}}))
+    (d / "latency.png").write_bytes(b"an older rendering's picture")
+    r = subprocess.run([os.path.join(os.path.dirname(sys.executable), "sleuth"), "report", str(d)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr and "warn" not in r.stderr.lower(), r.stderr
+    page = (d / "index.html").read_text()
+    assert "No operation completed: nothing to plot." in page
+    assert "latency.png" not in page and "throughput.png" not in page
+    assert not (d / "latency.png").exists() and not (d / "throughput.png").exists()

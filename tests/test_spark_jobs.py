@@ -293,6 +293,20 @@ def test_campaign_table_columns_and_files(campaign):
     assert v["target"] == "reference" and v["workload"] == "list-append" and v["seed"] == 0
 
 
+def test_duration_and_throughput_are_the_pages_without_spark_too(campaign):
+    # issue 43: one definition (sleuth.measure) whether Spark judged the campaign or not
+    from sleuth.campaign import record_of_runs
+    from sleuth.reports.campaign_report import table_from_runs
+
+    for name in ("stale", "valid", "nemesis", "postgres"):
+        if name not in campaign["runs"]:
+            continue
+        own = table_from_runs(record_of_runs(campaign["runs"][name])).iloc[0]
+        spark = campaign["by"][name]
+        assert (own["duration_s"], own["throughput"]) == (spark["duration_s"], spark["throughput"]), name
+        assert 5 <= spark["duration_s"] < 30 and spark["throughput"] == spark["ok"] / spark["duration_s"], name
+
+
 def test_standalone_master_gives_the_same_table(campaign, tmp_path):
     """`make spark-up` (twice: idempotent), the same job on its master, `make spark-down` (twice)."""
     from sleuth.checker.spark.standalone import _alive, free_port

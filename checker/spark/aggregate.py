@@ -5,9 +5,9 @@ from the task that consolidated the run (consolidate.py calls `run_stats`);
 the run's configuration from its test.json, its own verdict from its
 results.json; the Spark verdict from the judge and durability jobs.
 
-- `duration_s`: from the run's first to its last history event (what the
-  clients measured; cluster start and judging are not in it);
-- `throughput`: ok operations per second of that;
+- `duration_s` and `throughput`: as `sleuth.measure` defines them (the one
+  owner: the page without Spark and the JUnit XML use the same), from the span
+  the consolidation measured;
 - latencies: ok operations, invoke to completion, in milliseconds; the
   `_fault` ones only over operations invoked while a fault was active;
 - `availability_fault`: of the operations invoked during a fault, the share
@@ -55,9 +55,12 @@ def run_stats(ops) -> dict:
             "availability_fault": float((ok & fault).sum() / fault.sum()) if fault.any() else None}
 
 
+NOT_AUDITED = "n/a"  # the durability of a run whose workload the audit cannot read back
+
+
 def durability_text(lost: int, phantom: int, audited: bool) -> str:
     if not audited:
-        return "n/a"
+        return NOT_AUDITED
     return "lost" if lost else "phantom" if phantom else "ok"
 
 
@@ -72,8 +75,9 @@ def campaign_table(meta, stats, verdicts, anomalies, audited: set[str]):
     import pandas as pd
 
     from sleuth.checker.spark.judge import verdict_text
+    from sleuth.measure import seconds, throughput
 
-    stats = stats.assign(duration_s=stats["span_ns"].astype("float64") / 1e9)
+    stats = stats.assign(duration_s=[seconds(s) for s in stats["span_ns"]])
     stats = stats[[c for c in stats.columns if c in COLUMNS or c == "run"]]
     t = meta.merge(stats, on="run", how="left").merge(verdicts, on="run", how="left")
     counts = anomalies.groupby(["run", "anomaly"]).size().unstack(fill_value=0) if len(anomalies) else None
@@ -95,7 +99,7 @@ def campaign_table(meta, stats, verdicts, anomalies, audited: set[str]):
         valid.append(verdict_text(False) if (lo or ph) else v)
     t["anomaly_types"], t["valid"], t["spark_agrees"] = types, valid, agrees
     t["durability"] = [durability_text(lo, ph, r in audited) for r, lo, ph in zip(t["run"], lost, phantom)]
-    t["throughput"] = t["ok"] / t["duration_s"].where(t["duration_s"] > 0)
+    t["throughput"] = [throughput(ok, d) for ok, d in zip(t["ok"], t["duration_s"])]
     for c in ("ops", "ok", "fail", "info", "fault_events"):
         t[c] = t[c].fillna(0)
     no_faults = t["fault_events"] == 0

@@ -218,6 +218,7 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
 
     from sleuth.checker.spark.judge import judge_history, verdict_text
     from sleuth.history import HistoryError, read_jsonl
+    from sleuth.measure import span_ns
 
     path = os.path.join(run_dir, "history.jsonl")
     reason = None
@@ -236,8 +237,7 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
             valid, types = verdict_text(r["valid"]), r["anomaly-types"]
         except Exception as e:  # a checker that cannot judge this history: unknown, the rest go on
             reason = f"{type(e).__name__}: {e}"
-    times = [e.time for e in events]
-    span = max(times) - min(times) if times else 0
+    span = span_ns(e.time for e in events)  # the run's duration has one owner (sleuth.measure)
     row = {"campaign": campaign, "run": run, "readable": history is not None, "reason": reason, "valid": valid,
            "anomaly_types": list(types), "span_ns": span, "fault_events": faults, **run_stats(ops)}
     return pd.DataFrame([row])[list(RUN_COLUMNS)]

@@ -56,6 +56,7 @@ from sleuth.checker.spark import history_keys as hk
 from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
 from sleuth.checker.spark.shard_history import LOG_LEVEL, per_task, spark_session, warm
 from sleuth.history import HistoryError
+from sleuth.words import noun, plural
 
 DEFAULT_MASTER = "local[*]"
 # what the tasks of a check import (shard_history.warm: started with the session, not in the
@@ -242,7 +243,8 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
     if note:
         notes.append(note)
     if bad > len(examples):
-        notes.append(f"{bad} keys are not linearizable; the first {len(examples)} are explained")
+        notes.append(f"{plural(bad, 'key')} {noun(bad, 'is', 'are')} not linearizable; the first "
+                     f"{len(examples)} {noun(len(examples), 'is', 'are')} explained")
     return Result(valid=valid, model="linearizable", anomaly_types=["nonlinearizable"] if examples else [],
                   anomalies={"nonlinearizable": examples} if examples else {}, stats=stats, notes=notes)
 

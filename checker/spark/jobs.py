@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from sleuth.checker.spark.shard_history import warm
+from sleuth.words import plural
 
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
 
@@ -224,7 +225,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         t = time.monotonic()
         warm(spark, sorted({m["workload"] for m in meta}), CAMPAIGN_MODULES)
         timings["warm"] = time.monotonic() - t
-        say(f"spark: {spark.sparkContext.master}, {len(meta)} runs ({time.monotonic() - t0:.1f} s to start "
+        say(f"spark: {spark.sparkContext.master}, {plural(len(meta), 'run')} ({time.monotonic() - t0:.1f} s to start "
             "it and its Python workers)")
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
@@ -240,7 +241,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         verdicts = judge(ops, runs, meta, readable, [judge_large(spark, m) for m in meta
                                                      if m["run"] in large and m["run"] in readable])
         timings["judge"] = time.monotonic() - t
-        say(f"spark: judged {len(verdicts)} runs, {len(large)} of them large, per key "
+        say(f"spark: judged {plural(len(verdicts), 'run')}, {len(large)} of them large, per key "
             f"({timings['judge']:.1f} s)")
         t = time.monotonic()
         audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
@@ -254,7 +255,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
                 anomalies = found.toPandas()
         anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
         timings["audit"] = time.monotonic() - t
-        say(f"spark: audited durability of {len(audited)} runs: {len(anomalies)} lost or phantom writes "
+        say(f"spark: audited durability of {plural(len(audited), 'run')}: {len(anomalies)} lost or phantom writes "
             f"({timings['audit']:.1f} s)")
         t = time.monotonic()
         stats = runs.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
@@ -264,7 +265,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         table.to_csv(os.path.join(out_dir, "campaign.csv"), index=False)
         timings["aggregate"] = time.monotonic() - t
         table.attrs["timings"] = timings  # seconds per job, for bench/bench_spark.py
-        say(f"spark: aggregated ({timings['aggregate']:.1f} s); campaign table of {len(table)} runs in "
+        say(f"spark: aggregated ({timings['aggregate']:.1f} s); campaign table of {plural(len(table), 'run')} in "
             f"{out_dir} ({time.monotonic() - t0:.1f} s in all)")
         return table
     finally:

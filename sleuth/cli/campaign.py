@@ -15,6 +15,7 @@ import sys
 import click
 
 from sleuth import exits
+from sleuth.words import plural
 
 
 class _DefaultRun(click.Group):
@@ -69,7 +70,7 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
         record = new_record(plan, cdir)
         save(record)
     todo = sum(1 for r in record["runs"] if r["status"] != "done")
-    _err(f"sleuth campaign {plan.name}: {todo} of {len(record['runs'])} runs to go → {cdir}")
+    _err(f"sleuth campaign {plan.name}: {todo} of {plural(len(record['runs']), 'run')} to go → {cdir}")
     log_path = os.path.join(cdir, "campaign.log")
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -119,7 +120,7 @@ def _dry_run(plan, as_json: bool) -> None:
         for r in plan.runs:
             click.echo(f"{r.id}  ({r.time_limit:g} s, {r.concurrency} clients, {r.rate:g}/s"
                        + (", expected invalid" if r.expect == "invalid" else "") + ")")
-        click.echo(f"{len(plan.runs)} runs", err=True)
+        click.echo(plural(len(plan.runs), "run"), err=True)
 
 
 def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: bool) -> None:
@@ -129,9 +130,9 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         label_counts,
         run_dirs,
         status,
-        valid_word,
         verdict,
     )
+    from sleuth.exits import verdict_word
     from sleuth.reports import campaign_report, junit
 
     table = None
@@ -158,7 +159,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         audit = ", ".join(f"{n} {what}" for n, what in ((lost, "lost"), (phantom, "phantom")) if n)
         _err(f"{label:>7}  {r['run']['id']}  {', '.join(v['anomaly_types']) or v['valid']} by Spark's jobs"
              + (f" (durability audit: {audit} writes)" if audit else "")
-             + f"; the run's own checks said {valid_word(r.get('valid'))}")
+             + f"; the run's own checks said {verdict_word(r.get('valid'))}")
     counts = label_counts(labels)
     _err(f"sleuth campaign {record['name']}: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
          + f"\n  page: {page}\n  junit: {xml}")

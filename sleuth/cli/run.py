@@ -52,7 +52,7 @@ def clip(text: str, width: int) -> str:
 @click.option("--isolation", default=None,
               help="The target's own level: strict-serializable | serializable | strong-session-serializable "
                    "(reference); read-committed | repeatable-read | serializable (PostgreSQL); read-uncommitted | "
-                   "read-committed | repeatable-read | serializable (MariaDB/MySQL).")
+                   "read-committed | repeatable-read | serializable (MariaDB/MySQL). Default: the target's strongest.")
 @click.option("--time-limit", type=click.FloatRange(min=1), default=30, show_default=True, help="Seconds of load.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=10, show_default=True)
 @click.option("--rate", type=click.FloatRange(min=0), default=200, show_default=True,

@@ -90,6 +90,20 @@ class Target:
             return "fail", msg, code is None
         return "info", msg, True
 
+    def default_isolation(self) -> str | None:
+        """The level a run or campaign cell without `--isolation` asks for: the target's strongest
+        (the one judged against the strongest model), so an unqualified run tests the most the
+        target promises. None for a target without levels."""
+        if not self.isolations:
+            return None
+        from sleuth.checker.models import ISOLATION_MODELS, MODELS
+
+        def rank(level: str) -> int:  # MODELS lists the strongest first
+            model = self.models.get(level, ISOLATION_MODELS.get(level, ""))
+            return MODELS.index(model) if model in MODELS else len(MODELS)
+
+        return min(self.isolations, key=rank)
+
     def linearizable_keys(self, isolation: str | None) -> bool:
         """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
         return False

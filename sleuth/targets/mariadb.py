@@ -103,7 +103,8 @@ def parse_url(url: str) -> dict:
 class MySQLTarget(Target):
     """What every MySQL-protocol target shares: the driver, its errors, the levels and their models."""
     family = "mysql"
-    # The first is the default, as MySQL's own default is REPEATABLE READ.
+    # MySQL's own default level first; without --isolation a run asks for the strongest
+    # (Target.default_isolation), as it does of every target.
     isolations = ("repeatable-read", "read-uncommitted", "read-committed", "serializable")
     models = MYSQL_MODELS
 
