@@ -2,7 +2,8 @@
 
 `reference` (the bundled cluster), `postgres` (a local PostgreSQL server
 sleuth starts), any PostgreSQL-wire URL, `mariadb` (a local MariaDB server
-sleuth starts) and any MySQL-protocol URL.
+sleuth starts), any MySQL-protocol URL, `etcd` (a cluster of etcd members
+sleuth starts) and any database described in a TOML file (`described`).
 
 A target starts (or finds) the system, hands clients a connection string,
 and exposes the handles the nemeses need: nodes by role, kill/restart,
@@ -90,6 +91,24 @@ class Target:
             return "fail", msg, code is None
         return "info", msg, True
 
+    @property
+    def abilities(self) -> frozenset[str]:
+        """What a nemesis may ask of this target (`sleuth.nemesis.faults.NEEDS` names them): here
+        `nodes` where it has nodes sleuth started; the reference cluster has them all."""
+        if self.family == "reference":
+            return frozenset({"nodes", "coordinators", "clock", "partition"})
+        return frozenset({"nodes"}) if self.roles else frozenset()
+
+    def refusal(self, kind: str, need: str) -> str:
+        """The one-line refusal of `--nemesis kind`, whose `need` this target lacks."""
+        if need == "nodes":
+            return f"--nemesis {kind}: target {self.name} runs on nodes sleuth cannot reach"
+        return f"--nemesis {kind} needs the reference cluster (--target reference)"
+
+    def clock_nodes(self) -> list[str]:
+        """The nodes whose clock a clock fault may move (the reference cluster's: its oracle)."""
+        return ["oracle"]
+
     def linearizable_keys(self, isolation: str | None) -> bool:
         """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
         return False
@@ -168,7 +187,11 @@ def refuse_upstream(target: Target, workload: Any) -> None:
     required_bin(f"--workload {workload.name}: its upstream PostgreSQL", Unsupported)
 
 
-def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:
+def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None,
+                nodes_count: int | None = None) -> Target:
+    if nodes_count is not None and not (spec.split("+")[0] == "etcd" or spec.endswith(".toml")):
+        raise Unsupported(f"--nodes-count applies to a cluster sleuth starts (etcd, a .toml description), "
+                          f"not to --target {redact(spec)}")
     if spec == "reference":
         from sleuth.targets.reference import ReferenceTarget
 
@@ -178,6 +201,19 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
                           f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+    if spec.split("+")[0] == "etcd":
+        from sleuth.targets.etcd import EtcdTarget
+
+        return EtcdTarget(spec, nodes_count)
+    if spec.endswith(".toml"):
+        import dataclasses
+
+        from sleuth.targets.described import DescribedTarget, load
+
+        desc = load(spec)
+        if nodes_count is not None:
+            desc = dataclasses.replace(desc, nodes=nodes_count)
+        return DescribedTarget(desc)
     if spec in ("mariadb", "mariadb+snapshot-isolation") or spec.startswith("mysql://"):
         from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
 
@@ -189,4 +225,5 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
     raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, a postgres:// URL, mariadb, "
-                      "mariadb+snapshot-isolation, or a mysql:// URL")
+                      "mariadb+snapshot-isolation, a mysql:// URL, etcd, etcd+serializable-reads, "
+                      "or a database described in a FILE.toml")

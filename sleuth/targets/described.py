@@ -1,0 +1,519 @@
+"""A cluster of real nodes on this machine, and a database described in a TOML file.
+
+Two layers, usable apart:
+
+`LocalCluster` is the generic machinery: N processes, each on its own
+loopback address (127.x.y.z), each in its own directory (`data/` and
+`node.log`), each in its own session (signals reach exactly its process
+group), each in its own cgroup-v2 group. Per node: `start`, `stop` (SIGTERM,
+then SIGKILL after a grace), `kill` (SIGKILL, as a crash), `restart`,
+`pause` (SIGSTOP), `resume` (SIGCONT); `cut(a, b)` / `heal_cuts()` drop the
+traffic between two nodes with iptables; `set_clock(node, ms)` moves a node's
+clock when it runs under libfaketime; `collect_logs(into)`; `down()` leaves
+nothing behind (processes, rules, cgroups, directories).
+
+Why cgroups: a process that connects to 127.0.10.2 gets the source address
+127.0.0.1 unless it binds one itself (etcd does not), so a rule on source
+addresses cannot tell one node's traffic from another's. Each node's
+processes are in the cgroup `sleuth-<pid>-<tag>/<node>` of the unified
+hierarchy, and a cut of (a, b) drops, in iptables' OUTPUT chain, what a's
+processes send to b's address and what b's send to a's (`-m cgroup --path`),
+plus, for servers that do bind their address, INPUT rules between the two
+addresses. Every rule carries the comment `sleuth-<pid>-<tag>`, so the ones
+left by a run killed outright can be found (`stale_rules`). Without a
+writable cgroup2 hierarchy only the address rules are made.
+
+`LocalCluster(nodes, argv, env=..., clock=..., base=...)`:
+  nodes  list of `Node(name, addr)`;
+  argv   function Node -> the command line that starts it (run in its dir);
+  init   optional function Node -> list of command lines run once, in order,
+         before its first start;
+  env    extra environment for every node;
+  clock  "none" or "faketime" (the command runs under Debian's libfaketime with
+         FAKETIME_TIMESTAMP_FILE, re-read on every call, so `set_clock` acts at
+         once without a restart).
+
+`Description` is a database described in a TOML file (docs/targets.md), and
+`DescribedTarget` the `Target` that runs it; a dialect (`DIALECTS`) is how
+clients speak to its nodes (etcd's v3 JSON gateway, `sleuth.targets.etcd`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.cluster import procs
+from sleuth.targets import Target, Unsupported
+
+CGROUP_ROOT = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+CLOCKS = ("none", "faketime")
+
+
+@dataclass
+class Node:
+    """One node: its name and loopback address; the rest is filled in by the cluster."""
+    name: str
+    addr: str
+    index: int = 0  # 1-based
+    dir: str = ""
+    proc: subprocess.Popen | None = None
+
+    @property
+    def data(self) -> str:
+        return os.path.join(self.dir, "data")
+
+    @property
+    def log(self) -> str:
+        return os.path.join(self.dir, "node.log")
+
+
+def _cgroups_usable() -> bool:
+    return os.access(CGROUP_ROOT, os.W_OK) and os.path.exists(os.path.join(CGROUP_ROOT, "cgroup.procs"))
+
+
+def _iptables(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["iptables", "-w", *args], capture_output=True, text=True)
+
+
+def stale_rules(prefix: str = "sleuth-") -> list[str]:
+    """iptables rules (as `iptables -S` prints them) whose comment starts with `prefix`:
+    what a run killed outright would leave."""
+    out = _iptables("-S").stdout.splitlines()
+    return [r for r in out if f'--comment "{prefix}' in r or f"--comment {prefix}" in r]
+
+
+class LocalCluster:
+    def __init__(self, nodes: list[Node], argv: Callable[[Node], list[str]], *,
+                 init: Callable[[Node], list[list[str]]] | None = None, env: dict[str, str] | None = None,
+                 clock: str = "none", base: str | None = None, tag: str = "cluster"):
+        if clock not in CLOCKS:
+            raise Unsupported(f"clock {clock!r}: one of {', '.join(CLOCKS)}")
+        self.nodes = {n.name: n for n in nodes}
+        for i, n in enumerate(nodes, 1):
+            n.index = n.index or i
+        self.argv, self.init, self.env, self.clock = argv, init, dict(env or {}), clock
+        self.base = base or tempfile.mkdtemp(prefix=f"sleuth-{tag}-")
+        self.id = f"sleuth-{os.getpid()}-{tag}"
+        self.cgroup = os.path.join(CGROUP_ROOT, self.id) if _cgroups_usable() else None
+        self.rules: list[tuple[str, list[str]]] = []  # (chain, rule) this cluster added
+        for n in nodes:
+            n.dir = n.dir or os.path.join(self.base, n.name)
+
+    # --- processes ---------------------------------------------------------------------
+    def start_all(self) -> None:
+        for n in self.nodes.values():
+            self.start(n.name)
+
+    def start(self, name: str) -> None:
+        n = self.nodes[name]
+        first = not os.path.isdir(n.data)
+        os.makedirs(n.data, exist_ok=True)
+        if self.cgroup:
+            os.makedirs(os.path.join(self.cgroup, name), exist_ok=True)
+        if first and self.init:
+            for argv in self.init(n):
+                with open(n.log, "ab") as log:
+                    p = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, cwd=n.dir, env=self._env(n))
+                if p.returncode != 0:
+                    raise RuntimeError(f"{name}: {' '.join(argv)} exited {p.returncode} (log {n.log})")
+        procs_file = os.path.join(self.cgroup, name, "cgroup.procs") if self.cgroup else None
+
+        def enter() -> None:  # in the child, before exec: its own cgroup, so cuts reach it alone
+            if procs_file:
+                with open(procs_file, "w") as f:
+                    f.write(str(os.getpid()))
+
+        with open(n.log, "ab") as log:
+            n.proc = subprocess.Popen(self.argv(n), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      start_new_session=True, cwd=n.dir, env=self._env(n), preexec_fn=enter)
+
+    def _env(self, n: Node) -> dict[str, str]:
+        env = {**os.environ, **self.env}
+        if self.clock == "faketime":
+            stamp = os.path.join(n.dir, "faketime")
+            if not os.path.exists(stamp):
+                with open(stamp, "w") as f:
+                    f.write("+0\n")
+            env.update(LD_PRELOAD=LIBFAKETIME, FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
+                       FAKETIME_DONT_RESET="1")
+        return env
+
+    def pids(self, name: str) -> list[int]:
+        n = self.nodes[name]
+        if n.proc is None or n.proc.poll() is not None:
+            return []
+        return procs.descendants(n.proc.pid)
+
+    def alive(self, name: str) -> bool:
+        n = self.nodes[name]
+        return n.proc is not None and n.proc.poll() is None
+
+    def _signal(self, name: str, sig: int) -> list[int]:
+        return procs.signal_tree(self.pids(name), sig)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL to the node's whole process tree (a crash); returns once it is gone."""
+        pids = self._signal(name, signal.SIGKILL)
+        n = self.nodes[name]
+        if n.proc is not None:
+            try:
+                n.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+        procs.wait_gone(pids)
+
+    def stop(self, name: str, grace: float = 10.0) -> None:
+        """SIGCONT then SIGTERM; SIGKILL if still running after `grace` seconds."""
+        n = self.nodes[name]
+        if not self.alive(name):
+            return
+        self._signal(name, signal.SIGCONT)
+        self._signal(name, signal.SIGTERM)
+        try:
+            n.proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill(name)
+
+    def restart(self, name: str) -> None:
+        if self.alive(name):
+            self.kill(name)
+        self.start(name)
+
+    def pause(self, name: str) -> None:
+        self._signal(name, signal.SIGSTOP)
+
+    def resume(self, name: str) -> None:
+        self._signal(name, signal.SIGCONT)
+
+    # --- clock ---------------------------------------------------------------------------
+    def set_clock(self, name: str, offset_ms: int) -> None:
+        if self.clock != "faketime":
+            raise Unsupported(f"{name}: its clock cannot be moved (clock = \"none\")")
+        stamp = os.path.join(self.nodes[name].dir, "faketime")
+        tmp = stamp + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{offset_ms / 1000:+.3f}\n")
+        os.replace(tmp, stamp)
+
+    # --- network -------------------------------------------------------------------------
+    def _add(self, chain: str, rule: list[str]) -> None:
+        full = [*rule, "-m", "comment", "--comment", self.id, "-j", "DROP"]
+        p = _iptables("-I", chain, *full)
+        if p.returncode != 0:
+            raise RuntimeError(f"iptables -I {chain} {' '.join(full)}: {p.stderr.strip()}")
+        self.rules.append((chain, full))
+
+    def cut(self, a: str, b: str) -> None:
+        """Drop all traffic between nodes a and b, both ways."""
+        na, nb = self.nodes[a], self.nodes[b]
+        for x, y in ((na, nb), (nb, na)):
+            if self.cgroup:
+                self._add("OUTPUT", ["-m", "cgroup", "--path", f"{self.id}/{x.name}", "-d", y.addr])
+            self._add("INPUT", ["-s", x.addr, "-d", y.addr])
+
+    def heal_cuts(self) -> None:
+        for chain, rule in reversed(self.rules):
+            _iptables("-D", chain, *rule)
+        self.rules = []
+
+    # --- the end -------------------------------------------------------------------------
+    def collect_logs(self, into: str, extra: Callable[[Node], list[str]] | None = None) -> None:
+        """Each node's log (and any `extra` files of it) into `into/<node>/`."""
+        for n in self.nodes.values():
+            d = os.path.join(into, n.name)
+            os.makedirs(d, exist_ok=True)
+            for path in [n.log, *(extra(n) if extra else [])]:
+                if os.path.isfile(path):
+                    shutil.copy(path, os.path.join(d, os.path.basename(path)))
+
+    def down(self) -> None:
+        """Heal, stop every node (SIGKILL after the grace), remove cgroups and directories."""
+        self.heal_cuts()
+        for name in self.nodes:
+            try:
+                self.stop(name, grace=5.0)
+            except Exception:
+                self.kill(name)
+        if self.cgroup and os.path.isdir(self.cgroup):
+            for name in self.nodes:
+                try:
+                    os.rmdir(os.path.join(self.cgroup, name))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(self.cgroup)
+            except OSError:
+                pass
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+# --- a database described in a file ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Description:
+    """A database as a TOML file says it is (docs/targets.md)."""
+    name: str
+    dialect: str
+    nodes: int
+    address: str  # template with {i}
+    start: tuple[str, ...]  # argv template
+    client: str  # template: a node's client address
+    init: tuple[tuple[str, ...], ...] = ()
+    peer: str = "{name}={addr}"
+    env: dict = field(default_factory=dict)
+    clock: str = "none"
+    clock_note: str = ""
+    leader: bool = False
+    logs: tuple[str, ...] = ()
+    ready_timeout: float = 30.0
+    path: str = ""
+
+    def node_names(self) -> list[str]:
+        return [f"n{i}" for i in range(1, self.nodes + 1)]
+
+
+def _fail(path: str, msg: str) -> Unsupported:
+    return Unsupported(f"{path}: {msg}")
+
+
+def load(path: str) -> Description:
+    """Read and check a description; a bad file is `Unsupported` naming the file and key."""
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise Unsupported(f"--target {path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise _fail(path, f"not TOML: {e}") from None
+    except OSError as e:
+        raise _fail(path, str(e)) from None
+    known = {"name", "dialect", "nodes", "address", "clock", "clock_note", "leader", "ready_timeout", "env",
+             "commands", "client", "logs"}
+    for k in doc:
+        if k not in known:
+            raise _fail(path, f"unknown key {k!r} (known: {', '.join(sorted(known))})")
+
+    def need(table: dict, key: str, typ: type | tuple, where: str = "") -> Any:
+        if key not in table:
+            raise _fail(path, f"missing {where}{key}")
+        v = table[key]
+        if not isinstance(v, typ) or isinstance(v, bool) and typ is int:
+            raise _fail(path, f"{where}{key} = {v!r}: expected {getattr(typ, '__name__', typ)}")
+        return v
+
+    cmds = need(doc, "commands", dict)
+    start = need(cmds, "start", list, "commands.")
+    init = cmds.get("init", [])
+    if not start or not all(isinstance(a, str) for a in start):
+        raise _fail(path, "commands.start must be a non-empty list of strings (argv)")
+    if not isinstance(init, list) or not all(isinstance(c, list) and c and all(isinstance(a, str) for a in c)
+                                             for c in init):
+        raise _fail(path, "commands.init must be a list of argv lists")
+    for k in cmds:
+        if k not in ("start", "init", "peer"):
+            raise _fail(path, f"unknown key commands.{k!r} (start, init, peer)")
+    dialect = need(doc, "dialect", str)
+    if dialect not in DIALECTS:
+        raise _fail(path, f"dialect = {dialect!r}: one of {', '.join(DIALECTS)}")
+    clock = doc.get("clock", "none")
+    if clock not in CLOCKS:
+        raise _fail(path, f"clock = {clock!r}: one of {', '.join(CLOCKS)}")
+    nodes = doc.get("nodes", 3)
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 9:
+        raise _fail(path, f"nodes = {nodes!r}: a count from 1 to 9")
+    address = need(doc, "address", str)
+    if "{i}" not in address or not address.format(i=1).startswith("127."):
+        raise _fail(path, f"address = {address!r}: a loopback address template with {{i}}, e.g. 127.0.10.{{i}}")
+    env = doc.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise _fail(path, "env must be a table of strings")
+    logs = doc.get("logs", [])
+    if not isinstance(logs, list) or not all(isinstance(x, str) for x in logs):
+        raise _fail(path, "logs must be a list of path templates")
+    d = Description(
+        name=doc.get("name", os.path.splitext(os.path.basename(path))[0]), dialect=dialect, nodes=nodes,
+        address=address, start=tuple(start), client=need(doc, "client", str), init=tuple(tuple(c) for c in init),
+        peer=cmds.get("peer", "{name}={addr}"), env=dict(env), clock=clock, clock_note=doc.get("clock_note", ""),
+        leader=bool(doc.get("leader", False)), logs=tuple(logs),
+        ready_timeout=float(doc.get("ready_timeout", 30.0)), path=path)
+    try:  # every placeholder known: fail now, not when the first node starts
+        n = Node("n1", d.address.format(i=1), 1, "/d")
+        for t in (*d.start, d.client, *(a for c in d.init for a in c), *d.logs):
+            _fill(t, n, d, "p", "t")
+    except (KeyError, IndexError, ValueError) as e:
+        raise _fail(path, f"unknown placeholder {e} (known: name, i, addr, dir, data, peers, token)") from None
+    return d
+
+
+def _fill(template: str, n: Node, d: Description, peers: str, token: str) -> str:
+    return template.format(name=n.name, i=n.index, addr=n.addr, dir=n.dir, data=os.path.join(n.dir, "data"),
+                           peers=peers, token=token)
+
+
+class DescribedTarget(Target):
+    """A `Description` run on this machine: its nodes a `LocalCluster`, its clients its dialect's.
+
+    Each node is a role of its own, so `kill` and `pause` rotate over the nodes one at a time;
+    `kill-all` is every node at once; partitions cut nodes' links by address."""
+
+    grey_box = False
+
+    def __init__(self, desc: Description, options: frozenset[str] = frozenset()):
+        super().__init__()
+        self.desc = desc
+        self.dialect = dialect_class(desc.dialect)(self, options)
+        self.name = desc.name
+        self.family = desc.dialect
+        self.roles = tuple(desc.node_names())
+        self.cluster: LocalCluster | None = None
+        self.isolations = ()
+        self.models = {}
+
+    # --- what the nemesis may do -----------------------------------------------------------
+    @property
+    def abilities(self) -> frozenset[str]:
+        return frozenset({"nodes", "partition", *(["clock"] if self.desc.clock == "faketime" else []),
+                          *(["primary"] if self.desc.leader else [])})
+
+    def refusal(self, kind: str, need: str) -> str:
+        if need == "clock":
+            where = self.desc.path or f"--target {self.name}"
+            note = f" ({self.desc.clock_note})" if self.desc.clock_note else ""
+            return (f"--nemesis {kind}: {where} says clock = \"none\"{note}; sleuth cannot give its nodes "
+                    "a false clock")
+        return f"--nemesis {kind}: {self.name} has no {need} (a cluster of peers: no second coordinator)"
+
+    def grudges(self) -> tuple[str, ...]:
+        from sleuth.nemesis.faults import NODE_GRUDGES, PRIMARY_GRUDGE
+
+        return (*NODE_GRUDGES, *([PRIMARY_GRUDGE] if self.desc.leader else []))
+
+    def clock_nodes(self) -> list[str]:
+        return list(self.roles)
+
+    # --- lifecycle ---------------------------------------------------------------------------
+    def up(self, progress=print) -> None:
+        d = self.desc
+        nodes = [Node(name, d.address.format(i=i), i) for i, name in enumerate(d.node_names(), 1)]
+        token = f"sleuth-{os.getpid()}-{int(time.time())}"
+        self.cluster = LocalCluster(nodes, argv=lambda n: self._argv(n, d.start, nodes, token),
+                                    init=(lambda n: [self._argv(n, c, nodes, token) for c in d.init]) if d.init else None,
+                                    env=d.env, clock=d.clock, tag=d.name.replace("/", "-"))
+        for n in nodes:
+            n.dir = os.path.join(self.cluster.base, n.name)
+        progress(f"starting {len(nodes)} {d.name} nodes on {nodes[0].addr}…{nodes[-1].addr}")
+        self.cluster.start_all()
+        self.wait_healthy(d.ready_timeout)
+
+    def _argv(self, n: Node, template: tuple[str, ...], nodes: list[Node], token: str) -> list[str]:
+        peers = ",".join(_fill(self.desc.peer, m, self.desc, "", token) for m in nodes)
+        return [_fill(a, n, self.desc, peers, token) for a in template]
+
+    def down(self) -> None:
+        if self.cluster is not None:
+            self.cluster.down()
+            self.cluster = None
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            try:
+                if self.dialect.healthy():
+                    return
+            except Exception as e:  # noqa: BLE001 - not up yet
+                last = str(e)
+            for name in self.roles:
+                if not self.cluster.alive(name):
+                    raise RuntimeError(f"{self.name} node {name} exited (log {self.cluster.nodes[name].log})")
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.name} did not become healthy within {timeout:g} s {last}".rstrip())
+
+    def addr(self, node: str) -> str:
+        return self.desc.address.format(i=self.roles.index(node) + 1)
+
+    def dsns(self) -> list[tuple[str, str]]:
+        return [(n, self.client_of(n)) for n in self.roles]
+
+    def client_of(self, node: str) -> str:
+        n = self.cluster.nodes[node] if self.cluster else Node(node, self.addr(node), self.roles.index(node) + 1)
+        return _fill(self.desc.client, n, self.desc, "", "")
+
+    # --- the driver seam: the dialect's ------------------------------------------------------
+    def connect(self, dsn: str, timeout: float) -> Any:
+        return self.dialect.connect(dsn, timeout)
+
+    def socket_of(self, conn: Any) -> int:
+        return self.dialect.socket_of(conn)
+
+    def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None:
+        return self.dialect.classify(exc, writes)
+
+    def workload(self, name: str, keys: int) -> Any:
+        return self.dialect.workload(name, keys)
+
+    # --- faults --------------------------------------------------------------------------------
+    def nodes(self, role: str) -> list[str]:
+        if role in self.roles:
+            return [role]
+        if role == "all":
+            return list(self.roles)
+        if role == "primary":
+            if not self.desc.leader:
+                raise Unsupported(f"{self.name} cannot say which node leads")
+            lead = self.dialect.leader()
+            if lead is None:
+                raise RuntimeError(f"{self.name}: no node says it leads")
+            return [lead]
+        raise Unsupported(f"{self.name} has no {role} nodes")
+
+    def kill(self, node: str) -> None:
+        self.cluster.kill(node)
+
+    def restart(self, node: str) -> None:
+        self.cluster.restart(node)
+
+    def pause(self, node: str) -> None:
+        self.cluster.pause(node)
+
+    def resume(self, node: str) -> None:
+        self.cluster.resume(node)
+
+    def cut(self, a: str, b: str) -> None:
+        self.cluster.cut(a, b)
+
+    def heal_cuts(self) -> None:
+        if self.cluster is not None:
+            self.cluster.heal_cuts()
+
+    def set_clock(self, node: str, offset_ms: int) -> None:
+        if self.desc.clock != "faketime":
+            raise Unsupported(self.refusal("clock", "clock"))
+        self.cluster.set_clock(node, offset_ms)
+
+    def collect_logs(self, into: str) -> None:
+        if self.cluster is None:
+            return
+        d = self.desc
+        self.cluster.collect_logs(into, extra=lambda n: [_fill(t, n, d, "", "") for t in d.logs])
+
+
+# dialect -> the class that speaks it ("module:Class", imported when a target is made)
+DIALECTS: dict[str, str] = {"etcd": "sleuth.targets.etcd:EtcdDialect"}
+
+
+def dialect_class(name: str) -> Any:
+    import importlib
+
+    module, cls = DIALECTS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
