@@ -329,7 +329,8 @@ def plan(cfg: RunConfig) -> _Plan:
     refuse_upstream(target, workload)
     if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
         target.use_upstream(workload)
-    name = cfg.name or "-".join([cfg.workload, cfg.target if "://" not in cfg.target else "url",
+    spec = "url" if "://" in cfg.target else os.path.basename(cfg.target).removesuffix(".toml")  # a FILE.toml
+    name = cfg.name or "-".join([cfg.workload, spec,
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])
     return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)
 
