@@ -315,7 +315,7 @@ class _Plan:
 def plan(cfg: RunConfig) -> _Plan:
     """Everything decided before anything starts; bad usage raises `Unsupported` (exit 254)."""
     from sleuth.nemesis.faults import parse_mix
-    from sleuth.targets import Unsupported, make_target, refuse_upstream
+    from sleuth.targets import Unsupported, label, make_target, refuse_upstream
 
     target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file, cfg.nodes_count)
     if target.isolations:
@@ -329,8 +329,7 @@ def plan(cfg: RunConfig) -> _Plan:
     refuse_upstream(target, workload)
     if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
         target.use_upstream(workload)
-    spec = "url" if "://" in cfg.target else os.path.basename(cfg.target).removesuffix(".toml")  # a FILE.toml
-    name = cfg.name or "-".join([cfg.workload, spec,
+    name = cfg.name or "-".join([cfg.workload, label(cfg.target),
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])
     return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)
 

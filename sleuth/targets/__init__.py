@@ -187,6 +187,14 @@ def refuse_upstream(target: Target, workload: Any) -> None:
     required_bin(f"--workload {workload.name}: its upstream PostgreSQL", Unsupported)
 
 
+def label(spec: str) -> str:
+    """A target as a run's name says it: `url` for a URL (never its password), a description
+    file's name without its directory (`targets/etcd.toml` -> `etcd-toml`), else the spec itself."""
+    if "://" in spec:
+        return "url"
+    return os.path.basename(spec).removesuffix(".toml") + "-toml" if spec.endswith(".toml") else spec
+
+
 def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None,
                 nodes_count: int | None = None) -> Target:
     if nodes_count is not None and not (spec.split("+")[0] == "etcd" or spec.endswith(".toml")):
@@ -196,24 +204,29 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
         from sleuth.targets.reference import ReferenceTarget
 
         return ReferenceTarget(runtime, faults, nodes_file=nodes_file)
+    if spec.split("+")[0] == "etcd" or spec.endswith(".toml"):
+        if runtime not in (None, "local") or nodes_file:
+            raise Unsupported(f"--target {spec} runs its nodes as local processes (--runtime local); "
+                              "the docker and ssh runtimes place the reference cluster only")
+        if faults:
+            raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+        if spec.endswith(".toml"):
+            import dataclasses
+
+            from sleuth.targets.described import DescribedTarget, load
+
+            desc = load(spec)
+            if nodes_count is not None:
+                desc = dataclasses.replace(desc, nodes=nodes_count)
+            return DescribedTarget(desc)
+        from sleuth.targets.etcd import EtcdTarget
+
+        return EtcdTarget(spec, nodes_count)
     if runtime or nodes_file:
         raise Unsupported("--runtime and --nodes place the reference cluster; they do not apply to --target "
                           f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
-    if spec.split("+")[0] == "etcd":
-        from sleuth.targets.etcd import EtcdTarget
-
-        return EtcdTarget(spec, nodes_count)
-    if spec.endswith(".toml"):
-        import dataclasses
-
-        from sleuth.targets.described import DescribedTarget, load
-
-        desc = load(spec)
-        if nodes_count is not None:
-            desc = dataclasses.replace(desc, nodes=nodes_count)
-        return DescribedTarget(desc)
     if spec in ("mariadb", "mariadb+snapshot-isolation") or spec.startswith("mysql://"):
         from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
 
