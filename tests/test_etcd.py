@@ -28,7 +28,7 @@ import pytest
 
 from sleuth.nemesis.faults import NODE_GRUDGES, PRIMARY_GRUDGE, parse_mix
 from sleuth.targets import Unsupported, make_target
-from sleuth.targets.described import load, stale_rules
+from sleuth.targets.described import load, stale_rules, sweep_orphans
 from sleuth.targets.etcd import EtcdError, EtcdTarget, description
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -258,4 +258,40 @@ def test_nothing_left_after_sleuth_crashes(tmp):
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 255, p.stderr
     assert "a bug of sleuth's" in p.stderr
+    assert _etcd_pids(tmp) == []
+
+
+@live
+def test_what_a_killed_sleuth_left_is_swept_by_the_next_cluster(tmp):
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--target", "etcd", "-w", "register",
+                             "--nemesis", "partition", "--nemesis-interval", "0.5", "--time-limit", "60",
+                             "--store", os.path.join(tmp, "store")], env={**os.environ, "TMPDIR": tmp},
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not stale_rules(f"sleuth-{proc.pid}-") and time.monotonic() < deadline:
+            time.sleep(0.1)  # the members up and a partition made
+        assert stale_rules(f"sleuth-{proc.pid}-")
+    finally:
+        proc.kill()  # SIGKILL: sleuth cannot clean up
+        proc.wait()
+    assert len(_etcd_pids(tmp)) == 3  # left running, as a SIGKILL leaves them
+    assert f"sleuth-{proc.pid}-etcd" in sweep_orphans()
+    assert _etcd_pids(tmp) == []
+    assert stale_rules(f"sleuth-{proc.pid}-") == []
+
+
+def test_a_server_already_on_a_nodes_address_is_not_tested_in_its_stead(tmp):
+    import socket
+
+    with socket.socket() as squatter:
+        squatter.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        squatter.bind(("127.0.11.2", 2379))
+        squatter.listen()
+        target = make_target(TOML, None, ())
+        try:
+            with pytest.raises(RuntimeError, match="127.0.11.2:2379 is in use already"):
+                target.up(progress=lambda m: None)
+        finally:
+            target.down()
     assert _etcd_pids(tmp) == []

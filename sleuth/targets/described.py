@@ -20,8 +20,10 @@ hierarchy, and a cut of (a, b) drops, in iptables' OUTPUT chain, what a's
 processes send to b's address and what b's send to a's (`-m cgroup --path`),
 plus, for servers that do bind their address, INPUT rules between the two
 addresses. Every rule carries the comment `sleuth-<pid>-<tag>`, so the ones
-left by a run killed outright can be found (`stale_rules`). Without a
-writable cgroup2 hierarchy only the address rules are made.
+left by a run killed outright can be found (`stale_rules`); the next cluster
+started sweeps what a sleuth that died outright left (`sweep_orphans`: its
+processes killed, its rules and cgroups removed). Without a writable cgroup2
+hierarchy only the address rules are made.
 
 `LocalCluster(nodes, argv, env=..., clock=..., base=...)`:
   nodes  list of `Node(name, addr)`;
@@ -43,6 +45,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -92,6 +95,49 @@ def stale_rules(prefix: str = "sleuth-") -> list[str]:
     return [r for r in out if f'--comment "{prefix}' in r or f"--comment {prefix}" in r]
 
 
+def _cgroup_pids(path: str) -> list[int]:
+    out = []
+    for dp, _, files in os.walk(path):
+        if "cgroup.procs" in files:
+            try:
+                with open(os.path.join(dp, "cgroup.procs")) as f:
+                    out += [int(x) for x in f.read().split()]
+            except OSError:
+                pass
+    return out
+
+
+def sweep_orphans() -> list[str]:
+    """Clean what clusters of a sleuth that died outright (SIGKILL) left: every process still in
+    a `sleuth-<pid>-*` cgroup whose sleuth is gone is killed, its iptables rules deleted, its
+    cgroups removed. Returns the cluster ids swept. Every `LocalCluster` calls it first."""
+    swept = []
+    if not os.path.isdir(CGROUP_ROOT):
+        return swept
+    for entry in os.listdir(CGROUP_ROOT):
+        parts = entry.split("-", 2)
+        if len(parts) < 3 or parts[0] != "sleuth" or not parts[1].isdigit():
+            continue
+        if procs.running(int(parts[1])):
+            continue
+        path = os.path.join(CGROUP_ROOT, entry)
+        pids = _cgroup_pids(path)
+        procs.signal_tree(pids, signal.SIGCONT)
+        procs.signal_tree(pids, signal.SIGKILL)
+        procs.wait_gone(pids)
+        for rule in stale_rules(entry):
+            chain_rule = rule.split()
+            if chain_rule[:1] == ["-A"]:
+                _iptables("-D", *[a.strip('"') for a in chain_rule[1:]])
+        for dp, _, _ in sorted(os.walk(path), key=lambda t: -len(t[0])):
+            try:
+                os.rmdir(dp)
+            except OSError:
+                pass
+        swept.append(entry)
+    return swept
+
+
 class LocalCluster:
     def __init__(self, nodes: list[Node], argv: Callable[[Node], list[str]], *,
                  init: Callable[[Node], list[list[str]]] | None = None, env: dict[str, str] | None = None,
@@ -102,6 +148,7 @@ class LocalCluster:
         for i, n in enumerate(nodes, 1):
             n.index = n.index or i
         self.argv, self.init, self.env, self.clock = argv, init, dict(env or {}), clock
+        sweep_orphans()
         self.base = base or tempfile.mkdtemp(prefix=f"sleuth-{tag}-")
         self.id = f"sleuth-{os.getpid()}-{tag}"
         self.cgroup = os.path.join(CGROUP_ROOT, self.id) if _cgroups_usable() else None
@@ -411,9 +458,23 @@ class DescribedTarget(Target):
                                     env=d.env, clock=d.clock, tag=d.name.replace("/", "-"))
         for n in nodes:
             n.dir = os.path.join(self.cluster.base, n.name)
+        for n in nodes:  # a server already there would answer in our nodes' stead
+            host, port = self._client_endpoint(n.name)
+            with socket.socket() as sock:
+                sock.settimeout(0.5)
+                if sock.connect_ex((host, port)) == 0:
+                    raise RuntimeError(f"--target {d.path or d.name}: {host}:{port} is in use already (another "
+                                      f"{d.name}, or another sleuth's); sleuth starts its own nodes there")
         progress(f"starting {len(nodes)} {d.name} nodes on {nodes[0].addr}…{nodes[-1].addr}")
         self.cluster.start_all()
         self.wait_healthy(d.ready_timeout)
+
+    def _client_endpoint(self, node: str) -> tuple[str, int]:
+        from urllib.parse import urlsplit
+
+        url = self.client_of(node)
+        u = urlsplit(url if "://" in url else f"tcp://{url}")
+        return u.hostname or self.addr(node), u.port or 0
 
     def _argv(self, n: Node, template: tuple[str, ...], nodes: list[Node], token: str) -> list[str]:
         peers = ",".join(_fill(self.desc.peer, m, self.desc, "", token) for m in nodes)
@@ -428,14 +489,14 @@ class DescribedTarget(Target):
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
+            for name in self.roles:
+                if not self.cluster.alive(name):
+                    raise RuntimeError(f"{self.name} node {name} exited (log {self.cluster.nodes[name].log})")
             try:
                 if self.dialect.healthy():
                     return
             except Exception as e:  # noqa: BLE001 - not up yet
                 last = str(e)
-            for name in self.roles:
-                if not self.cluster.alive(name):
-                    raise RuntimeError(f"{self.name} node {name} exited (log {self.cluster.nodes[name].log})")
             time.sleep(0.2)
         raise RuntimeError(f"{self.name} did not become healthy within {timeout:g} s {last}".rstrip())
 
