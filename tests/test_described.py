@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 
 import pytest
 
-from sleuth.targets import Unsupported
+from sleuth.targets import Unsupported, make_target
 from sleuth.targets.described import LIBFAKETIME, LocalCluster, Node
 
 
@@ -71,3 +75,44 @@ def _state(pid: int) -> str | None:
             return f.read().rsplit(")", 1)[1].split()[0]
     except OSError:
         return None
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARIADB_TOML = os.path.join(ROOT, "targets", "mariadb.toml")
+needs_mariadb = pytest.mark.skipif(shutil.which("mariadbd") is None or not os.path.exists(LIBFAKETIME),
+                                   reason="needs Debian's mariadb-server and faketime")
+
+
+@needs_mariadb
+def test_a_described_mariadb_reads_the_clock_sleuth_gives_it():
+    target = make_target(MARIADB_TOML, None, ())
+    try:
+        target.up(progress=lambda m: None)
+        dsn = target.dsns()[0][1]
+
+        def skew() -> float:
+            with target.connect(dsn, 5) as conn:
+                return float(conn.execute("SELECT UNIX_TIMESTAMP(NOW(6))").fetchone()[0]) - time.time()
+
+        assert abs(float(skew())) < 5
+        target.set_clock("n1", 3_600_000)
+        assert 3590 < float(skew()) < 3610
+        target.set_clock("n1", -120_000)
+        assert -130 < float(skew()) < -110
+    finally:
+        target.down()
+
+
+@needs_mariadb
+def test_a_described_mariadb_under_every_kind_it_supports(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--json", "--target", MARIADB_TOML,
+                        "-w", "list-append", "--isolation", "read-committed", "--nemesis", "kill,pause,clock,kill-all",
+                        "--nemesis-interval", "1", "--time-limit", "10", "--concurrency", "4", "--rate", "100",
+                        "--store", str(tmp_path), "--shrink-budget", "0"], capture_output=True, text=True,
+                       timeout=180, cwd=ROOT)
+    s = json.loads(p.stdout)
+    assert s["valid"] is True, p.stderr
+    assert {"kill", "pause", "kill-all"} <= set(s["faults"]) and {"clock-bump", "clock-strobe"} & set(s["faults"])
+    with open(os.path.join(s["run_dir"], "test.json")) as f:
+        assert json.load(f)["model"] == "read-committed"
+    assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0

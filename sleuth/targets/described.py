@@ -420,11 +420,11 @@ class DescribedTarget(Target):
         self.desc = desc
         self.dialect = dialect_class(desc.dialect)(self, options)
         self.name = desc.name
-        self.family = desc.dialect
+        self.family = getattr(self.dialect, "family", desc.dialect)
         self.roles = tuple(desc.node_names())
         self.cluster: LocalCluster | None = None
-        self.isolations = ()
-        self.models = {}
+        self.isolations = getattr(self.dialect, "isolations", ())
+        self.models = getattr(self.dialect, "models", {})
 
     # --- what the nemesis may do -----------------------------------------------------------
     @property
@@ -523,6 +523,9 @@ class DescribedTarget(Target):
     def workload(self, name: str, keys: int) -> Any:
         return self.dialect.workload(name, keys)
 
+    def session_sql(self, isolation: str) -> list[str]:
+        return self.dialect.session_sql(isolation) if hasattr(self.dialect, "session_sql") else []
+
     # --- faults --------------------------------------------------------------------------------
     def nodes(self, role: str) -> list[str]:
         if role in self.roles:
@@ -570,7 +573,68 @@ class DescribedTarget(Target):
 
 
 # dialect -> the class that speaks it ("module:Class", imported when a target is made)
-DIALECTS: dict[str, str] = {"etcd": "sleuth.targets.etcd:EtcdDialect"}
+DIALECTS: dict[str, str] = {"etcd": "sleuth.targets.etcd:EtcdDialect",
+                            "postgres": "sleuth.targets.described:PostgresDialect",
+                            "mysql": "sleuth.targets.described:MySQLDialect"}
+
+
+class SqlDialect:
+    """A SQL cluster's nodes spoken to as sleuth speaks to one server of the family: the same
+    driver, error classification, isolation levels and SQL workloads (`client` is each node's
+    URL). Per-key linearizability is not assumed of a cluster. No leader is known."""
+
+    family = ""
+
+    def __init__(self, target: DescribedTarget, options: frozenset[str]):
+        self.target = target
+        self.driver = self._driver()
+        self.isolations, self.models = self.driver.isolations, self.driver.models
+
+    def _driver(self) -> Target: ...
+
+    def connect(self, dsn: str, timeout: float) -> Any:
+        return self.driver.connect(dsn, timeout)
+
+    def socket_of(self, conn: Any) -> int:
+        return self.driver.socket_of(conn)
+
+    def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None:
+        return self.driver.classify(exc, writes)
+
+    def session_sql(self, isolation: str) -> list[str]:
+        return self.driver.session_sql(isolation)
+
+    def workload(self, name: str, keys: int) -> Any:
+        from sleuth.workloads.clients import WORKLOADS
+
+        return WORKLOADS[name](keys, self.family)
+
+    def healthy(self) -> bool:
+        for _, dsn in self.target.dsns():
+            with self.connect(dsn, 2) as conn:
+                conn.execute("SELECT 1")
+        return True
+
+    def leader(self) -> str | None:
+        return None
+
+
+class PostgresDialect(SqlDialect):
+    family = "general"
+
+    def _driver(self) -> Target:
+        from sleuth.targets.postgres import UrlTarget
+
+        return UrlTarget("postgresql://described@127.0.0.1/described")
+
+
+class MySQLDialect(SqlDialect):
+    family = "mysql"
+
+    def _driver(self) -> Target:
+        from sleuth.targets.mariadb import MySQLUrlTarget
+
+        return MySQLUrlTarget("mysql://described@127.0.0.1/described")
 
 
 def dialect_class(name: str) -> Any:
