@@ -26,6 +26,7 @@ import time
 
 import pytest
 
+from sleuth.cluster.runtime_docker import DockerRuntime
 from sleuth.nemesis.faults import NODE_GRUDGES, PRIMARY_GRUDGE, parse_mix
 from sleuth.targets import Unsupported, make_target
 from sleuth.targets.described import load, stale_rules, sweep_orphans
@@ -295,3 +296,53 @@ def test_a_server_already_on_a_nodes_address_is_not_tested_in_its_stead(tmp):
         finally:
             target.down()
     assert _etcd_pids(tmp) == []
+
+
+needs_docker = pytest.mark.skipif(not DockerRuntime.available(), reason="needs a Docker engine")
+
+
+@live
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=[pytest.mark.docker, needs_docker])])
+def test_a_member_cut_from_the_others_cannot_answer_a_linearizable_read(tmp, runtime):
+    target = make_target("etcd", runtime, ())
+    try:
+        target.up(progress=lambda m: None)
+        dsn = dict(target.dsns())
+
+        def read(node: str) -> bool:
+            with target.connect(dsn[node], 3) as conn:
+                try:
+                    conn.range("r0")
+                    return True
+                except EtcdError:
+                    return False
+
+        assert read("n1") and read("n2")
+        target.cut("n1", "n2")
+        target.cut("n1", "n3")
+        time.sleep(1)  # what was in flight when the cut came has landed
+        assert not read("n1")  # no quorum reachable: the read index never comes
+        assert read("n2")
+        target.heal_cuts()
+        deadline = time.monotonic() + 15
+        while not read("n1") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert read("n1")
+    finally:
+        target.down()
+
+
+@live
+@pytest.mark.docker
+@needs_docker
+def test_etcd_in_containers_valid_under_partitions_and_kills(tmp):
+    import docker
+
+    s, history, p = _run(tmp, "--target", "etcd", "--runtime", "docker", "-w", "register",
+                         "--nemesis", "partition,kill-all", "--nemesis-interval", "1", "--time-limit", "10",
+                         "--concurrency", "5", "--rate", "100")
+    assert s["valid"] is True, p.stderr
+    assert {"start-partition", "kill-all"} <= set(s["faults"]), s
+    owner = {c.labels.get("sleuth.owner") for c in docker.from_env().containers.list(
+        all=True, filters={"label": "sleuth.owner"})}
+    assert not owner, owner  # no container left

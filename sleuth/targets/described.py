@@ -304,6 +304,197 @@ class LocalCluster:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+class DockerCluster(LocalCluster):
+    """The same nodes as containers (`--runtime docker`): one container per node on a private
+    bridge network of its own (172.31.k.0/24, the first free k from 64), node i at .(10 + i).
+
+    The image is made here, not pulled: the start command's binary and the shared libraries
+    `ldd` names, nothing else (enough for a Go or plain C server such as etcd; no shell, so no
+    `init` commands and no libfaketime). Each node's directory is bind-mounted at the same
+    path, so `{data}` and `{dir}` mean the same inside and out and the data survives kills.
+    kill is `docker kill` (SIGKILL), restart `docker start` of the same container, pause and
+    resume `docker pause`/`unpause` (the freezer), stop `docker stop`. A cut drops, in the
+    host's DOCKER-USER chain, the bridged traffic between two containers' addresses. Containers
+    and the network carry the label `sleuth.owner=<pid>`; those of a sleuth that died outright
+    are removed when the next docker cluster starts."""
+
+    def __init__(self, nodes: list[Node], argv: Callable[[Node], list[str]], *,
+                 init: Callable[[Node], list[list[str]]] | None = None, env: dict[str, str] | None = None,
+                 clock: str = "none", base: str | None = None, tag: str = "cluster"):
+        import docker
+
+        if init is not None:
+            raise Unsupported("--runtime docker: a description with init commands runs on the local runtime only")
+        if clock != "none":
+            raise Unsupported("--runtime docker: clock = \"faketime\" runs on the local runtime only")
+        self.client = docker.from_env()
+        self.owner = str(os.getpid())
+        self._sweep()
+        super().__init__(nodes, argv, env=env, clock="none", base=base, tag=tag)
+        self.cgroup = None  # the containers are cut by address
+        self.network = self._network()
+        prefix = self.subnet.rsplit(".", 1)[0]
+        for n in nodes:
+            n.addr = f"{prefix}.{10 + n.index}"
+        self.image = ""
+
+    def _sweep(self) -> None:
+        from docker.errors import APIError, NotFound
+
+        for c in self.client.containers.list(all=True, filters={"label": "sleuth.owner"}):
+            if not procs.running(int(c.labels.get("sleuth.owner", "0") or 0)):
+                try:
+                    c.remove(force=True)
+                except (APIError, NotFound):
+                    pass
+        for net in self.client.networks.list(filters={"label": "sleuth.owner"}):
+            if not procs.running(int(net.attrs.get("Labels", {}).get("sleuth.owner", "0") or 0)):
+                try:
+                    net.remove()
+                except (APIError, NotFound):
+                    pass
+        for rule in stale_rules("sleuth-"):
+            owner = rule.split("--comment ", 1)[1].split("-")[1] if "--comment " in rule else ""
+            if owner.isdigit() and not procs.running(int(owner)) and rule.startswith("-A DOCKER-USER "):
+                _iptables("-D", *[a.strip('"') for a in rule.split()[1:]])
+
+    def _network(self) -> Any:
+        from docker.errors import APIError
+        from docker.types import IPAMConfig, IPAMPool
+
+        for k in range(64, 128):
+            subnet = f"172.31.{k}.0/24"
+            try:
+                net = self.client.networks.create(
+                    f"{self.id}-net", driver="bridge", labels={"sleuth.owner": self.owner},
+                    ipam=IPAMConfig(pool_configs=[IPAMPool(subnet=subnet, gateway=f"172.31.{k}.1")]))
+            except APIError as e:
+                if "overlap" in str(e).lower() or "already exists" in str(e).lower():
+                    continue
+                raise
+            self.subnet = subnet
+            return net
+        raise RuntimeError("--runtime docker: no free 172.31.k.0/24 network for the nodes")
+
+    def _make_image(self, binary: str) -> str:
+        import hashlib
+        import io
+        import tarfile
+
+        from docker.errors import ImageNotFound
+
+        path = shutil.which(binary)
+        if path is None:
+            raise Unsupported(f"--runtime docker: {binary} is not installed on this machine")
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
+        name = f"sleuth-{os.path.basename(path)}:{digest}"
+        try:
+            self.client.images.get(name)
+            return name
+        except ImageNotFound:
+            pass
+        out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+        files = [path] + [w for line in out.splitlines() for w in line.split() if w.startswith("/")]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for fpath in files:
+                tar.add(os.path.realpath(fpath), arcname=fpath.lstrip("/"))
+            tmp = tarfile.TarInfo("tmp")
+            tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
+            tar.addfile(tmp)
+        self.client.api.import_image_from_data(buf.getvalue(), repository=name.split(":")[0], tag=digest)
+        return name
+
+    def _container(self, name: str) -> Any:
+        from docker.errors import NotFound
+
+        try:
+            return self.client.containers.get(f"{self.id}-{name}")
+        except NotFound:
+            return None
+
+    def start(self, name: str) -> None:
+        n = self.nodes[name]
+        os.makedirs(n.data, exist_ok=True)
+        c = self._container(name)
+        if c is not None:
+            c.start()
+            return
+        argv = self.argv(n)
+        argv[0] = shutil.which(argv[0]) or argv[0]
+        if not self.image:
+            self.image = self._make_image(argv[0])
+        api = self.client.api
+        net = api.create_networking_config({self.network.name: api.create_endpoint_config(ipv4_address=n.addr)})
+        host = api.create_host_config(binds={n.dir: {"bind": n.dir, "mode": "rw"}})
+        cid = api.create_container(self.image, command=argv, name=f"{self.id}-{name}", hostname=name,
+                                   environment=self.env, host_config=host, networking_config=net,
+                                   labels={"sleuth.owner": self.owner}, working_dir=n.dir)
+        api.start(cid)
+
+    def pids(self, name: str) -> list[int]:
+        return []
+
+    def alive(self, name: str) -> bool:
+        c = self._container(name)
+        return c is not None and c.status in ("running", "paused")
+
+    def kill(self, name: str) -> None:
+        c = self._container(name)
+        if c is None or c.status not in ("running", "paused"):
+            return
+        if c.status == "paused":
+            c.unpause()
+        c.kill()
+        c.wait(timeout=10)
+
+    def stop(self, name: str, grace: float = 10.0) -> None:
+        c = self._container(name)
+        if c is not None and c.status in ("running", "paused"):
+            if c.status == "paused":
+                c.unpause()
+            c.stop(timeout=int(grace))
+
+    def pause(self, name: str) -> None:
+        c = self._container(name)
+        if c is not None and c.status == "running":
+            c.pause()
+
+    def resume(self, name: str) -> None:
+        c = self._container(name)
+        if c is not None and c.status == "paused":
+            c.unpause()
+
+    def cut(self, a: str, b: str) -> None:
+        na, nb = self.nodes[a], self.nodes[b]
+        for x, y in ((na, nb), (nb, na)):
+            self._add("DOCKER-USER", ["-s", x.addr, "-d", y.addr])
+
+    def collect_logs(self, into: str, extra: Callable[[Node], list[str]] | None = None) -> None:
+        for n in self.nodes.values():
+            c = self._container(n.name)
+            if c is not None:
+                with open(n.log, "wb") as f:
+                    f.write(c.logs())
+        super().collect_logs(into, extra)
+
+    def down(self) -> None:
+        self.heal_cuts()
+        for name in self.nodes:
+            c = self._container(name)
+            if c is not None:
+                try:
+                    c.remove(force=True)
+                except Exception:  # noqa: BLE001 - gone already
+                    pass
+        try:
+            self.network.remove()
+        except Exception:  # noqa: BLE001
+            pass
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
 # --- a database described in a file ---------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -415,9 +606,13 @@ class DescribedTarget(Target):
 
     grey_box = False
 
-    def __init__(self, desc: Description, options: frozenset[str] = frozenset()):
+    def __init__(self, desc: Description, options: frozenset[str] = frozenset(), runtime: str | None = None):
         super().__init__()
         self.desc = desc
+        self.runtime_name = runtime or "local"
+        if self.runtime_name == "docker" and (desc.init or desc.clock != "none"):
+            what = "init commands" if desc.init else 'clock = "faketime"'
+            raise Unsupported(f"--runtime docker: {desc.path or desc.name} has {what}; run it with --runtime local")
         self.dialect = dialect_class(desc.dialect)(self, options)
         self.name = desc.name
         self.family = getattr(self.dialect, "family", desc.dialect)
@@ -453,19 +648,20 @@ class DescribedTarget(Target):
         d = self.desc
         nodes = [Node(name, d.address.format(i=i), i) for i, name in enumerate(d.node_names(), 1)]
         token = f"sleuth-{os.getpid()}-{int(time.time())}"
-        self.cluster = LocalCluster(nodes, argv=lambda n: self._argv(n, d.start, nodes, token),
+        cls = DockerCluster if self.runtime_name == "docker" else LocalCluster
+        self.cluster = cls(nodes, argv=lambda n: self._argv(n, d.start, nodes, token),
                                     init=(lambda n: [self._argv(n, c, nodes, token) for c in d.init]) if d.init else None,
                                     env=d.env, clock=d.clock, tag=d.name.replace("/", "-"))
         for n in nodes:
             n.dir = os.path.join(self.cluster.base, n.name)
-        for n in nodes:  # a server already there would answer in our nodes' stead
+        for n in nodes if cls is LocalCluster else ():  # a server already there would answer in our nodes' stead
             host, port = self._client_endpoint(n.name)
             with socket.socket() as sock:
                 sock.settimeout(0.5)
                 if sock.connect_ex((host, port)) == 0:
                     raise RuntimeError(f"--target {d.path or d.name}: {host}:{port} is in use already (another "
                                       f"{d.name}, or another sleuth's); sleuth starts its own nodes there")
-        progress(f"starting {len(nodes)} {d.name} nodes on {nodes[0].addr}…{nodes[-1].addr}")
+        progress(f"starting {len(nodes)} {d.name} nodes on {nodes[0].addr}…{nodes[-1].addr} ({self.runtime_name})")
         self.cluster.start_all()
         self.wait_healthy(d.ready_timeout)
 

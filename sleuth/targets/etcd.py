@@ -62,7 +62,7 @@ def description(count: int = 3) -> Description:
 class EtcdTarget(DescribedTarget):
     """`etcd` or `etcd+serializable-reads`."""
 
-    def __init__(self, spec: str = "etcd", count: int | None = None):
+    def __init__(self, spec: str = "etcd", count: int | None = None, runtime: str | None = None):
         import shutil
 
         base, _, opts = spec.partition("+")
@@ -74,7 +74,7 @@ class EtcdTarget(DescribedTarget):
             raise Unsupported("--target etcd needs Debian's etcd-server (/usr/bin/etcd); apt-get install etcd-server")
         if count is not None and count not in (1, 3, 5, 7):
             raise Unsupported(f"--nodes-count {count}: etcd runs 1, 3, 5 or 7 members")
-        super().__init__(description(count or 3), options)
+        super().__init__(description(count or 3), options, runtime)
         self.name = spec
 
 
