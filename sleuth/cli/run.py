@@ -43,7 +43,7 @@ def clip(text: str, width: int) -> str:
               help="Members of a cluster sleuth starts (etcd: 3 by default, or 5; a .toml: its `nodes`).")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="Where the reference cluster runs (default: docker where an engine answers, else local; "
-                   "ssh with --nodes).")
+                   "ssh with --nodes); etcd and a FILE.toml: local (default) or docker.")
 @click.option("--nodes", "nodes_file", default=None, metavar="FILE",
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
