@@ -168,6 +168,9 @@ def test_valid_under_every_partition_grudge(tmp, workload):
     assert s["valid"] is True, p.stderr
     assert _grudges(history) == {*NODE_GRUDGES, PRIMARY_GRUDGE}, p.stderr
     assert s["ok"] > 300
+    # a compare that failed is a definite failure, as its own error says
+    refused = "cas: register" if workload == "register" else "a key changed between the read and the write"
+    assert any(e["type"] == "fail" and e.get("error", "").startswith(refused) for e in history)
 
 
 @live
