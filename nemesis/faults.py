@@ -22,6 +22,12 @@ end everything still broken is healed.
   majorities ring; with an upstream (the source workload) first the source
   node cut from its upstream PostgreSQL. Clients (on the host) still reach
   every coordinator and the upstream.
+- `kill-all`: SIGKILL every node at once, then restart them all (Jepsen's coordinated
+  crash: what no node had made durable is lost everywhere).
+- On a cluster of peers (`sleuth.targets.described`: etcd, a database described in a
+  file) each node is a role of its own, so `kill` and `pause` rotate over the nodes one
+  at a time; partition grudges are one node isolated, random halves, a majorities ring,
+  and, where the database says which node leads, the primary isolated.
 - With an upstream, `kill` and `pause` reach the roles `source` (the source
   node) and `upstream` (the PostgreSQL server) in their rotation too.
 """
@@ -36,7 +42,12 @@ from typing import Any
 
 from sleuth.targets import Target, Unsupported
 
-KINDS = ("kill", "pause", "dual-leader", "clock", "partition")
+KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
+# What each kind needs of a target (`Target.abilities`): `nodes` (nodes sleuth started and can
+# signal), `coordinators` (a second coordinator can be started), `clock` (a node's clock can
+# be moved), `partition` (links between nodes can be cut).
+NEEDS = {"kill": "nodes", "pause": "nodes", "kill-all": "nodes", "dual-leader": "coordinators",
+         "clock": "clock", "partition": "partition"}
 
 
 class Fault:
@@ -71,6 +82,22 @@ class Kill(Fault):
 
     def start(self, rnd: random.Random) -> Any:
         self.victims = self.target.nodes(self.next_role())
+        for n in self.victims:
+            self.target.kill(n)
+        return self.victims
+
+    def stop(self) -> Any:
+        for n in self.victims:
+            self.target.restart(n)
+        return self.victims
+
+
+class KillAll(Fault):
+    """Every node of the target killed at once, then every one restarted."""
+    start_fs, stop_f = ("kill-all",), "restart-all"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.victims = [n for role in self.target.roles for n in self.target.nodes(role)]
         for n in self.victims:
             self.target.kill(n)
         return self.victims
@@ -126,6 +153,7 @@ class Clock(Fault):
         self.strobe: threading.Thread | None = None
         self.halt = threading.Event()
         self.mode = self.MODES[0]
+        self.node = "oracle"
 
     @property
     def start_f(self) -> str:
@@ -135,10 +163,12 @@ class Clock(Fault):
         mode = self.MODES[self.turn % len(self.MODES)]
         self.turn += 1
         self.mode = mode
+        nodes = self.target.clock_nodes()
+        self.node = nodes[0] if len(nodes) == 1 else rnd.choice(nodes)  # the reference: its oracle
         if mode == "bump":
             self.offset = rnd.choice([-1, 1]) * rnd.randint(1_000, 30_000)
-            self.target.set_clock("oracle", self.offset)
-            return {"node": "oracle", "offset-ms": self.offset}
+            self.target.set_clock(self.node, self.offset)
+            return {"node": self.node, "offset-ms": self.offset}
         delta = rnd.choice([-1, 1]) * rnd.randint(200, 10_000)
         period = rnd.randint(10, 200)
         self.halt.clear()
@@ -146,26 +176,26 @@ class Clock(Fault):
         self.strobe = threading.Thread(target=self._strobe, args=(delta, period), name="clock-strobe",
                                        daemon=True)
         self.strobe.start()
-        return {"node": "oracle", "mode": "strobe", "delta-ms": delta, "period-ms": period}
+        return {"node": self.node, "mode": "strobe", "delta-ms": delta, "period-ms": period}
 
     def _strobe(self, delta: int, period_ms: int) -> None:
         on = False
         while not self.halt.wait(period_ms / 1000):
             on = not on
             try:
-                self.target.set_clock("oracle", delta if on else 0)
+                self.target.set_clock(self.node, delta if on else 0)
                 self.flips += 1
             except Exception:
                 pass  # the oracle may be down (another fault); keep strobing until healed
 
     def stop(self) -> Any:
-        out: dict[str, Any] = {"node": "oracle", "offset-ms": 0}
+        out: dict[str, Any] = {"node": self.node, "offset-ms": 0}
         if self.strobe is not None:
             self.halt.set()
             self.strobe.join(10)
             self.strobe = None
             out["flips"] = self.flips
-        self.target.set_clock("oracle", 0)
+        self.target.set_clock(self.node, 0)
         return out
 
 
@@ -183,12 +213,16 @@ def majorities_ring(nodes: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+NODE_GRUDGES = ("isolate-one", "halves", "majorities-ring")  # any cluster of nodes
+PRIMARY_GRUDGE = "isolate-primary"  # where the database can say which node leads
+
+
 class Partition(Fault):
     start_fs, stop_f = ("start-partition",), "stop-partition"
-    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")
+    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")  # the reference's
 
     def start(self, rnd: random.Random) -> Any:
-        grudges = self.GRUDGES
+        grudges = self.target.grudges() if hasattr(self.target, "grudges") else self.GRUDGES
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
             grudges = ("source-from-upstream", *grudges)
         grudge = grudges[self.turn % len(grudges)]
@@ -196,8 +230,8 @@ class Partition(Fault):
         nodes = [n for role in self.target.roles for n in self.target.nodes(role)]
         if grudge == "source-from-upstream":
             pairs = [(s, "upstream") for s in self.target.nodes("source")]
-        elif grudge == "isolate-one":
-            lone = rnd.choice(nodes)
+        elif grudge in ("isolate-one", PRIMARY_GRUDGE):
+            lone = self.target.nodes("primary")[0] if grudge == PRIMARY_GRUDGE else rnd.choice(nodes)
             pairs = [(lone, n) for n in nodes if n != lone]
         elif grudge == "oracle-from-coordinators":
             pairs = [("oracle", c) for c in self.target.nodes("coordinator")]
@@ -220,7 +254,7 @@ class Partition(Fault):
 
 
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
-                                  "partition": Partition}
+                                  "partition": Partition, "kill-all": KillAll}
 # event name -> fault kind, for every start and every heal event a schedule writes
 STARTS: dict[str, str] = {f: kind for kind, cls in FAULTS.items() for f in cls.start_fs}
 STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULTS.items()}
@@ -247,10 +281,8 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
     for k in kinds:
         if k not in FAULTS:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")
-        if k in ("kill", "pause") and not target.roles:
-            raise Unsupported(f"--nemesis {k}: target {target.name} runs on nodes sleuth cannot reach")
-        if k in ("dual-leader", "clock", "partition") and target.family != "reference":
-            raise Unsupported(f"--nemesis {k} needs the reference cluster (--target reference)")
+        if NEEDS[k] not in target.abilities:
+            raise Unsupported(target.refusal(k, NEEDS[k]))
     return kinds
 
 

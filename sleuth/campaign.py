@@ -148,8 +148,9 @@ def expand(doc: dict, path: str) -> Campaign:
 
 def run_id(cell: dict) -> str:
     """A stable, readable name for a cell: its run directory and its JUnit test case."""
-    target = "url" if "://" in cell["target"] else cell["target"]
-    return ".".join([cell["workload"], target, (cell["nemesis"] or "none").replace(",", "+"),
+    from sleuth.targets import label
+
+    return ".".join([cell["workload"], label(cell["target"]), (cell["nemesis"] or "none").replace(",", "+"),
                      (cell["fault"] or "none").replace(",", "+"), cell["isolation"] or "default",
                      f"s{cell['seed']}"])
 
@@ -241,6 +242,8 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict)
         target = targets[key]
         parse_mix(cell["nemesis"], target)
         refuse_upstream(target, WORKLOADS[cell["workload"]])
+        if hasattr(target, "workload"):  # a target with workloads of its own (etcd) may lack this one
+            target.workload(cell["workload"], 1)
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
     iso = cell["isolation"] or target.default_isolation()

@@ -62,6 +62,7 @@ class RunConfig:
     target: str = "reference"
     runtime: str | None = None
     nodes_file: str | None = None  # --runtime ssh: the hosts
+    nodes_count: int | None = None  # --nodes-count: members of a cluster sleuth starts (etcd, a .toml)
     workload: str = "register"
     nemesis: str | None = None
     faults: tuple[str, ...] = ()
@@ -315,19 +316,21 @@ class _Plan:
 def plan(cfg: RunConfig) -> _Plan:
     """Everything decided before anything starts; bad usage raises `Unsupported` (exit 254)."""
     from sleuth.nemesis.faults import parse_mix
-    from sleuth.targets import Unsupported, make_target, refuse_upstream
+    from sleuth.targets import Unsupported, label, make_target, refuse_upstream
 
-    target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file)
+    target = make_target(cfg.target, cfg.runtime, cfg.faults, cfg.nodes_file, cfg.nodes_count)
     if target.isolations:
         cfg = dataclasses.replace(cfg, isolation=cfg.isolation or target.default_isolation())
         if cfg.isolation not in target.isolations:
             raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
     kinds = tuple(parse_mix(cfg.nemesis, target))
-    workload = WORKLOADS[cfg.workload](cfg.keys, target.family)
+    # a target whose clients do not speak SQL (etcd) brings its own version of each workload
+    make_workload = getattr(target, "workload", None)
+    workload = make_workload(cfg.workload, cfg.keys) if make_workload else WORKLOADS[cfg.workload](cfg.keys, target.family)
     refuse_upstream(target, workload)
     if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
         target.use_upstream(workload)
-    name = cfg.name or "-".join([cfg.workload, cfg.target if "://" not in cfg.target else "url",
+    name = cfg.name or "-".join([cfg.workload, label(cfg.target),
                                  *(cfg.faults or ()), *(kinds or ["no-nemesis"])])
     return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)
 

@@ -6,11 +6,12 @@ other parts call and nothing else, so a reader sees where one part ends and
 the next begins, and a new target, runtime, fault, workload or checker knows
 exactly what to provide. The implementations:
 
-- `Target`: `sleuth.targets` (reference, postgres, mariadb, URLs); the base
-  class there supplies refusals (`Unsupported`) for what a target cannot do.
+- `Target`: `sleuth.targets` (reference, postgres, mariadb, URLs, etcd, a
+  database described in a file); the base class there supplies refusals
+  (`Unsupported`) for what a target cannot do.
 - `Runtime`: `sleuth.cluster.runtime_local`, `runtime_docker`, `runtime_ssh`:
   the only code that knows where a reference-cluster node runs.
-- `Fault`: `sleuth.nemesis.faults` (kill, pause, dual-leader, clock, partition).
+- `Fault`: `sleuth.nemesis.faults` (kill, pause, dual-leader, clock, partition, kill-all).
 - `Workload`: `sleuth.workloads.clients` (register, list-append, rw-register,
   bank, counter).
 - `Checker`: the functions the registry names (`sleuth.checker.WORKLOADS`).
@@ -46,6 +47,9 @@ class Target(Protocol):
     def session_sql(self, isolation: str) -> list[str]: ...
     def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None: ...
     def linearizable_keys(self, isolation: str | None) -> bool: ...
+    abilities: frozenset[str]  # what a nemesis may ask of it (nemesis.faults.NEEDS names them)
+    def refusal(self, kind: str, need: str) -> str: ...  # the line refusing a kind it cannot do
+    def clock_nodes(self) -> list[str]: ...  # the nodes a clock fault may move
     def nodes(self, role: str) -> list[str]: ...
     def kill(self, node: str) -> None: ...
     def restart(self, node: str) -> None: ...

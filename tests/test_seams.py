@@ -11,6 +11,8 @@ from sleuth.cluster.runtime_local import LocalRuntime
 from sleuth.cluster.runtime_ssh import SshRuntime
 from sleuth.nemesis import faults
 from sleuth.targets import Target
+from sleuth.targets.described import DescribedTarget
+from sleuth.targets.etcd import EtcdTarget
 from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
 from sleuth.targets.postgres import PostgresTarget, UrlTarget
 from sleuth.targets.reference import ReferenceTarget
@@ -22,7 +24,8 @@ def _members(protocol) -> set[str]:
     return names | set(getattr(protocol, "__annotations__", {}))
 
 
-@pytest.mark.parametrize("cls", [ReferenceTarget, PostgresTarget, UrlTarget, MariaDBTarget, MySQLUrlTarget])
+@pytest.mark.parametrize("cls", [ReferenceTarget, PostgresTarget, UrlTarget, MariaDBTarget, MySQLUrlTarget,
+                                 DescribedTarget, EtcdTarget])
 def test_targets(cls):
     assert issubclass(cls, Target)
     missing = {m for m in _members(seams.Target) if not hasattr(cls, m) and m != "generation"}

@@ -37,15 +37,20 @@ def clip(text: str, width: int) -> str:
 @click.option("--target", default="reference", show_default=True,
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
                    "mariadb or mariadb+snapshot-isolation (a local MariaDB sleuth starts, the latter with "
-                   "innodb_snapshot_isolation=ON), or a mysql://user@host:port/db URL.")
+                   "innodb_snapshot_isolation=ON), a mysql://user@host:port/db URL, etcd or "
+                   "etcd+serializable-reads (an etcd cluster sleuth starts), or FILE.toml (a database described "
+                   "in a file, docs/targets.md).")
+@click.option("--nodes-count", type=click.IntRange(1, 9), default=None,
+              help="Members of a cluster sleuth starts (etcd: 3 by default, or 5; a .toml: its `nodes`).")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="Where the reference cluster runs (default: docker where an engine answers, else local; "
-                   "ssh with --nodes).")
+                   "ssh with --nodes); etcd and a FILE.toml: local (default) or docker.")
 @click.option("--nodes", "nodes_file", default=None, metavar="FILE",
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(list(WORKLOADS)))
-@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
+@click.option("--nemesis", default=None,
+              help="Comma-separated faults: kill, pause, partition, dual-leader, clock, kill-all.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
@@ -64,7 +69,7 @@ def clip(text: str, width: int) -> str:
               help="Seconds to shrink an invalid history into counterexample.jsonl (0: don't).")
 @click.option("--json", "as_json", is_flag=True,
               help="stdout carries one JSON object summarizing the run, nothing else (the summary goes to stderr).")
-def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
+def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
         rate, keys, seed, store, shrink_budget, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
@@ -77,7 +82,8 @@ def run(target, runtime, nodes_file, workload, nemesis, nemesis_interval, fault,
     from sleuth.store import StoreError
     from sleuth.targets import Unsupported
 
-    cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, workload=workload, nemesis=nemesis,
+    cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, nodes_count=nodes_count,
+                    workload=workload, nemesis=nemesis,
                     faults=tuple(_faults(fault)), isolation=isolation, time_limit=time_limit,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
                     nemesis_interval=nemesis_interval, progress=sys.stderr.isatty(),

@@ -2,7 +2,8 @@
 
 `reference` (the bundled cluster), `postgres` (a local PostgreSQL server
 sleuth starts), any PostgreSQL-wire URL, `mariadb` (a local MariaDB server
-sleuth starts) and any MySQL-protocol URL.
+sleuth starts), any MySQL-protocol URL, `etcd` (a cluster of etcd members
+sleuth starts) and any database described in a TOML file (`described`).
 
 A target starts (or finds) the system, hands clients a connection string,
 and exposes the handles the nemeses need: nodes by role, kill/restart,
@@ -104,6 +105,24 @@ class Target:
 
         return min(self.isolations, key=rank)
 
+    @property
+    def abilities(self) -> frozenset[str]:
+        """What a nemesis may ask of this target (`sleuth.nemesis.faults.NEEDS` names them): here
+        `nodes` where it has nodes sleuth started; the reference cluster has them all."""
+        if self.family == "reference":
+            return frozenset({"nodes", "coordinators", "clock", "partition"})
+        return frozenset({"nodes"}) if self.roles else frozenset()
+
+    def refusal(self, kind: str, need: str) -> str:
+        """The one-line refusal of `--nemesis kind`, whose `need` this target lacks."""
+        if need == "nodes":
+            return f"--nemesis {kind}: target {self.name} runs on nodes sleuth cannot reach"
+        return f"--nemesis {kind} needs the reference cluster (--target reference)"
+
+    def clock_nodes(self) -> list[str]:
+        """The nodes whose clock a clock fault may move (the reference cluster's: its oracle)."""
+        return ["oracle"]
+
     def linearizable_keys(self, isolation: str | None) -> bool:
         """Is each key linearizable on its own at this level? (rw-register then infers versions from real time.)"""
         return False
@@ -182,11 +201,41 @@ def refuse_upstream(target: Target, workload: Any) -> None:
     required_bin(f"--workload {workload.name}: its upstream PostgreSQL", Unsupported)
 
 
-def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None) -> Target:
+def label(spec: str) -> str:
+    """A target as a run's name says it: `url` for a URL (never its password), a description
+    file's name without its directory (`targets/etcd.toml` -> `etcd-toml`), else the spec itself."""
+    if "://" in spec:
+        return "url"
+    return os.path.basename(spec).removesuffix(".toml") + "-toml" if spec.endswith(".toml") else spec
+
+
+def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_file: str | None = None,
+                nodes_count: int | None = None) -> Target:
+    if nodes_count is not None and not (spec.split("+")[0] == "etcd" or spec.endswith(".toml")):
+        raise Unsupported(f"--nodes-count applies to a cluster sleuth starts (etcd, a .toml description), "
+                          f"not to --target {redact(spec)}")
     if spec == "reference":
         from sleuth.targets.reference import ReferenceTarget
 
         return ReferenceTarget(runtime, faults, nodes_file=nodes_file)
+    if spec.split("+")[0] == "etcd" or spec.endswith(".toml"):
+        if runtime not in (None, "local", "docker") or nodes_file:
+            raise Unsupported(f"--target {spec} runs its nodes as local processes or docker containers "
+                              "(--runtime local or docker); the ssh runtime places the reference cluster only")
+        if faults:
+            raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+        if spec.endswith(".toml"):
+            import dataclasses
+
+            from sleuth.targets.described import DescribedTarget, load
+
+            desc = load(spec)
+            if nodes_count is not None:
+                desc = dataclasses.replace(desc, nodes=nodes_count)
+            return DescribedTarget(desc, runtime=runtime)
+        from sleuth.targets.etcd import EtcdTarget
+
+        return EtcdTarget(spec, nodes_count, runtime)
     if runtime or nodes_file:
         raise Unsupported("--runtime and --nodes place the reference cluster; they do not apply to --target "
                           f"{spec if '://' not in spec else 'URL'}")
@@ -203,4 +252,5 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
     raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, a postgres:// URL, mariadb, "
-                      "mariadb+snapshot-isolation, or a mysql:// URL")
+                      "mariadb+snapshot-isolation, a mysql:// URL, etcd, etcd+serializable-reads, "
+                      "or a database described in a FILE.toml")

@@ -1,0 +1,118 @@
+"""The generic cluster machinery (sleuth/targets/described.py) on plain processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sleuth.targets import Unsupported, make_target
+from sleuth.targets.described import LIBFAKETIME, LocalCluster, Node
+
+
+@pytest.mark.skipif(not os.path.exists(LIBFAKETIME), reason="needs Debian's faketime (libfaketime)")
+def test_a_faketime_clock_moves_at_once_and_back():
+    c = LocalCluster([Node("n1", "127.0.12.1")], clock="faketime", tag="fttest",
+                     argv=lambda n: ["sh", "-c", "while :; do date +%s; sleep 0.05; done"])
+    try:
+        c.start_all()
+        time.sleep(0.4)
+        c.set_clock("n1", 3_600_000)  # an hour ahead, no restart
+        time.sleep(0.4)
+        c.set_clock("n1", 0)
+        time.sleep(0.4)
+        with open(c.nodes["n1"].log) as f:
+            seen = [int(x) for x in f.read().split()]
+    finally:
+        c.down()
+    jumps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert any(3590 <= j <= 3610 for j in jumps) and any(-3610 <= j <= -3590 for j in jumps), seen
+    assert not os.path.exists(c.base)  # its directory removed
+
+
+def test_a_cluster_without_faketime_refuses_to_move_a_clock():
+    c = LocalCluster([Node("n1", "127.0.12.1")], argv=lambda n: ["true"], tag="noclock")
+    try:
+        with pytest.raises(Unsupported, match="cannot be moved"):
+            c.set_clock("n1", 1000)
+    finally:
+        c.down()
+
+
+def test_kill_pause_resume_restart_reach_the_whole_process_tree():
+    c = LocalCluster([Node("n1", "127.0.12.1")], tag="tree",
+                     argv=lambda n: ["sh", "-c", "sleep 60 & sleep 60 & wait"])
+    try:
+        c.start_all()
+        deadline = time.monotonic() + 5
+        while len(c.pids("n1")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = c.pids("n1")
+        assert len(pids) == 3
+        c.pause("n1")
+        time.sleep(0.1)
+        assert all(_state(p) == "T" for p in pids)
+        c.resume("n1")
+        time.sleep(0.1)
+        assert all(_state(p) != "T" for p in pids)
+        c.kill("n1")
+        assert not c.alive("n1") and all(_state(p) in (None, "Z") for p in pids)
+        c.restart("n1")
+        assert c.alive("n1")
+    finally:
+        c.down()
+    assert not c.alive("n1")
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MARIADB_TOML = os.path.join(ROOT, "targets", "mariadb.toml")
+needs_mariadb = pytest.mark.skipif(shutil.which("mariadbd") is None or not os.path.exists(LIBFAKETIME),
+                                   reason="needs Debian's mariadb-server and faketime")
+
+
+@needs_mariadb
+def test_a_described_mariadb_reads_the_clock_sleuth_gives_it():
+    target = make_target(MARIADB_TOML, None, ())
+    try:
+        target.up(progress=lambda m: None)
+        dsn = target.dsns()[0][1]
+
+        def skew() -> float:
+            with target.connect(dsn, 5) as conn:
+                return float(conn.execute("SELECT UNIX_TIMESTAMP(NOW(6))").fetchone()[0]) - time.time()
+
+        assert abs(float(skew())) < 5
+        target.set_clock("n1", 3_600_000)
+        assert 3590 < float(skew()) < 3610
+        target.set_clock("n1", -120_000)
+        assert -130 < float(skew()) < -110
+    finally:
+        target.down()
+
+
+@needs_mariadb
+def test_a_described_mariadb_under_every_kind_it_supports(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--json", "--target", MARIADB_TOML,
+                        "-w", "list-append", "--isolation", "read-committed", "--nemesis", "kill,pause,clock,kill-all",
+                        "--nemesis-interval", "1", "--time-limit", "10", "--concurrency", "4", "--rate", "100",
+                        "--store", str(tmp_path), "--shrink-budget", "0"], capture_output=True, text=True,
+                       timeout=180, cwd=ROOT)
+    s = json.loads(p.stdout)
+    assert s["valid"] is True, p.stderr
+    assert {"kill", "pause", "kill-all"} <= set(s["faults"]) and {"clock-bump", "clock-strobe"} & set(s["faults"])
+    with open(os.path.join(s["run_dir"], "test.json")) as f:
+        assert json.load(f)["model"] == "read-committed"
+    assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
