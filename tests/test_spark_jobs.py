@@ -31,6 +31,7 @@ pytest.importorskip("pyspark")
 import pyarrow.parquet as pq  # noqa: E402
 
 from sleuth.checker.spark import aggregate  # noqa: E402
+from sleuth.workloads.clients import LISTS  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
@@ -70,7 +71,7 @@ def delete_final_row(run_dir: str) -> set[tuple[str, str]]:
     """Remove the insert of one key's final list row from its sealed Parquet file.
 
     Returns the (key, value) appends that row held and the history acknowledged."""
-    files = sorted(glob.glob(os.path.join(run_dir, "nodes", "*", "data", "shards", "lists", "*.parquet")))
+    files = sorted(glob.glob(os.path.join(run_dir, "nodes", "*", "data", "shards", LISTS, "*.parquet")))
     assert files, "the run kept no sealed Parquet"
     counts: Counter = Counter()
     where = {}

@@ -106,6 +106,7 @@ class MySQLTarget(Target):
     # The first is the default, as MySQL's own default is REPEATABLE READ.
     isolations = ("repeatable-read", "read-uncommitted", "read-committed", "serializable")
     models = MYSQL_MODELS
+    current_schema = "DATABASE()"
 
     def connect(self, dsn: str, timeout: float) -> Any:
         import pymysql
@@ -177,6 +178,7 @@ class MariaDBTarget(OneServer, MySQLTarget):
 
 class MySQLUrlTarget(MySQLTarget):
     """Any MySQL-protocol database at a URL: sleuth cannot reach its nodes, nor change its settings."""
+    users = True
 
     def __init__(self, url: str):
         super().__init__()
