@@ -11,6 +11,7 @@ import click
 from sleuth import exits
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
+from sleuth.nemesis.faults import CHOICES
 from sleuth.workloads.clients import WORKLOADS
 
 
@@ -44,7 +45,7 @@ def clip(text: str, width: int) -> str:
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(list(WORKLOADS)))
-@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
+@click.option("--nemesis", default=None, help=f"Comma-separated faults: {CHOICES}; default none.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
