@@ -367,10 +367,10 @@ class _Live:
         only where no table of that name exists (`--drop-tables` first drops sleuth's own, left by
         an earlier run), and drops those it created when the run ends (`_drop_created`). A driver
         error there, from connecting on, is the user's target failing: `TargetFailed`."""
-        from sleuth.targets import TargetFailed
+        from sleuth.targets import TargetFailed, redact
 
         target, workload = self.target, self.p.workload
-        shown = f"--target {_redacted(self.cfg.target)}"
+        shown = f"--target {redact(self.cfg.target)}"
         step = "could not be reached"
         try:
             with target.connect(target.dsns()[-1][1], OP_TIMEOUT) as conn:
@@ -489,12 +489,6 @@ class _Live:
     @property
     def nemesis_errors(self) -> tuple[str, ...]:
         return tuple(self.schedule.errors) if self.schedule is not None else ()
-
-
-def _redacted(spec: str) -> str:
-    from sleuth.targets import redact
-
-    return redact(spec)
 
 
 def _masked(text: str, spec: str) -> str:
