@@ -146,11 +146,13 @@ def _check_users_tables_untouched(tmp_path, db: Db, tables_sql: str):
     assert db.sql("SELECT k, v FROM registers") == [(1, 42)]
 
 
+@pytest.mark.slow  # 5 short runs against a real server: about 30 s
 def test_a_postgresql_url_keeps_the_users_tables(tmp_path, pg):
     _check_users_tables_untouched(tmp_path, Db(pg.url), "SELECT table_name FROM information_schema.tables "
                                   "WHERE table_schema = current_schema() AND table_name LIKE 'sleuth%'")
 
 
+@pytest.mark.slow
 def test_a_mysql_url_keeps_the_users_tables(tmp_path, mariadb):
     _check_users_tables_untouched(tmp_path, Db(mariadb.url), "SELECT table_name FROM information_schema.tables "
                                   "WHERE table_schema = DATABASE() AND table_name LIKE 'sleuth%'")
