@@ -28,8 +28,7 @@ needed to infer its edges — for each read, the writers of the values it
 read (else those reads become garbage reads), and for list-append the
 shortest read of each key that holds every element the named operations
 touched (it reveals their version order); for the source workload, the
-appends of every row its reads show and a later read that shows every change
-they appended (`shrink_parts.SourceSupport`). The example is the one, of all
+appends of every row its reads show (`shrink_parts.SourceSupport`). The example is the one, of all
 the forbidden types' examples (or of the type asked for), whose seed is
 smallest (`choose_example`): a read of a long list needs the writer of each
 element, so the fewest operations named is not the smallest start (in a

@@ -124,23 +124,19 @@ class Support:
 class SourceSupport:
     """What a seed of the `source` workload needs (`checker.source`): every read shows whole
     rows [n, v], so it keeps the append of each value it shows (else the row is an
-    invented change); and a read is judged against every append that completed before it
-    began, so the seed's last read keeps a later read that shows every change the seed
-    appended (else that last read misses one: a lost change, which is not the anomaly
-    being shrunk), with the appends of that read's rows in turn."""
+    invented change). Nothing else: only a final read (`final-read`) can prove a change
+    lost, so a read of the seed that misses an append is no other anomaly for being the
+    last read kept."""
 
     def __init__(self, ops: list[Op]):
         self.ops = ops
         self.append_of: dict[Any, int] = {}  # value -> its ok append
-        self.reads: list[Op] = []  # ok reads, by invoke
         self.read_ids: set[int] = set()
         for op in ops:
             if op.f == "append" and op.type == "ok" and isinstance(op.value, dict):
                 self.append_of.setdefault(hashable(op.value.get("v")), op.id)
             elif op.f in READS and op.type == "ok" and isinstance(op.value, list):
-                self.reads.append(op)
                 self.read_ids.add(op.id)
-        self.reads.sort(key=lambda r: r.invoke_pos)
 
     def _rows(self, r: Op) -> list[tuple[Any, Any]]:
         return [(row[0], row[1]) for row in r.value if isinstance(row, list) and len(row) == 2]
@@ -149,24 +145,12 @@ class SourceSupport:
         return {w for _, v in self._rows(r) if (w := self.append_of.get(hashable(v))) is not None}
 
     def needs(self, full: set[int], covering: bool = True) -> dict[int, set[int]]:
-        """The operations outside `full` that it needs (no micro-ops to trim: {op: set()}).
-        `covering=False` leaves out the later read that shows every change (and its rows'
-        appends): a subset, whose size is a lower bound of the whole's."""
+        """The operations outside `full` that it needs (no micro-ops to trim: {op: set()});
+        `covering` is Support's (this needs no read to reveal an order)."""
         kept = set(full)
         for i in full:
             if i in self.read_ids:
                 kept |= self._writers(self.ops[i])
-        if not covering:
-            return {i: set() for i in kept - set(full)}
-        appended = {self.ops[i].value["n"] for i in kept
-                    if self.ops[i].f == "append" and self.ops[i].type == "ok"}
-        last = max((self.ops[i].invoke_pos for i in kept if i in self.read_ids), default=None)
-        if last is not None and appended:
-            top = max(appended)
-            after = next((r for r in self.reads if r.invoke_pos > last
-                          and top in {n for n, _ in self._rows(r)}), None)
-            if after is not None:
-                kept |= {after.id} | self._writers(after)
         return {i: set() for i in kept - set(full)}
 
 

@@ -9,8 +9,11 @@ lies at or below `after`. Reads go through the cluster (`read`, or `rtr-read`
 with real-time recency) and return every row; `ack` reads the source slot's
 `confirmed_flush_lsn`, what the cluster has acknowledged upstream.
 
-Shapes (HISTORY.md): `append` v -> {"v", "n", "lsn", "after"}; `read` and
-`rtr-read` null -> [[n, v], …]; `ack` null -> lsn (an integer).
+Shapes (docs/history-format.md): `append` v -> {"v", "n", "lsn", "after"}; `read`,
+`rtr-read` and `final-read` null -> [[n, v], …]; `ack` null -> lsn (an integer).
+A `final-read` is a real-time-recent read that the workload makes once the load
+has stopped, every fault has healed and the cluster has recovered (the run's
+final reads): the history marks it so, by its `f`, because nothing else could.
 
 What a correct cluster guarantees, and the anomaly each breach is reported as:
 
@@ -24,8 +27,13 @@ What a correct cluster guarantees, and the anomaly each breach is reported as:
   before it began had shown;
 - `acknowledged-not-visible` (b, seed 002 property 1): a read that began after
   an `ack` of LSN A completed misses an append whose `after` is at most A;
-- `lost-change` (d): the last read of the history (the final read, after every
-  fault healed) misses an append that completed before it began.
+- `lost-change` (d): a final read (`final-read`) misses an append that completed
+  before it began. Only a final read can prove a change lost: a plain read may
+  lag (whatever its place in the history, even the last), and a
+  real-time-recent read that misses a change is `stale-rtr-read` (the change
+  may still arrive). A history with no ok final read (cut short, an older
+  history, or its final reads all failed) is judged on the other rules, and a
+  note says that lost changes were not judged.
 """
 
 from __future__ import annotations
@@ -39,8 +47,12 @@ from sleuth.history import History
 
 MAX_EXAMPLES = 20
 SKIP_PREFIXES = True  # reads equal to the start of the checked log skip the per-row rules (below)
-READS = ("read", "rtr-read")
+FINAL = "final-read"  # a real-time-recent read after every fault healed: the only proof of a lost change
+RTR = ("rtr-read", FINAL)  # real-time-recent reads
+READS = ("read", *RTR)
 FS = ("append", "ack", *READS)
+NO_FINAL = (f"no final read ({FINAL!r}) completed ok: a lost change (lost-change) is not judged, since "
+            "plain reads may lag")
 
 
 def _where(history: History, op) -> str:
@@ -181,15 +193,14 @@ def check_source(history: History, **_: Any) -> Result:
     acked = _Prefix([(a.complete_pos, best_upto[i - 1][0] if (i := bisect.bisect_right(afters, a.value)) else 0,
                       (a, best_upto[i - 1][1] if i else None)) for a in acks])
 
-    last = max(reads, key=lambda r: r.invoke_pos, default=None)
     for r in reads:
         have = shown[r.id]
         n, w = appended.before(r.invoke_pos)
-        if r is last and n and n not in have:
-            add("lost-change", f"the last read, {_where(history, r)}, misses change n={n} "
+        if r.f == FINAL and n and n not in have:
+            add("lost-change", f"the final read {_where(history, r)} misses change n={n} "
                                f"({_where(history, w)} completed before it began)", read=r.id, n=n,
                 lines=_lines(history, r, w))
-        if r.f == "rtr-read":
+        if r.f in RTR:
             if n and n not in have:
                 add("stale-rtr-read", f"{_where(history, r)} misses change n={n}, appended by "
                                       f"{_where(history, w)}, which completed before the read began",
@@ -211,11 +222,15 @@ def check_source(history: History, **_: Any) -> Result:
     names = sorted(found)
     valid: bool | str = not names
     notes = []
+    finals = sum(r.f == FINAL for r in reads)
     if not reads:
         valid = UNKNOWN
         notes.append(nothing_to_judge("no read completed ok"))
+    elif not finals:
+        notes.append(NO_FINAL)
     return Result(valid=valid, model="source", anomaly_types=names, anomalies=found,
                   stats={"appends": len(appends), "ok-appends": len(ok_appends), "reads": len(reads),
-                         "rtr-reads": sum(r.f == "rtr-read" for r in reads), "acks": len(acks),
+                         "rtr-reads": sum(r.f == "rtr-read" for r in reads), "final-reads": finals,
+                         "acks": len(acks),
                          "anomaly-counts": counts},
                   notes=notes)

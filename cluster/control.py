@@ -26,6 +26,7 @@ from sleuth.cluster import RUNTIMES
 from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
 from sleuth.jsonfile import write_json
+from sleuth.names import name_problem
 
 ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, SOURCE_PORT = 6000, 6100, 6875, 6200  # a coordinator's admin port: pgwire + 1
 
@@ -106,6 +107,9 @@ def default_runtime(nodes_file: str | None = None) -> str:
 
 class Cluster:
     def __init__(self, name: str = "default"):
+        problem = name_problem(name)  # one directory under home()/clusters, never a path out of it
+        if problem is not None:
+            raise ClusterError(f"cluster name {problem}")
         self.name = name
         self.dir = state_dir(name)
         self.file = os.path.join(self.dir, "cluster.json")

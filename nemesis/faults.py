@@ -48,6 +48,8 @@ KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
 # be moved), `partition` (links between nodes can be cut).
 NEEDS = {"kill": "nodes", "pause": "nodes", "kill-all": "nodes", "dual-leader": "coordinators",
          "clock": "clock", "partition": "partition"}
+NONE = "none"  # --nemesis none: no faults; it stands alone
+CHOICES = f"one or more of {', '.join(KINDS)}, or {NONE} (alone: no faults)"  # what --nemesis takes
 
 
 class Fault:
@@ -271,16 +273,22 @@ ANY_STOPS: dict[str, str] = {**JEPSEN_STOPS, **STOPS}
 
 
 def parse_mix(text: str | None, target: Target) -> list[str]:
-    """`kill,pause` -> ["kill", "pause"] (a kind named twice counts once); refuses kinds the
-    target cannot do, and a mix that names none (`,`)."""
-    if not text or text == "none":
+    """`kill,pause` -> ["kill", "pause"] (a kind named twice counts once); `none` (alone: no
+    faults) -> []; refuses kinds the target cannot do, `none` beside a kind, and a mix that
+    names nothing (`,`). Every refusal names the choices as `sleuth run --help` does (CHOICES)."""
+    if not text:
         return []
     kinds = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
     if not kinds:
-        raise Unsupported(f"--nemesis {text!r}: no fault named; one or more of {', '.join(KINDS)}, or none")
+        raise Unsupported(f"--nemesis {text!r}: no fault named; {CHOICES}")
+    if kinds == [NONE]:
+        return []
+    if NONE in kinds:
+        raise Unsupported(f"--nemesis {text!r}: none stands alone (it means no faults); name faults without it, "
+                          f"or none by itself")
     for k in kinds:
         if k not in FAULTS:
-            raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")
+            raise Unsupported(f"--nemesis: unknown fault {k!r}; {CHOICES}")
         if NEEDS[k] not in target.abilities:
             raise Unsupported(target.refusal(k, NEEDS[k]))
     return kinds

@@ -33,6 +33,7 @@ from typing import Any
 
 from sleuth import exits
 from sleuth.jsonfile import write_json
+from sleuth.names import name_problem
 
 RECORD = "campaign.json"
 DIMENSIONS = ("workload", "target", "nemesis", "fault", "isolation", "seed")
@@ -100,8 +101,8 @@ def expand(doc: dict, path: str) -> Campaign:
     if not isinstance(head, dict):
         raise bad("campaign", "must be a table")
     name = head.get("name") or os.path.splitext(os.path.basename(path))[0]
-    if not isinstance(name, str) or not name.replace("-", "").replace("_", "").isalnum():
-        raise bad("campaign.name", f"{name!r}: letters, digits, - and _ only (it names a directory)")
+    if (problem := name_problem(name)) is not None:
+        raise bad("campaign.name", problem)
     base = _settings(head, "campaign", bad, extra={"name", "seeds", "expect"} | set(DIMENSIONS))
     blocks = doc.get("matrix")
     if not isinstance(blocks, list) or not blocks:
@@ -329,7 +330,9 @@ def execute_run(run: Run, store: str, say) -> dict:
     return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types), "also-found": also_found,
             "run_dir": os.path.abspath(rec.run_dir), "report": rec.report, **{k: rec.counts.get(k, 0)
             for k in ("ops", "ok", "fail", "info")},
-            "crashed": rec.reason if rec.status == exits.CRASHED else None}
+            # a run whose target (a URL: the user's database) failed before its first operation
+            # is exit 254 to `sleuth run`; in a campaign it is, as a crash, a run not carried out
+            "crashed": rec.reason if rec.status in (exits.CRASHED, exits.BAD_INPUT) else None}
 
 
 def new_record(campaign: Campaign, campaign_dir: str) -> dict:

@@ -78,6 +78,7 @@ class RunConfig:
     name: str | None = None
     progress: bool = True
     shrink_budget: float = 20.0  # seconds to shrink an invalid history (0: never); docs/shrink.md
+    drop_tables: bool = False  # a URL target: drop sleuth's own tables left by an earlier run first
     extra: dict = field(default_factory=dict)
 
 
@@ -347,14 +348,14 @@ class _Live:
         self.threads: list[threading.Thread] = []
         self.schedule: Any = None
         self.notes: list[str] = []
+        self.created: list[str] = []  # the tables this run created in the user's database
 
     def run(self) -> str | None:
         """Drive the run to its end; the reason it ended early, or None."""
         self.target.up(progress=self.say)
         if self.signals.fired:
             return INTERRUPTED
-        with self.target.connect(self.target.dsns()[-1][1], OP_TIMEOUT) as conn:
-            self.p.workload.setup(conn)
+        self._setup()
         self._start_load()
         _progress(self.cfg, self.rec, time.monotonic() + self.cfg.time_limit, self.stop, self.signals)
         self._stop_load()
@@ -364,6 +365,53 @@ class _Live:
             return INTERRUPTED
         self._recover()
         return INTERRUPTED if self.signals.fired else None
+
+    def _setup(self) -> None:
+        """The workload's tables. In the user's own database (a URL target) sleuth creates them
+        only where no table of that name exists (`--drop-tables` first drops sleuth's own, left by
+        an earlier run), and drops those it created when the run ends (`_drop_created`). A driver
+        error there, from connecting on, is the user's target failing: `TargetFailed`."""
+        from sleuth.targets import TargetFailed, redact
+
+        target, workload = self.target, self.p.workload
+        shown = f"--target {redact(self.cfg.target)}"
+        step = "could not be reached"
+        try:
+            with target.connect(target.dsns()[-1][1], OP_TIMEOUT) as conn:
+                if target.users:
+                    step = "refused sleuth's setup"
+                    existing = target.existing_tables(conn, workload.tables)
+                    if existing and not self.cfg.drop_tables:
+                        raise TargetFailed(
+                            f"{shown} already has table{'s' if len(existing) > 1 else ''} {', '.join(existing)}: "
+                            "sleuth creates only tables that are not there, and touches no other; if "
+                            "it is sleuth's own, left by an earlier run, --drop-tables drops it first")
+                    for table in existing:
+                        conn.execute(f"DROP TABLE {table}")
+                workload.setup(conn)
+                self.created = list(workload.tables) if target.users else []
+        except TargetFailed:
+            raise
+        except Exception as e:
+            described = target.classify(e, True) if target.users else None
+            if described is None:
+                raise  # sleuth's own failure, or a server sleuth started: 255 with the traceback
+            raise TargetFailed(f"{shown} {step}: {_masked(described[1], self.cfg.target)}") from None
+
+    def _drop_created(self) -> None:
+        """Drop the tables this run created in the user's database (and only those); if that
+        fails, a note says which are left and how the next run clears them."""
+        if not self.created:
+            return
+        try:
+            with self.target.connect(self.target.dsns()[-1][1], OP_TIMEOUT) as conn:
+                for table in self.created:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+            self.created = []
+        except Exception as e:
+            self.notes.append(f"the tables this run created ({', '.join(self.created)}) could not be dropped "
+                              f"({_masked(_one_line(e), self.cfg.target)}): the next run refuses until "
+                              "--drop-tables drops them")
 
     def _start_load(self) -> None:
         from sleuth.nemesis.faults import Schedule
@@ -418,7 +466,7 @@ class _Live:
         """Stop the load and heal the nemesis if still on, close the history, keep the logs,
         stop every node. Each step runs even if one before it failed; the first failure is raised."""
         errors: list[BaseException] = []
-        for step in (self._stop_load, self.dog_stop.set, self.rec.close,
+        for step in (self._stop_load, self.dog_stop.set, self.rec.close, self._drop_created,
                      lambda: self.target.collect_logs(store.nodes_dir(run_dir)), self.target.down):
             try:
                 step()
@@ -447,6 +495,18 @@ class _Live:
         return tuple(self.schedule.errors) if self.schedule is not None else ()
 
 
+def _masked(text: str, spec: str) -> str:
+    """`text` (a driver's message) with the password of the target URL `spec` masked, should
+    the driver have quoted it."""
+    from urllib.parse import urlsplit
+
+    try:
+        password = urlsplit(spec).password if "://" in spec else None
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
 def _one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
@@ -456,7 +516,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     """One whole run, to its record. Raises `Unsupported` for bad usage and `StoreError` when
     no run directory can be made (nothing has started then); every later failure ends in
     the record (status 255, crash.txt), with the nodes stopped."""
-    from sleuth.targets import redact
+    from sleuth.targets import TargetFailed, redact
 
     p = plan(cfg)
     cfg = p.cfg
@@ -471,6 +531,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     crash: tuple[BaseException, str] | None = None
     reason = None
     live = None
+    failed = None  # the user's target failed before the first operation (TargetFailed)
     try:
         try:
             store.write_record(run_dir, started_record(p, run_dir, started).test_json())
@@ -478,6 +539,8 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
             reason = live.run()
         except Interrupted:
             reason = INTERRUPTED
+        except TargetFailed as e:
+            failed = str(e)
         except BaseException as e:
             crash = (e, traceback.format_exc())
         finally:
@@ -487,6 +550,8 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
                     live.teardown(run_dir)
                 except BaseException as e:
                     crash = crash or (e, traceback.format_exc())
+        if failed is not None and crash is None:
+            return _target_failed(p, run_dir, started, failed)
         return _conclude(p, run_dir, live, started, reason, crash, signals, say)
     finally:
         signals.restore()
@@ -504,6 +569,29 @@ def started_record(p: _Plan, run_dir: str, started: float) -> RunRecord:
         runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
         started=started, finished=None, faults={}, nemesis_errors=(), counts={},
         valid="unknown", anomaly_types=(), status=exits.UNKNOWN, reason=RUNNING)
+
+
+def _target_failed(p: _Plan, run_dir: str, started: float, reason: str) -> RunRecord:
+    """The record of a run whose target (the user's database) failed before its first
+    operation: status 254 and why; nothing judged, nothing else kept (its history is empty)."""
+    from sleuth.targets import redact
+
+    for path in (store.history_path(run_dir), store.nodes_dir(run_dir)):
+        try:
+            if os.path.isdir(path):
+                os.rmdir(path)  # only if empty
+            elif os.path.getsize(path) == 0:
+                os.remove(path)
+        except OSError:
+            pass
+    rec = RunRecord(
+        name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
+        runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+        started=started, finished=time.time(), faults={}, nemesis_errors=(),
+        counts={"ops": 0, "ok": 0, "fail": 0, "info": 0}, valid="unknown", anomaly_types=(),
+        status=exits.BAD_INPUT, reason=reason, ended=reason)
+    store.write_record(run_dir, rec.test_json())
+    return rec
 
 
 def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason: str | None,

@@ -190,17 +190,19 @@ def test_unwritable_store_crashes_with_one_line_and_starts_nothing(tmp_path):
     assert not (home / "clusters").exists()
 
 
-def test_password_never_shown_and_unreachable_url_is_a_crash(tmp_path):
+def test_password_never_shown_and_unreachable_url_is_the_targets_failure(tmp_path):
+    """Issue 43: an unreachable URL is the user's target failing, not sleuth: 254, one line, no
+    crash.txt (it was 255 with a traceback), and the password nowhere."""
     url = f"postgresql://u:hunter2-secret@127.0.0.1:{_closed_port()}/db"
     p = _sleuth("run", "--target", url, "-w", "register", "--time-limit", "1", "--store",
                 str(tmp_path / "s"), "--json")
-    assert p.returncode == exits.CRASHED, p.stderr  # nothing to run against: sleuth failed, no verdict
+    assert p.returncode == exits.BAD_INPUT, p.stderr  # nothing to run against: no verdict
     out = json.loads(p.stdout)
-    assert out["exit"] == exits.CRASHED and out["valid"] == "unknown"
+    assert out["exit"] == exits.BAD_INPUT and out["valid"] == "unknown"
     assert "Traceback" not in p.stderr
     assert sum(line.startswith("sleuth: error:") for line in p.stderr.splitlines()) == 1
     run_dir = out["run_dir"]
-    assert os.path.exists(store.crash_path(run_dir)) and "Traceback" in open(store.crash_path(run_dir)).read()
+    assert not os.path.exists(store.crash_path(run_dir))
     assert "u:***@127.0.0.1" in open(store.test_path(run_dir)).read()
     for text in [p.stdout, p.stderr] + [open(os.path.join(dp, f), errors="replace").read()
                                         for dp, _, fs in os.walk(run_dir) for f in fs if not f.endswith(".png")]:

@@ -177,3 +177,26 @@ def test_a_mix_names_each_kind_once_and_at_least_one():
     assert parse_mix("none", Inert()) == [] and parse_mix(None, Inert()) == []
     with pytest.raises(Unsupported, match="no fault named"):
         parse_mix(",", Inert())  # ran with no nemesis at all
+
+
+def test_none_stands_alone_and_the_errors_say_so():
+    """Issue 43: `--nemesis none` is accepted, `none,kill` was refused as "unknown fault 'none'"
+    with a list that did not name none. The error now says that none stands alone, and every
+    refusal of a kind names none among the choices, as `sleuth run --help` does."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from sleuth.nemesis.faults import parse_mix
+    from sleuth.targets import Unsupported
+
+    for mix in ("none,kill", "kill,none", "kill, pause,none"):
+        with pytest.raises(Unsupported, match="none stands alone"):
+            parse_mix(mix, Inert())
+    assert parse_mix(" none ", Inert()) == parse_mix("none,none", Inert()) == []  # named twice counts once
+    with pytest.raises(Unsupported, match=r"unknown fault .bogus.; one or more of kill, .*, or none \(alone"):
+        parse_mix("bogus", Inert())
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert "none (alone" in " ".join(p.stdout.split()), p.stdout

@@ -50,9 +50,9 @@ PLANTED = {
     "skipped-change": lambda ops: _edit(ops, "read", 3, lambda rows: rows[:1] + rows[2:]),
     "duplicate-change": lambda ops: _edit(ops, "read", 3, lambda rows: rows + rows[-1:]),
     "invented-change": lambda ops: _edit(ops, "read", 3, lambda rows: [*rows, [len(rows) + 1, 7]]),
-    # the last read shows only the first three changes
+    # the final read shows only the first three changes
     "lost-change": lambda ops: [*ops, read(0, [[o[6]["n"], o[2]] for o in ops if o[1] == "append"][:3],
-                                      10_000, 10_001)],
+                                      10_000, 10_001, final=True)],
 }
 
 

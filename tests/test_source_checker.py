@@ -26,8 +26,9 @@ def append(p, v, n, after, start, end, typ="ok"):
     return (p, "append", v, start, end, typ, {"v": v, "n": n, "lsn": after - 8, "after": after})
 
 
-def read(p, rows, start, end, rtr=False, typ="ok"):
-    return (p, "rtr-read" if rtr else "read", None, start, end, typ, [list(r) for r in rows])
+def read(p, rows, start, end, rtr=False, typ="ok", final=False):
+    f = "final-read" if final else "rtr-read" if rtr else "read"
+    return (p, f, None, start, end, typ, [list(r) for r in rows])
 
 
 def ack(p, lsn, start, end):
@@ -109,9 +110,38 @@ def test_an_append_of_unknown_outcome_may_show_with_any_number():
     assert verdict(failed) == (False, ["invented-change"])
 
 
-def test_the_last_read_missing_a_completed_append_is_a_lost_change():
+def test_a_final_read_missing_a_completed_append_is_a_lost_change():
+    ops = BASE + [read(1, [(1, 10), (2, 20), (3, 30)], 6, 7), read(1, [(1, 10), (2, 20)], 8, 9, final=True)]
+    # a final read is real-time recent too: it also misses what completed before it began
+    assert verdict(ops) == (False, ["lost-change", "stale-rtr-read"])
+    r = check_source(history(ops))
+    assert r.stats["final-reads"] == 1 and not r.notes
+
+
+def test_a_plain_read_last_in_the_history_may_lag_it_proves_nothing_lost():
+    """Issue 43: the last plain read was taken for the final one. A history cut before its
+    final read (or whose final reads all failed) ends with reads that may lag: judged on the
+    other rules, valid here, and a note says that lost changes were not judged."""
     ops = BASE + [read(1, [(1, 10), (2, 20), (3, 30)], 6, 7), read(1, [(1, 10), (2, 20)], 8, 9)]
-    assert verdict(ops) == (False, ["lost-change"])
+    r = check_source(history(ops))
+    assert (r.valid, r.anomaly_types) == (True, [])
+    assert any("final-read" in n and "lost-change" in n for n in r.notes), r.notes
+    failed = ops + [read(2, [], 10, 11, typ="fail", final=True), read(3, [], 12, 13, typ="fail", final=True)]
+    r = check_source(history(failed))
+    assert (r.valid, r.anomaly_types) == (True, []) and r.stats["final-reads"] == 0
+    assert any("final-read" in n for n in r.notes), r.notes
+
+
+def test_a_valid_history_cut_before_its_final_read_stays_valid():
+    """`head -n` of a valid history, cut before its final read: the last plain reads lag (the
+    last one is behind the last append), which is allowed; only the final read may prove a loss."""
+    ops = BASE + [read(1, [(1, 10)], 6, 7), append(0, 40, 4, 400, 6, 8), read(2, [(1, 10), (2, 20)], 9, 10),
+                  read(9, [(1, 10), (2, 20), (3, 30), (4, 40)], 11, 12, final=True)]
+    whole = history(ops)
+    assert verdict(ops) == (True, [])
+    cut = History(whole.events[:-2], "h")  # the final read's invoke and completion are the last two lines
+    r = check_source(cut)
+    assert (r.valid, r.anomaly_types) == (True, []), r.anomaly_types
 
 
 def test_no_read_means_nothing_was_checked():

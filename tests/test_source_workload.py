@@ -75,3 +75,7 @@ def test_each_source_switch_is_caught(tmp_path, fault, anomaly):
 def test_the_same_run_without_a_switch_is_valid(tmp_path):
     code, s = sleuth_run(tmp_path, "source", None, None, extra=SECONDS)
     assert code == 0 and s["valid"] is True and s["anomaly-types"] == [], s
+    with open(os.path.join(s["run_dir"], "results.json")) as f:
+        results = json.load(f)
+    # the run marks its final read in the history, so the checker judged lost changes
+    assert results["stats"]["final-reads"] >= 1 and results["notes"] == [], results["notes"]

@@ -21,6 +21,8 @@ pytest.importorskip("pyspark")
 
 from test_spark_jobs import delete_final_row, sleuth_run  # noqa: E402
 
+from sleuth.workloads.clients import LISTS  # noqa: E402
+
 
 def test_docker_run_keeps_its_storage_data_and_the_audit_reads_it(tmp_path):
     from sleuth.checker.spark.jobs import judge_runs
@@ -33,7 +35,7 @@ def test_docker_run_keeps_its_storage_data_and_the_audit_reads_it(tmp_path):
     data = glob.glob(os.path.join(run, "nodes", "*", "data"))
     assert data, "no storage node's data was copied out of its container"
     assert not glob.glob(os.path.join(run, "nodes", "*", "data-error.txt"))
-    sealed = glob.glob(os.path.join(run, "nodes", "*", "data", "shards", "lists", "*.parquet"))
+    sealed = glob.glob(os.path.join(run, "nodes", "*", "data", "shards", LISTS, "*.parquet"))
     assert sealed, "the storage nodes were asked to seal, yet no Parquet came out of the containers"
 
     lost = shutil.copytree(run, str(tmp_path / "doctored" / "lost"))

@@ -31,6 +31,7 @@ pytest.importorskip("pyspark")
 import pyarrow.parquet as pq  # noqa: E402
 
 from sleuth.checker.spark import aggregate  # noqa: E402
+from sleuth.workloads.clients import LISTS  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
@@ -70,7 +71,7 @@ def delete_final_row(run_dir: str) -> set[tuple[str, str]]:
     """Remove the insert of one key's final list row from its sealed Parquet file.
 
     Returns the (key, value) appends that row held and the history acknowledged."""
-    files = sorted(glob.glob(os.path.join(run_dir, "nodes", "*", "data", "shards", "lists", "*.parquet")))
+    files = sorted(glob.glob(os.path.join(run_dir, "nodes", "*", "data", "shards", LISTS, "*.parquet")))
     assert files, "the run kept no sealed Parquet"
     counts: Counter = Counter()
     where = {}
@@ -103,6 +104,23 @@ def fail_one_append(run_dir: str) -> tuple[str, str, int]:
     raise AssertionError("no acknowledged append")
 
 
+def as_stored_before_sleuth_table_names(run_dir: str) -> str:
+    """The run as a run stored before sleuth named its tables `sleuth_…` (issue 43) kept it:
+    the storage nodes' shard of `sleuth_lists` named `lists`, in its directory and its wal."""
+    for data in glob.glob(os.path.join(run_dir, "nodes", "*", "data")):
+        shard = os.path.join(data, "shards", LISTS)
+        if os.path.isdir(shard):
+            os.rename(shard, os.path.join(data, "shards", "lists"))
+        for name in ("wal.jsonl", "state.json"):
+            path = os.path.join(data, name)
+            if os.path.exists(path):
+                with open(path) as f:
+                    text = f.read()
+                with open(path, "w") as f:
+                    f.write(text.replace(f'"{LISTS}"', '"lists"'))
+    return run_dir
+
+
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     from sleuth.workloads import sim_list_append, sim_register
@@ -127,6 +145,8 @@ def campaign(tmp_path_factory):
     runs["odd-name"] = shutil.copytree(runs["valid"], os.path.join(doctored, "kill+pause 100%"))
     with open(os.path.join(runs["torn"], "history.jsonl"), "rb+") as f:  # a torn last line
         f.truncate(os.path.getsize(f.name) - 20)
+    runs["legacy"] = as_stored_before_sleuth_table_names(
+        shutil.copytree(runs["valid"], os.path.join(doctored, "legacy")))
     expected_lost = delete_final_row(runs["lost"])
     expected_phantom = fail_one_append(runs["phantom"])
     sims = os.path.join(root, "sims")
@@ -224,7 +244,7 @@ def test_durability_finds_a_deleted_write_and_nothing_on_untouched_runs(campaign
     lost = found[(found["run"] == by["lost"]["run"]) & (found["anomaly"] == "lost-write")]
     assert set(zip(lost["key"], lost["value"])) == campaign["lost"]
     assert (by["odd-name"]["valid"], by["odd-name"]["ops"]) == (by["valid"]["valid"], by["valid"]["ops"])
-    for name in ("valid", "stale", "odd-name"):
+    for name in ("valid", "stale", "odd-name", "legacy"):  # legacy: every write found under its old name
         assert by[name]["durability"] == "ok", name
         assert by[name]["lost_writes"] == by[name]["phantom_writes"] == 0, name
     assert set(found["run"]) <= {by["lost"]["run"], by["phantom"]["run"]}

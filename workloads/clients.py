@@ -78,10 +78,17 @@ class Workload:
         raise NotImplementedError
 
 
+# Every table a workload creates is named `sleuth_…`, so that none is mistaken for a table of
+# the user's database (`--target postgresql://…`, `mysql://…`). The runner creates them only where
+# none of that name exists, and drops only those it created (docs/exit-status.md, README).
+TABLE_PREFIX = "sleuth_"
+REGISTERS, LISTS, RW, ACCOUNTS, COUNTERS = (TABLE_PREFIX + t for t in ("registers", "lists", "rw", "accounts",
+                                                                         "counters"))
+
+
 def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple], family: str = "general",
                 key: str = "k") -> None:
-    if family == "mysql":  # a MySQL URL may be run against again: start from nothing
-        cur.execute(f"DROP TABLE IF EXISTS {table}")
+    if family == "mysql":
         cur.execute(f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({key})) ENGINE=InnoDB")
     else:
         cur.execute(f"CREATE TABLE {table} ({columns})")
@@ -94,10 +101,10 @@ def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple], family: s
 class Register(Workload):
     """Independent registers, one row per key: read, write, cas (checked for linearizability)."""
     name = checker = "register"
-    tables = ["registers"]
+    tables = [REGISTERS]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "registers", "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
+        _rows_setup(cur, REGISTERS, "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         k = rnd.randrange(self.keys)
@@ -112,16 +119,16 @@ class Register(Workload):
     def perform(self, conn: Any, f: str, value: Any) -> Any:
         k, v = value
         if f == "read":
-            row = conn.execute(f"SELECT v FROM registers WHERE k = {k}").fetchone()
+            row = conn.execute(f"SELECT v FROM {REGISTERS} WHERE k = {k}").fetchone()
             got = row[0] if row else None
             self.seen[k] = got
             return [k, got]
         if f == "write":
-            conn.execute(f"UPDATE registers SET v = {v} WHERE k = {k}")
+            conn.execute(f"UPDATE {REGISTERS} SET v = {v} WHERE k = {k}")
             self.seen[k] = v
             return value
         old, new = v
-        cur = conn.execute(f"UPDATE registers SET v = {new} WHERE k = {k} AND v = {old}")
+        cur = conn.execute(f"UPDATE {REGISTERS} SET v = {new} WHERE k = {k} AND v = {old}")
         if cur.rowcount != 1:
             raise Failed(f"cas: register {k} did not hold {old}")
         self.seen[k] = new
@@ -176,26 +183,26 @@ class _Transactional(Workload):
 class ListAppend(_Transactional):
     """Elle's list-append: lists as text rows, appended to by read-then-write."""
     name = checker = "list-append"
-    tables = ["lists"]
+    tables = [LISTS]
     write_f = "append"
 
     def setup(self, cur: Any) -> None:
         # MySQL: the table starts empty and the first append of a key inserts its row (Jepsen's way)
-        _rows_setup(cur, "lists", "k bigint, v text",
+        _rows_setup(cur, LISTS, "k bigint, v text",
                     [] if self.family == "mysql" else [(k, "") for k in range(self.keys)], self.family)
 
     def read(self, conn: Any, k: int) -> list[int]:
-        row = conn.execute(f"SELECT v FROM lists WHERE k = {k}").fetchone()
+        row = conn.execute(f"SELECT v FROM {LISTS} WHERE k = {k}").fetchone()
         return [int(x) for x in (row[0] or "").split()] if row else []
 
     def write(self, conn: Any, op: str, k: int, v: int) -> list:
         if self.family == "mysql":  # 1 row inserted, or (found rows) 2 for the update path
-            cur = conn.execute(f"INSERT INTO lists (k, v) VALUES ({k}, '{v}') "
+            cur = conn.execute(f"INSERT INTO {LISTS} (k, v) VALUES ({k}, '{v}') "
                                f"ON DUPLICATE KEY UPDATE v = CONCAT(v, ' {v}')")
             if cur.rowcount not in (1, 2):
                 raise Unexpected(f"append to key {k} affected {cur.rowcount} rows")
         else:
-            cur = conn.execute(f"UPDATE lists SET v = v || ' {v}' WHERE k = {k}")
+            cur = conn.execute(f"UPDATE {LISTS} SET v = v || ' {v}' WHERE k = {k}")
             if cur.rowcount != 1:
                 raise Unexpected(f"append to key {k} updated {cur.rowcount} rows")
         return [op, k, v]
@@ -204,29 +211,29 @@ class ListAppend(_Transactional):
 class RwRegister(_Transactional):
     """Elle's rw-register: one row per key, reads and blind writes."""
     name = checker = "rw-register"
-    tables = ["rw"]
+    tables = [RW]
     write_f = "w"
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "rw", "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
+        _rows_setup(cur, RW, "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
 
     def read(self, conn: Any, k: int) -> Any:
-        row = conn.execute(f"SELECT v FROM rw WHERE k = {k}").fetchone()
+        row = conn.execute(f"SELECT v FROM {RW} WHERE k = {k}").fetchone()
         return row[0] if row else None
 
     def write(self, conn: Any, op: str, k: int, v: int) -> list:
-        conn.execute(f"UPDATE rw SET v = {v} WHERE k = {k}")
+        conn.execute(f"UPDATE {RW} SET v = {v} WHERE k = {k}")
         return ["w", k, v]
 
 
 class Bank(Workload):
     """Transfers between accounts and whole-table reads: the total is conserved."""
     name = checker = "bank"
-    tables = ["accounts"]
+    tables = [ACCOUNTS]
     INITIAL = 100
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "accounts", "id bigint, balance bigint",
+        _rows_setup(cur, ACCOUNTS, "id bigint, balance bigint",
                     [(a, self.INITIAL) for a in range(max(2, self.keys))], self.family, key="id")
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
@@ -237,16 +244,16 @@ class Bank(Workload):
 
     def perform(self, conn: Any, f: str, value: Any) -> Any:
         if f == "read":
-            return {str(a): bal for a, bal in conn.execute("SELECT id, balance FROM accounts").fetchall()}
+            return {str(a): bal for a, bal in conn.execute(f"SELECT id, balance FROM {ACCOUNTS}").fetchall()}
         a, b, x = value["from"], value["to"], value["amount"]
         if self.family == "reference":  # one read-then-write statement
-            conn.execute(f"UPDATE accounts SET balance = balance + CASE WHEN id = {a} THEN {-x} "
+            conn.execute(f"UPDATE {ACCOUNTS} SET balance = balance + CASE WHEN id = {a} THEN {-x} "
                          f"ELSE {x} END WHERE id IN ({a}, {b})")
             return value
         conn.execute("BEGIN")
         try:
-            conn.execute(f"UPDATE accounts SET balance = balance - {x} WHERE id = {a}")
-            conn.execute(f"UPDATE accounts SET balance = balance + {x} WHERE id = {b}")
+            conn.execute(f"UPDATE {ACCOUNTS} SET balance = balance - {x} WHERE id = {a}")
+            conn.execute(f"UPDATE {ACCOUNTS} SET balance = balance + {x} WHERE id = {b}")
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
@@ -263,18 +270,18 @@ class Bank(Workload):
 class Counter(Workload):
     """UPDATE … SET x = x + 1 (seed 001's read-then-write path) and reads."""
     name = checker = "counter"
-    tables = ["counters"]
+    tables = [COUNTERS]
 
     def setup(self, cur: Any) -> None:
-        _rows_setup(cur, "counters", "k bigint, x bigint", [(0, 0)], self.family)
+        _rows_setup(cur, COUNTERS, "k bigint, x bigint", [(0, 0)], self.family)
 
     def generate(self, rnd: random.Random, slot: int) -> tuple[str, Any]:
         return ("read", None) if rnd.random() < 0.3 else ("add", 1)
 
     def perform(self, conn: Any, f: str, value: Any) -> Any:
         if f == "read":
-            return conn.execute("SELECT x FROM counters WHERE k = 0").fetchone()[0]
-        cur = conn.execute(f"UPDATE counters SET x = x + {value} WHERE k = 0")
+            return conn.execute(f"SELECT x FROM {COUNTERS} WHERE k = 0").fetchone()[0]
+        cur = conn.execute(f"UPDATE {COUNTERS} SET x = x + {value} WHERE k = 0")
         if cur.rowcount != 1:
             raise Unexpected(f"increment updated {cur.rowcount} rows")
         return value

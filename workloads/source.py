@@ -11,6 +11,9 @@ gives the shapes):
   commit lies at or below it);
 - `read` / `rtr-read`: every row, through the cluster, without / with
   `SET real_time_recency = true`;
+- `final-read`: an `rtr-read` made only as the run's final read (the runner's
+  `final_reads`, once the load has stopped and every fault has healed); its
+  own name marks it in the history, the only read that can prove a change lost;
 - `ack`: the source slot's `confirmed_flush_lsn`, read upstream.
 
 Each client keeps its own upstream connection beside the cluster connection
@@ -26,6 +29,7 @@ import socket
 import threading
 from typing import Any
 
+from sleuth.checker.source import FINAL, READS, RTR
 from sleuth.cluster.pgoutput import lsn_int
 from sleuth.workloads.clients import WORKLOADS, Failed, Workload
 
@@ -85,8 +89,8 @@ class Source(Workload):
                 pass
 
     def perform(self, conn: Any, f: str, value: Any) -> Any:
-        if f in ("read", "rtr-read"):
-            conn.execute(f"SET real_time_recency = {'true' if f == 'rtr-read' else 'false'}")
+        if f in READS:
+            conn.execute(f"SET real_time_recency = {'true' if f in RTR else 'false'}")
             return [list(r) for r in conn.execute(f"SELECT n, v FROM {TABLE} ORDER BY n").fetchall()]
         try:
             return self._append(value) if f == "append" else self._ack()
@@ -134,7 +138,7 @@ class Source(Workload):
             pass
 
     def final_reads(self) -> list[tuple[str, Any]]:
-        return [("rtr-read", None)]
+        return [(FINAL, None)]
 
 
 WORKLOADS[Source.name] = Source

@@ -45,6 +45,16 @@ def table_of(workload: str) -> str:
     return WORKLOADS[workload].tables[0]
 
 
+def tables_of(workload: str) -> tuple[str, ...]:
+    """Its table, and the name it had in runs stored before every table sleuth creates was
+    named `sleuth_…` (`lists` for `sleuth_lists`): a run keeps its storage nodes' data, and an
+    older run re-judged is audited against what it wrote then."""
+    from sleuth.workloads.clients import TABLE_PREFIX
+
+    table = table_of(workload)
+    return (table, table.removeprefix(TABLE_PREFIX))
+
+
 def data_dirs(run_dir: str) -> list[str]:
     return sorted(d for d in glob.glob(os.path.join(run_dir, "nodes", "*", "data")) if os.path.isdir(d))
 
@@ -125,7 +135,7 @@ def audit(spark, ops, runs):
     updates = read_updates(spark, run_dirs)
     if updates is None:
         return None
-    tables = spark.createDataFrame([(w, table_of(w)) for w in AUDITED], "workload STRING, table STRING")
+    tables = spark.createDataFrame([(w, t) for w in AUDITED for t in tables_of(w)], "workload STRING, table STRING")
     updates = updates.join(F.broadcast(runs.join(F.broadcast(tables), "workload")), ["run_dir", "table"])
     # list-append: the values in each key's row at the end
     final = (updates.where(F.col("workload").isin(*LIST_TABLE_WORKLOADS))

@@ -53,7 +53,7 @@ from sleuth.checker import graph as g
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.spark import history_keys as hk
-from sleuth.checker.spark.history_ops import cache_dir, input_files, load_ops
+from sleuth.checker.spark.history_ops import cache_dir, imported, input_files, load_ops, native
 from sleuth.checker.spark.shard_history import LOG_LEVEL, per_task, spark_session, warm
 from sleuth.history import HistoryError
 from sleuth.words import noun, plural
@@ -67,7 +67,19 @@ MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are
 
 def check(path: str, workload: str, options: dict[str, Any], master: str | None = None,
           say=lambda s: None) -> Result:
-    """Judge the history at `path` (file, directory of shards, consolidation Parquet)."""
+    """Judge the history at `path` (file, directory of shards, consolidation Parquet). A file
+    in another format `sleuth check` reads is judged from its JSON Lines copy (`imported`):
+    the same events, so the same verdict; an error found in the copy names the input's line."""
+    if not native(path):
+        copy, history = imported(path, workload)  # bad input is named before a JVM starts
+        say(f"{path} read by sleuth check's importer into {copy} (JSON Lines: the lines that "
+            "explanations name are that file's)")
+        try:
+            return check(copy, workload, options, master, say)
+        except HistoryError as e:
+            if e.source != copy:
+                raise
+            raise HistoryError(path, None if e.line is None else history.line_of(e.line - 1), e.problem) from None
     input_files(path)  # a missing input is bad input before a JVM starts
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 import orjson
 
 from sleuth.checker.spark.shard_history import per_task
-from sleuth.history import NEMESIS, HistoryError, event_from_dict
+from sleuth.history import NEMESIS, History, HistoryError, dumps_event, event_from_dict
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
@@ -64,6 +64,42 @@ def input_files(path: str) -> list[str]:
     if not os.path.exists(path):
         raise HistoryError(path, None, "No such file or directory")
     return [path]
+
+
+def native(path: str) -> bool:
+    """Does Spark read `path` as it is: a directory (of `*.jsonl` shards, or the campaign
+    consolidation's Parquet) or a `.jsonl` file, which `sleuth check` too reads as strict
+    JSON Lines? Any other file is another format `sleuth check` reads (`sleuth.imports`)."""
+    return os.path.isdir(path) or os.path.splitext(path)[1].lower() == ".jsonl"
+
+
+def imported(path: str, workload: str) -> tuple[str, History]:
+    """A file in another format (Jepsen's `history.edn` or text log, elle-cli's JSON array,
+    a sparse file), read by the importer `sleuth check` uses for `workload` (its errors name
+    the file and line as `sleuth check` names them) and written as JSON Lines, which Spark
+    reads: `imported.jsonl` in the input's cache directory (`cache_dir`: beside it, or under
+    $SLEUTH_HOME when its directory is read-only). Rewritten only when its bytes change, so
+    the operations paired from it are reused while the input is the same. Returns the copy's
+    path and the imported history (whose `line_of` maps the copy's lines back: line i of the
+    copy is event i - 1)."""
+    from sleuth.checker import WORKLOADS
+    from sleuth.jsonfile import written_whole
+
+    history = WORKLOADS[workload].load(path, events=True)
+    try:
+        data = b"".join(dumps_event(e) for e in history.events)
+    except TypeError as e:  # a map with keys JSON cannot hold: no workload Spark judges has one
+        raise HistoryError(path, None, f"cannot be written as JSON Lines for Spark ({e})") from None
+    out = os.path.join(cache_dir(path), "imported.jsonl")
+    try:
+        with open(out, "rb") as fh:
+            same = fh.read() == data
+    except OSError:
+        same = False
+    if not same:
+        with written_whole(out) as tmp, open(tmp, "wb") as fh:
+            fh.write(data)
+    return out, history
 
 
 def parquet_files(path: str) -> list[str]:

@@ -36,6 +36,20 @@ def _faults(values: tuple[str, ...]) -> list[str]:
     return out
 
 
+def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--name: the rule of campaign names (sleuth.names): one directory under $SLEUTH_HOME."""
+    from sleuth.names import name_problem
+
+    problem = name_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
+name_option = click.option("--name", default="default", show_default=True, callback=_name,
+                           help="Cluster name (several may run): letters, digits, - and _.")
+
+
 def _fail(e: Exception, first_line: bool = False) -> None:
     """A ClusterError carries its status (254 or 255); anything else is ours to own (255)."""
     from sleuth.cluster.errors import ClusterError
@@ -52,7 +66,7 @@ def _fail(e: Exception, first_line: bool = False) -> None:
 @click.option("--coordinators", type=click.IntRange(1, 9), default=1, show_default=True)
 @click.option("--storage", type=click.IntRange(1, 9), default=2, show_default=True)
 @click.option("--fault", multiple=True, help=f"Fault switch, repeatable or comma-separated: {', '.join(FAULTS)}.")
-@click.option("--name", default="default", show_default=True, help="Cluster name (several may run).")
+@name_option
 @click.option("--source", "upstream", default=None, metavar="URL",
               help="Add a source node ingesting tables of this PostgreSQL (wal_level=logical) "
                    "by logical replication; with --source-tables.")
@@ -86,7 +100,7 @@ def up(runtime, nodes_file, coordinators, storage, fault, name, upstream, source
 
 @cluster.command()
 @click.option("--json", "as_json", is_flag=True, help="One JSON object.")
-@click.option("--name", default="default", show_default=True)
+@name_option
 def status(as_json, name) -> None:
     """Each node: role, address, state, and each coordinator's epoch."""
     from sleuth.cluster.control import Cluster, ClusterError
@@ -127,7 +141,7 @@ def list_(as_json) -> None:
 
 
 @cluster.command()
-@click.option("--name", default="default", show_default=True)
+@name_option
 def down(name) -> None:
     """Stop every node and remove the cluster's containers, network and data.
 
@@ -149,7 +163,7 @@ def down(name) -> None:
 
 @cluster.command()
 @click.argument("node")
-@click.option("--name", default="default", show_default=True)
+@name_option
 def logs(node, name) -> None:
     """Print a node's log."""
     from sleuth.cluster.control import Cluster, ClusterError

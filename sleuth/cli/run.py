@@ -12,6 +12,7 @@ from sleuth import exits
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
 from sleuth.judge import duration_text
+from sleuth.nemesis.faults import CHOICES
 from sleuth.workloads.clients import WORKLOADS
 
 
@@ -49,8 +50,7 @@ def clip(text: str, width: int) -> str:
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(list(WORKLOADS)))
-@click.option("--nemesis", default=None,
-              help="Comma-separated faults: kill, pause, partition, dual-leader, clock, kill-all.")
+@click.option("--nemesis", default=None, help=f"Comma-separated faults: {CHOICES}; default none.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
@@ -67,10 +67,13 @@ def clip(text: str, width: int) -> str:
 @click.option("--store", default="store", show_default=True, type=click.Path(file_okay=False))
 @click.option("--shrink-budget", type=click.FloatRange(min=0), default=20, show_default=True,
               help="Seconds to shrink an invalid history into counterexample.jsonl (0: don't).")
+@click.option("--drop-tables", is_flag=True,
+              help="A URL target: first drop sleuth's own tables (sleuth_…) that an earlier run left there. "
+                   "Without it a run refuses (exit 254) to start where one exists; it never touches other tables.")
 @click.option("--json", "as_json", is_flag=True,
               help="stdout carries one JSON object summarizing the run, nothing else (the summary goes to stderr).")
 def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
-        rate, keys, seed, store, shrink_budget, as_json) -> None:
+        rate, keys, seed, store, shrink_budget, drop_tables, as_json) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
     Exit status (docs/exit-status.md): 0 valid, 1 invalid, 2 unknown (could not decide,
@@ -87,7 +90,7 @@ def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_int
                     faults=tuple(_faults(fault)), isolation=isolation, time_limit=time_limit,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
                     nemesis_interval=nemesis_interval, progress=sys.stderr.isatty(),
-                    shrink_budget=shrink_budget)
+                    shrink_budget=shrink_budget, drop_tables=drop_tables)
     try:
         rec = execute(cfg, say=lambda m: click.echo(m, err=True))
     except Unsupported as e:
@@ -96,6 +99,10 @@ def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_int
         _crashed(str(e), as_json)
     except Exception as e:  # sleuth's own failure before the run began
         _crashed(f"{type(e).__name__}: {e}", as_json)
+    if rec.status == exits.BAD_INPUT:  # the user's target failed before the first operation
+        if as_json:
+            click.echo(json.dumps(rec.summary_json()))
+        exits.die(rec.reason or "the target failed")
     _summary(rec)
     if rec.crash_file or (rec.status == exits.CRASHED):
         click.echo(f"sleuth: error: {rec.reason}" + (f" (traceback in {rec.crash_file})" if rec.crash_file else ""),

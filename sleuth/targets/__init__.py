@@ -59,6 +59,13 @@ class Unsupported(Exception):
     """This target cannot do what was asked (e.g. kill a remote database)."""
 
 
+class TargetFailed(Exception):
+    """The user's own database (a URL target) failed the run before its first operation: it
+    could not be reached, or it already holds a table of the name sleuth would create. The
+    user's target, not sleuth, is at fault: the run ends with one line saying so (the target
+    redacted), exit 254, and its record; no traceback, no history, no report."""
+
+
 class Target:
     family = "general"
     name = ""
@@ -69,6 +76,18 @@ class Target:
     # mean something else than the runner's shared table says (e.g. MySQL's REPEATABLE READ).
     models: dict[str, str] = {}
     write_definite = PG_WRITE_DEFINITE
+    # The user's own database (a URL): sleuth creates its tables there only where no table of
+    # that name exists, and drops only those it created. The servers sleuth starts and the
+    # reference cluster are its own, new for each run.
+    users = False
+    current_schema = "current_schema()"  # the schema an unqualified CREATE TABLE creates in
+
+    def existing_tables(self, conn: Any, names: list[str]) -> list[str]:
+        """Which of `names` are tables in the schema sleuth would create them in."""
+        listed = ", ".join(f"'{n}'" for n in names)  # sleuth's own names: letters and underscores
+        rows = conn.execute(f"SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                            f"{self.current_schema} AND table_name IN ({listed})").fetchall()
+        return sorted(str(r[0]) for r in rows)
 
     def connect(self, dsn: str, timeout: float) -> Any:
         import psycopg

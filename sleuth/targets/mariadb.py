@@ -107,6 +107,7 @@ class MySQLTarget(Target):
     # (Target.default_isolation), as it does of every target.
     isolations = ("repeatable-read", "read-uncommitted", "read-committed", "serializable")
     models = MYSQL_MODELS
+    current_schema = "DATABASE()"
 
     def connect(self, dsn: str, timeout: float) -> Any:
         import pymysql
@@ -178,6 +179,7 @@ class MariaDBTarget(OneServer, MySQLTarget):
 
 class MySQLUrlTarget(MySQLTarget):
     """Any MySQL-protocol database at a URL: sleuth cannot reach its nodes, nor change its settings."""
+    users = True
 
     def __init__(self, url: str):
         super().__init__()

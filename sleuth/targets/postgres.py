@@ -39,6 +39,7 @@ class PostgresTarget(OneServer, Target):
 class UrlTarget(Target):
     """Any PostgreSQL-wire database at a URL: sleuth cannot reach its nodes."""
     isolations = ("read-committed", "repeatable-read", "serializable")
+    users = True
 
     def __init__(self, url: str):
         super().__init__()
