@@ -11,7 +11,8 @@ LIMIT and whole-table aggregates (count, sum, min, max), UPDATE … SET col =
 expr WHERE …, DELETE … WHERE …; expressions with arithmetic (PostgreSQL's:
 integer division truncates, 22012 on division by zero, 22003 past 64 bits),
 `||`, comparisons, AND/OR/NOT, IN, IS [NOT] NULL, BETWEEN, CASE, COALESCE,
-casts. Anything else is refused with SQLSTATE 0A000 (or 42601 for a syntax
+casts, typed and type-checked as PostgreSQL does before any row is read
+(`type_of`). Anything else is refused with SQLSTATE 0A000 (or 42601 for a syntax
 error, in PostgreSQL's short form), never guessed at or ignored. The isolation
 levels a session may ask for are named here too (`ISOLATION`). User guide:
 docs/cluster.md.
@@ -508,10 +509,52 @@ def to_bool(v: Any) -> bool:
     raise SQLError("42846", "cannot cast type double precision to boolean")
 
 
+_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT,
+           exp.LTE, exp.DPipe, exp.Neg, exp.Cast, exp.TryCast)
+
+
+def null_constant(e: exp.Expression) -> bool:
+    """Is e NULL whatever the row: NULL itself, or a strict operator over one (`x / (NULL * k)`)?
+    PostgreSQL folds these to NULL when it plans, and never evaluates their other operands."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Null):
+        return True
+    if isinstance(e, _STRICT):
+        return any(null_constant(x) for x in (e.this, e.args.get("expression")) if x is not None)
+    if isinstance(e, exp.Between):
+        return null_constant(e.this)
+    return False
+
+
+def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
+    """WHERE's top-level AND terms, a BETWEEN as its two comparisons (as PostgreSQL plans it)."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    if isinstance(e, exp.Between) and not e.args.get("symmetric"):
+        return [exp.GTE(this=e.this, expression=e.args["low"]), exp.LTE(this=e.this, expression=e.args["high"])]
+    return [e]
+
+
+def compile_where(where: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
+    """WHERE's predicate. A term that is constant (no column, or NULL by `null_constant`) is
+    evaluated once, first, as PostgreSQL's one-time filter: when it is not true, no row is
+    read and nothing else in WHERE is evaluated (`WHERE x / 0 = 1 AND NULL` is no error)."""
+    for term in _conjuncts(where):
+        if null_constant(term) or term.find(exp.Column) is None:
+            if compile_expr(term, None if term.find(exp.Column) is None else scope)(()) is not True:
+                return lambda row: False
+    return compile_expr(where, scope)
+
+
 def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
     """A closure computing e over a row tuple of `scope`'s table."""
     if isinstance(e, exp.Paren):
         return compile_expr(e.this, scope)
+    if isinstance(e, (*_STRICT, exp.Between)) and null_constant(e):  # folded to NULL, its operands never evaluated
+        return lambda row: None
     if isinstance(e, exp.Literal):
         v = e.this if e.is_string else (int(e.this) if re.fullmatch(r"-?\d+", e.this) else float(e.this))
         return lambda row: v
@@ -627,6 +670,15 @@ _NUMBERS = (INT8, FLOAT8)
 _COMPARE = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 
 
+def _read_literal(e: exp.Expression, t: int) -> None:
+    """A quoted literal meeting a typed value is read as that type when the statement is
+    planned (PostgreSQL's rule): '' against a boolean is 22P02 even if never compared."""
+    while isinstance(e, exp.Paren):
+        e = e.this
+    if isinstance(e, exp.Literal) and e.is_string and t in (INT8, FLOAT8, BOOL):
+        {INT8: to_int8, FLOAT8: to_float8, BOOL: to_bool}[t](e.this)
+
+
 def _comparable(a: int, b: int) -> bool:
     return UNKNOWN in (a, b) or a == b or (a in _NUMBERS and b in _NUMBERS)
 
@@ -688,9 +740,7 @@ def type_of(e: exp.Expression, scope: Scope | None) -> int:
     if isinstance(e, (exp.Cast, exp.TryCast)):
         a = type_of(e.this, scope)
         to = TYPES.get(e.to.sql(dialect="postgres").split("(")[0].lower(), UNKNOWN)
-        inner = e.this.unnest() if isinstance(e.this, exp.Paren) else e.this
-        if isinstance(inner, exp.Literal) and inner.is_string and to in (INT8, FLOAT8, BOOL):
-            {INT8: to_int8, FLOAT8: to_float8, BOOL: to_bool}[to](inner.this)  # parsed now, as PostgreSQL does
+        _read_literal(e.this, to)
         if (a, to) in ((BOOL, INT8), (BOOL, FLOAT8), (FLOAT8, BOOL)):
             raise SQLError("42846", f"cannot cast type {_NAMES[a]} to {_NAMES[to]}")
         return to
@@ -723,6 +773,8 @@ def type_of(e: exp.Expression, scope: Scope | None) -> int:
         a, b = type_of(e.this, scope), type_of(e.expression, scope)
         if not _comparable(a, b):
             raise SQLError("42883", f"operator does not exist: {_NAMES[a]} {e.key} {_NAMES[b]}")
+        _read_literal(e.this, b)
+        _read_literal(e.expression, a)
         return BOOL
     if isinstance(e, (exp.And, exp.Or)):
         for x in (e.this, e.expression):
@@ -741,6 +793,9 @@ def type_of(e: exp.Expression, scope: Scope | None) -> int:
         for x in e.expressions:
             if not _comparable(a, b := type_of(x, scope)):
                 raise SQLError("42883", f"operator does not exist: {_NAMES[a]} = {_NAMES[b]}")
+            a = a or b  # the list's type: the first typed member's
+        for x in (e.this, *e.expressions):
+            _read_literal(x, a)
         return BOOL
     if isinstance(e, exp.Between):
         a = type_of(e.this, scope)
@@ -814,8 +869,11 @@ def plan_select(tree: exp.Select) -> Select:
             _boolean(type_of(where, scope), "WHERE")
         for o in (tree.args["order"].expressions if tree.args.get("order") else ()):
             type_of(o.this, scope)
-        if where is not None:
-            pred = compile_expr(where, scope)
+        limit = tree.args.get("limit")
+        if limit is not None and compile_expr(limit.expression, None)(()) == 0:
+            rows = []  # LIMIT 0 reads no row, as PostgreSQL's executor: nothing is evaluated
+        if where is not None:  # (its constant terms are evaluated even then, as PostgreSQL folds them)
+            pred = compile_where(where, scope)
             rows = [r for r in rows if pred(r) is True]
         items = tree.expressions
         if any(isinstance(x, exp.Star) for x in items):
@@ -842,7 +900,9 @@ def plan_select(tree: exp.Select) -> Select:
         if any(aggs):
             if not all(aggs):
                 raise SQLError("42803", "a column must appear in GROUP BY or be used in an aggregate")
-            out = [tuple(_aggregate(agg, f, rows) for agg, f in outs)]
+            if tree.args.get("order"):
+                raise SQLError("0A000", "ORDER BY with aggregates is not supported")
+            out = sorted_limited(tree, None, [()], [tuple(_aggregate(agg, f, rows) for agg, f in outs)])
         else:
             out = [tuple(f(r) for _, f in outs) for r in rows]
             out = sorted_limited(tree, scope, rows, out)
@@ -941,7 +1001,7 @@ def mutate_diffs(plan: Mutate, columns: list[tuple[str, int]], rows: list[tuple]
     scope = Scope(columns)
     if plan.where is not None:
         _boolean(type_of(plan.where, scope), "WHERE")
-    pred = compile_expr(plan.where, scope) if plan.where is not None else (lambda r: True)
+    pred = compile_where(plan.where, scope) if plan.where is not None else (lambda r: True)
     sets = []
     for name, e in plan.assignments:
         if name not in scope.index:

@@ -35,7 +35,8 @@ from sleuth.targets.postgres_server import PostgresServer
 
 pytestmark = pytest.mark.cluster
 
-SEEDS = range(int(os.environ.get("SLEUTH_SQL_SEEDS", "24")))
+SEEDS = range(int(os.environ.get("SLEUTH_SQL_FIRST_SEED", "0")),
+               int(os.environ.get("SLEUTH_SQL_FIRST_SEED", "0")) + int(os.environ.get("SLEUTH_SQL_SEEDS", "20")))
 KIND = {20: "int", 21: "int", 23: "int", 700: "num", 701: "num", 1700: "num",
         25: "text", 1043: "text", 19: "text", 705: "text", 16: "bool"}
 
@@ -297,7 +298,7 @@ ERRORS = [
     "CREATE TABLE {t} (k bigint)", "DROP TABLE nowhere_{t}", "SELECT i * 9223372036854775807 FROM {t}",
     "SELECT 9223372036854775807 + {e}", "INSERT INTO {t} (k, nope) VALUES (1, 2)",
     "INSERT INTO {t} (k, i) VALUES (1, 2, 3)", "SELECT CAST('abc' AS bigint)", "INSERT INTO {t} (k, i) VALUES (1, 'x')",
-    "SELECT 1.5 / 0",
+    "SELECT 1.5 / 0", "SELECT count(*) FROM {t} LIMIT 0",  # (the last is no error: LIMIT on an aggregate)
 ]
 # statements outside the subset: the cluster must refuse them
 REFUSED = [
@@ -309,6 +310,8 @@ REFUSED = [
     "CREATE TABLE p_{t} (k bigint PRIMARY KEY)", "CREATE TABLE p_{t} (k bigint DEFAULT 1)",
     "SELECT count(DISTINCT i) FROM {t}", "SELECT count(*) + 1 FROM {t}", "TRUNCATE {t}",
     "SELECT i, sum(i) OVER () FROM {t}", "SELECT now()", "COPY {t} TO STDOUT",
+    "SELECT count(*) FROM {t} ORDER BY count(*)", "SELECT k FROM {t} ORDER BY 1", "SELECT *, k FROM {t}",
+    "SELECT k FROM {t} WHERE k BETWEEN SYMMETRIC 3 AND 1",
 ]
 
 
@@ -343,3 +346,17 @@ def test_the_cluster_answers_as_postgresql(engines, seed):
     diffs, n = run_script(ref, real, script(seed, f"d{seed}_{uuid.uuid4().hex[:4]}"))
     assert not diffs, f"{len(diffs)} of {n} statements differ (seed {seed}, {time.monotonic() - t0:.1f} s):\n" \
                       + "\n".join(diffs[:15])
+
+
+def test_psycopgs_statement_cache_evicting_with_deallocate(engines):
+    """psycopg prepares a statement run often (5 times by default) and DEALLOCATEs the oldest
+    once it holds 100: the cluster refused DEALLOCATE (0A000), failing whatever statement came
+    next. Here with a cache of 2, every statement prepared at once, against both servers."""
+    ref, real = engines
+    for conn in (ref, real):
+        with psycopg.connect(conn.info.dsn, autocommit=True, prepare_threshold=0, connect_timeout=5) as c:
+            c.prepared_max = 2
+            for n in range(6):
+                assert c.execute(f"SELECT {n} + 1, 'x'").fetchone() == (n + 1, "x")
+            assert [answer(c, q) for q in ("DEALLOCATE ALL", "DEALLOCATE nope_i49b")] == \
+                [("ok", None, None, -1), ("error", "26000")]
