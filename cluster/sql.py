@@ -539,22 +539,63 @@ def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
 
 
 def compile_where(where: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
-    """WHERE's predicate. A term that is constant (no column, or NULL by `null_constant`) is
-    evaluated once, first, as PostgreSQL's one-time filter: when it is not true, no row is
-    read and nothing else in WHERE is evaluated (`WHERE x / 0 = 1 AND NULL` is no error)."""
-    for term in _conjuncts(where):
-        if null_constant(term) or term.find(exp.Column) is None:
-            if compile_expr(term, None if term.find(exp.Column) is None else scope)(()) is not True:
+    """WHERE's predicate, true or not. A term that is constant (no column, or NULL by
+    `null_constant`) is evaluated once, first, as PostgreSQL's one-time filter: when it is not
+    true, no row is read and nothing else in WHERE is evaluated (`WHERE x / 0 = 1 AND NULL`
+    is no error)."""
+    terms = _conjuncts(where)
+    for term in terms:
+        if null_constant(term) or _constant(term):
+            if compile_expr(term, scope)(()) is not True:
                 return lambda row: False
-    return compile_expr(where, scope)
+    # a row is out at its first term that is not true (PostgreSQL's qual list: NULL stops it too)
+    preds = [compile_expr(t, scope) for t in terms]
+    return lambda row: all(p(row) is True for p in preds)
+
+
+def _constant(e: exp.Expression) -> bool:
+    """Is e the same for every row, once PostgreSQL's planner has dropped what cannot run
+    (a CASE arm behind a constant condition, COALESCE's arguments after a constant)?"""
+    if isinstance(e, (exp.Column, exp.AggFunc, exp.Star)):
+        return False
+    if isinstance(e, exp.Case) and e.this is None:
+        for i in e.args["ifs"]:
+            if not _constant(i.this):
+                return False
+            if compile_expr(i.this, None)(()) is True:
+                return _constant(i.args["true"])
+        return e.args.get("default") is None or _constant(e.args["default"])
+    if isinstance(e, exp.Coalesce):
+        for x in (e.this, *e.expressions):
+            if not _constant(x):
+                return False
+            if compile_expr(x, None)(()) is not None:
+                return True
+        return True
+    if isinstance(e, (exp.And, exp.Or)) and _constant(e.this) and \
+            compile_expr(e.this, None)(()) is isinstance(e, exp.Or):
+        return True
+    return all(_constant(x) for x in e.iter_expressions())
 
 
 def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
-    """A closure computing e over a row tuple of `scope`'s table."""
+    """A closure computing e over a row tuple of `scope`'s table.
+
+    As PostgreSQL's planner does, a subexpression over no column is computed once, now,
+    whatever the rows (`SELECT 7.0 / 0 FROM t` fails on an empty table too); a strict
+    operator with a NULL operand is NULL without computing the other; and a constant that
+    decides AND, OR, COALESCE or a CASE arm leaves the rest uncompiled (PostgreSQL drops it).
+    """
+    f = _compile(e, scope)
+    if not isinstance(e, (exp.Literal, exp.Null, exp.Boolean)) and _constant(e):
+        v = f(())
+        return lambda row: v
+    return f
+
+
+def _compile(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], Any]:
     if isinstance(e, exp.Paren):
         return compile_expr(e.this, scope)
-    if isinstance(e, (*_STRICT, exp.Between)) and null_constant(e):  # folded to NULL, its operands never evaluated
-        return lambda row: None
     if isinstance(e, exp.Literal):
         v = e.this if e.is_string else (int(e.this) if re.fullmatch(r"-?\d+", e.this) else float(e.this))
         return lambda row: v
@@ -571,6 +612,8 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
         return lambda row: row[i]
     if type(e) in BINARY:
         op, a, b = BINARY[type(e)], compile_expr(e.this, scope), compile_expr(e.expression, scope)
+        if null_constant(e):
+            return lambda row: None
         return lambda row: op(a(row), b(row))
     if isinstance(e, exp.Neg):
         a = compile_expr(e.this, scope)
@@ -580,7 +623,10 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
         # SQL's three-valued AND and OR are duals: one side equal to `decisive` (False for
         # AND, True for OR) decides alone; otherwise NULL if either side is NULL
         decisive = isinstance(e, exp.Or)
-        a, b = compile_expr(e.this, scope), compile_expr(e.expression, scope)
+        a = compile_expr(e.this, scope)
+        if _constant(e.this) and a(()) is decisive:
+            return lambda row: decisive
+        b = compile_expr(e.expression, scope)
 
         def junction(row: tuple) -> Any:
             x = a(row)
@@ -627,6 +673,9 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
             raise SQLError("0A000", "BETWEEN SYMMETRIC is not supported")
         ge, le = BINARY[exp.GTE], BINARY[exp.LTE]
 
+        if null_constant(e):
+            return lambda row: None
+
         def between(row: tuple) -> Any:  # x >= lo AND x <= hi, three-valued
             v = a(row)
             x = ge(v, lo(row))
@@ -636,9 +685,17 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
             return False if y is False else (None if x is None or y is None else True)
         return between
     if isinstance(e, exp.Case):
-        ifs = [(compile_expr(i.this, scope), compile_expr(i.args["true"], scope)) for i in e.args["ifs"]]
-        default = compile_expr(e.args["default"], scope) if e.args.get("default") else (lambda row: None)
         subject = compile_expr(e.this, scope) if e.this is not None else None
+        ifs, last = [], e.args.get("default")
+        for i in e.args["ifs"]:
+            cond = compile_expr(i.this, scope)
+            if subject is None and _constant(i.this):  # PostgreSQL drops an arm that cannot be
+                if cond(()) is True:                     # taken, and all after one that must be
+                    last = i.args["true"]
+                    break
+                continue
+            ifs.append((cond, compile_expr(i.args["true"], scope)))
+        default = compile_expr(last, scope) if last is not None else (lambda row: None)
 
         def case(row: tuple) -> Any:
             s = subject(row) if subject else None
@@ -649,7 +706,11 @@ def compile_expr(e: exp.Expression, scope: Scope | None) -> Callable[[tuple], An
             return default(row)
         return case
     if isinstance(e, exp.Coalesce):
-        parts = [compile_expr(e.this, scope)] + [compile_expr(x, scope) for x in e.expressions]
+        parts = []
+        for x in (e.this, *e.expressions):
+            parts.append(compile_expr(x, scope))
+            if _constant(x) and parts[-1](()) is not None:
+                break  # PostgreSQL drops the arguments after a constant that is not NULL
         return lambda row: next((v for f in parts if (v := f(row)) is not None), None)
     if isinstance(e, (exp.Cast, exp.TryCast)):
         a = compile_expr(e.this, scope)

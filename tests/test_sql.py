@@ -209,6 +209,12 @@ def run2(q, rows=ROWS2):
     ("SELECT k FROM t WHERE (10 BETWEEN (k % 0) AND (i / (NULL * k)))", ([("k", sql.INT8)], [])),
     ("SELECT k / 0 FROM t LIMIT 0", ([("?column?", sql.INT8)], [])),
     ("SELECT k FROM t WHERE k / 0 = 1 AND FALSE", ([("k", sql.INT8)], [])),
+    ("SELECT max(((10.75 / CASE WHEN FALSE THEN k ELSE 1 END) / (CAST(17 AS double precision)))) FROM t",
+     ([("max", sql.FLOAT8)], [(10.75 / 17,)])),
+    ("SELECT COALESCE(1, 1 / 0), CASE WHEN TRUE THEN 2 ELSE 1 / 0 END, FALSE AND 1 / 0 = 1",
+     ([("?column?", sql.INT8)] * 2 + [("?column?", sql.BOOL)], [(1, 2, False)])),
+    # WHERE's terms in order, the first that is not true ends the row (i NULL: no k % i)
+    ("SELECT k FROM t WHERE k = 2 AND (i BETWEEN 0 AND k % 0)", ([("k", sql.INT8)], [])),
     # float8's text: 3, not 3.0
     ("SELECT CAST(CAST(3 AS double precision) AS text), 'a' || CAST(3 AS double precision)",
      ([("?column?", sql.TEXT)] * 2, [("3", "a3")])),
@@ -235,6 +241,10 @@ def test_answers_as_postgresql_does(q, want):
     ("SELECT 9223372036854775807 + CASE WHEN NOT (b OR b) THEN 1 ELSE CAST('1b9' AS bigint) END", "42703"),
     ("SELECT CAST(CAST(1e19 AS double precision) AS bigint)", "22003"),
     ("SELECT k FROM t LIMIT -1", "2201W"), ("SELECT k FROM t WHERE 1 / 0 = 1", "22012"),
+    # PostgreSQL computes a constant when it plans: an error even with no row to reach it
+    ("SELECT k, COALESCE((7.0 / -(0)), 0.5) FROM t WHERE FALSE", "22012"),
+    ("SELECT NOT (0 BETWEEN 6 AND -(1)), (((0.1 / 0)) / NULL)", "22012"),
+    ("SELECT max(10.75 / CASE WHEN FALSE THEN k ELSE 0 END) FROM t WHERE FALSE", "22012"),
     # outside the subset: refused, not answered (an ORDER BY constant is a position in PostgreSQL)
     ("SELECT 0.5, k FROM t ORDER BY 0.5, k", "0A000"), ("SELECT k FROM t ORDER BY -(19)", "0A000"),
     ("SELECT *, k FROM t", "0A000"), ("SELECT k FROM t WHERE k BETWEEN SYMMETRIC 3 AND 1", "0A000"),

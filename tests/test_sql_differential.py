@@ -277,10 +277,20 @@ def script(seed: int, table: str):
             if r.random() < 0.5:
                 for _ in range(r.randint(1, 3)):
                     out.append((f"INSERT INTO {t} VALUES {rows(1)}", "same"))
+                if r.random() < 0.3:  # Materialize's rule: no read after a write (25000)
+                    out.append((f"SELECT count(*) FROM {t}", "refused"))
             else:
                 for _ in range(r.randint(1, 3)):
                     out.append((f"SELECT count(*), sum(i / {g.lit('int')}) FROM {t}", "same"))
-            out.append((g.choice(["COMMIT", "ROLLBACK"]), "same"))
+                if r.random() < 0.3:  # no write after a read (25006), and UPDATE/DELETE only outside
+                    out.append((g.choice([f"INSERT INTO {t} VALUES {rows(1)}", f"UPDATE {t} SET i = 1",
+                                          f"DELETE FROM {t} WHERE k = 1"]), "refused"))
+            if r.random() < 0.25 and out[-1][1] != "refused":  # a failure aborts it on both (25P02 after)
+                fail = "SELECT 1 / 0" if out[-1][0].startswith("SELECT") else f"INSERT INTO {t} (k) VALUES (1 / 0)"
+                out += [(fail, "same"), (f"SELECT count(*) FROM {t}", "same")]
+            # after a refused write PostgreSQL (which did not run it) would commit what the
+            # cluster's aborted transaction did not: end those with ROLLBACK
+            out.append(("ROLLBACK" if out[-1][1] == "refused" else g.choice(["COMMIT", "ROLLBACK"]), "same"))
             out.append(check)
         elif x < 0.93:
             out.append((g.choice(ERRORS).format(t=t, e=g.expr("int")), "same"))
