@@ -807,12 +807,16 @@ def type_of(e: exp.Expression, scope: Scope | None) -> int:
         return to
     if isinstance(e, exp.Case):
         subject = type_of(e.this, scope) if e.this is not None else None
+        if subject == UNKNOWN:  # CASE NULL WHEN …: PostgreSQL takes an untyped subject as text
+            subject = TEXT
         for i in e.args["ifs"]:
             c = type_of(i.this, scope)
             if subject is None:
                 _boolean(c, "CASE/WHEN")
             elif not _comparable(subject, c):
                 raise SQLError("42883", f"operator does not exist: {_NAMES[subject]} = {_NAMES[c]}")
+            else:
+                _read_literal(i.this, subject)
         parts = [i.args["true"] for i in e.args["ifs"]] + ([e.args["default"]] if e.args.get("default") else [])
         return _common([type_of(x, scope) for x in parts], "CASE")
     if isinstance(e, exp.Coalesce):

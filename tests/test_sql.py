@@ -240,6 +240,8 @@ def test_answers_as_postgresql_does(q, want):
     ("SELECT CAST(TRUE AS bigint)", "42846"), ("SELECT k FROM t WHERE i", "42804"),
     ("SELECT 9223372036854775807 + CASE WHEN NOT (b OR b) THEN 1 ELSE CAST('1b9' AS bigint) END", "42703"),
     ("SELECT CAST(CAST(1e19 AS double precision) AS bigint)", "22003"),
+    ("SELECT CASE NULL WHEN 13 THEN 1 ELSE 2 END", "42883"),  # an untyped subject is text
+    ("SELECT CASE k WHEN 'x' THEN 1 ELSE 2 END FROM t", "22P02"),
     ("SELECT k FROM t LIMIT -1", "2201W"), ("SELECT k FROM t WHERE 1 / 0 = 1", "22012"),
     # PostgreSQL computes a constant when it plans: an error even with no row to reach it
     ("SELECT k, COALESCE((7.0 / -(0)), 0.5) FROM t WHERE FALSE", "22012"),

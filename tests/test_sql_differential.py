@@ -181,7 +181,12 @@ class Gen:
         if depth >= 3 or r.random() < 0.3:
             return self.choice(cols) if cols and r.random() < 0.6 else self.lit(kind)
         d = depth + 1
+        def simple_case():
+            k = self.choice(["int", "text"])
+            arms = " ".join(f"WHEN {self.expr(k, d)} THEN {self.expr(kind, d)}" for _ in range(r.randint(1, 2)))
+            return f"CASE {self.expr(k, d)} {arms} ELSE {self.expr(kind, d)} END"
         common = [lambda: f"CASE WHEN {self.expr('bool', d)} THEN {self.expr(kind, d)} ELSE {self.expr(kind, d)} END",
+                  simple_case,
                   lambda: f"COALESCE({self.expr(kind, d)}, {self.expr(kind, d)})",
                   lambda: f"({self.expr(kind, d)})"]
         if kind == "int":
@@ -201,7 +206,10 @@ class Gen:
                     lambda: f"CAST({self.expr('int', d)} AS double precision)"]
         elif kind == "text":
             opts = [lambda: f"({self.expr('text', d)} || {self.expr(self.choice(['text', 'text', 'int', 'bool']), d)})",
-                    lambda: f"CAST({self.expr(self.choice(['int', 'bool', 'text']), d)} AS text)"]
+                    lambda: f"CAST({self.expr(self.choice(['int', 'bool', 'text']), d)} AS text)",
+                    # a double's text (float8out: 3, not 3.0); not of a decimal literal, numeric there
+                    lambda: f"CAST({'f' if self.t else 'CAST(3 AS double precision)'} AS text)",
+                    lambda: f"({self.expr('text', d)} || {'f' if self.t else 'CAST(-2 AS double precision)'})"]
         else:
             def cmp():
                 k = self.choice(["int", "int", "float", "text", "bool"])
