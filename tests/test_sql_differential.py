@@ -90,6 +90,11 @@ def same_value(a, b):
         if isinstance(a, int) and isinstance(b, int):
             return a == b
         return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, str) and isinstance(b, str) and a != b:  # a double's text, computed from
+        try:                                                     # a decimal literal: numeric there
+            return "." in a and "." in b and math.isclose(float(a), float(b), rel_tol=1e-9)
+        except ValueError:
+            return False
     return type(a) is type(b) and a == b
 
 
