@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import struct
 import time
 from dataclasses import dataclass
@@ -207,6 +208,8 @@ def count_params(sql: str) -> int:
 
 # -- the connection ------------------------------------------------------------------
 
+_DEALLOCATE = re.compile(r'(?is)^\s*deallocate\s+(prepare\s+)?(?P<name>"(?:[^"]|"")+"|[a-z_][\w$]*)\s*;?\s*$')
+
 
 class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, factory: Any):
@@ -302,12 +305,28 @@ class Connection:
             self.out.append(_msg(b"I"))
         else:
             try:
-                for r in await self.session.execute(sql):
+                for r in await self.run_sql(sql):
                     self.out.append(result_messages(r))
             except Exception as e:
                 self.error(e)
         self.ready()
         await self.flush()
+
+    async def run_sql(self, sql: str) -> list[Result]:
+        """The engine's results; DEALLOCATE is answered here, where prepared statements live
+        (psycopg sends it when its cache of prepared statements is full: refusing it failed
+        the client's next statement)."""
+        m = _DEALLOCATE.match(sql)
+        if m is None:
+            return await self.session.execute(sql)
+        name = m.group("name")
+        if name.lower() == "all":
+            self.statements.clear()
+            return [Result([], [], "DEALLOCATE ALL")]
+        name = name[1:-1].replace('""', '"') if name.startswith('"') else name.lower()
+        if self.statements.pop(name, None) is None:
+            raise SQLError("26000", f'prepared statement "{name}" does not exist')
+        return [Result([], [], "DEALLOCATE")]
 
     # -- extended query -----------------------------------------------------------
 
@@ -356,7 +375,7 @@ class Connection:
             raise portal["error"]
         if portal["results"] is None:
             try:
-                portal["results"] = await self.session.execute(portal["sql"])
+                portal["results"] = await self.run_sql(portal["sql"])
             except Exception as e:
                 portal["error"] = e
                 raise

@@ -15,8 +15,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from live import require_module
 
-pytest.importorskip("sleuth.checker.spark.jobs")
+require_module("sleuth.checker.spark.jobs", "Spark jobs (pyspark)")
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 

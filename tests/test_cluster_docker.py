@@ -8,6 +8,7 @@ import uuid
 
 import psycopg
 import pytest
+from live import missing
 from test_cluster_local import _acked_inserts_survive_a_kill, _cut_oracle_then_heal, _increments
 
 from sleuth.cluster.control import Cluster
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.docker  # make test runs a file on one worker (--dist l
 def cluster(tmp_path_factory):
     from sleuth.cluster.runtime_docker import DockerRuntime
     if not DockerRuntime.available():
-        pytest.skip("no Docker engine answers")
+        missing("a Docker engine", "none answers")
     old = os.environ.get("SLEUTH_HOME")
     os.environ["SLEUTH_HOME"] = str(tmp_path_factory.mktemp("home"))
     c = Cluster(f"d{uuid.uuid4().hex[:6]}")

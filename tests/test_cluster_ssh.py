@@ -19,6 +19,7 @@ import uuid
 
 import psycopg
 import pytest
+from live import missing
 from test_cluster_local import _acked_inserts_survive_a_kill, _cut_oracle_then_heal, _increments
 from test_source_workload import cut_was_felt
 
@@ -33,7 +34,7 @@ def hosts(tmp_path_factory):
     """Four sshd containers on their own network; yields (nodes file, their addresses, key path)."""
     from sleuth.cluster.runtime_docker import DockerRuntime
     if not DockerRuntime.available():
-        pytest.skip("no Docker engine answers")
+        missing("a Docker engine", "none answers")
     import docker
     import paramiko
 

@@ -22,12 +22,13 @@ import threading
 
 import pymysql
 import pytest
+from live import missing, needs
 
 from sleuth.cluster import procs
 from sleuth.targets import Unsupported, make_target
 from sleuth.targets.mariadb import MariaDBServer, MySQLTarget, offers_snapshot_isolation, parse_url
 
-needs_mariadb = pytest.mark.skipif(shutil.which("mariadbd") is None, reason="Debian's mariadb-server is not installed")
+needs_mariadb = needs("MariaDB", lambda: shutil.which("mariadbd") is not None, "Debian's mariadb-server")
 SECONDS = os.environ.get("SLEUTH_MARIADB_SECONDS", "15")
 
 
@@ -124,7 +125,7 @@ def test_a_server_that_never_greets_does_not_hang_the_client(tmp_path, monkeypat
 ])
 def test_bad_target_or_isolation_exits_254_with_one_line(tmp_path, args, says):
     if "mariadb" in args and shutil.which("mariadbd") is None:
-        pytest.skip("mariadb-server not installed")
+        missing("MariaDB", "Debian's mariadb-server")
     p = _sleuth("run", "-w", "list-append", *args, "--store", str(tmp_path / "store"), timeout=60)
     assert p.returncode == 254, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and says in p.stderr and "Traceback" not in p.stderr
@@ -229,8 +230,7 @@ def test_serializable_shows_nothing(tmp_path):
 
 @pytest.mark.slow
 @needs_mariadb
-@pytest.mark.skipif(shutil.which("mariadbd") is None or not offers_snapshot_isolation(),
-                    reason="this mariadbd has no innodb_snapshot_isolation")
+@needs("MariaDB with innodb_snapshot_isolation (10.6.18+, 10.11.8+)", offers_snapshot_isolation)
 def test_snapshot_isolation_on_leaves_only_what_snapshot_isolation_allows(tmp_path):
     code, s, r, run_dir = _run(tmp_path, "--target", "mariadb+snapshot-isolation", "-w", "list-append",
                                "--isolation", "repeatable-read")

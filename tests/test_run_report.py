@@ -12,6 +12,7 @@ import sys
 import orjson
 import pytest
 from click.testing import CliRunner
+from live import missing
 
 from sleuth.cli import main
 from sleuth.history import read_jsonl
@@ -173,7 +174,7 @@ def _chromium():
     p = subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], capture_output=True,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
     if p.returncode != 0:
-        pytest.skip("chromium is not installed and could not be installed")
+        missing("Chromium", "not installed and apt-get could not install it")
     return shutil.which("chromium")
 
 

@@ -12,6 +12,7 @@ import uuid
 
 import psycopg
 import pytest
+from live import missing
 from test_source_workload import cut_was_felt
 
 from sleuth.cluster import relay
@@ -31,7 +32,7 @@ def test_a_source_in_a_container_ingests_resumes_and_serves_recent_reads(tmp_pat
     from sleuth.cluster.runtime_docker import DockerRuntime
     bridge = _bridge()
     if not DockerRuntime.available() or bridge is None:
-        pytest.skip("no Docker engine with a docker0 bridge")
+        missing("a Docker engine with a docker0 bridge")
     monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))
     pg = PostgresServer()
     pg.start()
@@ -84,7 +85,7 @@ def test_the_source_workload_on_docker_stays_valid_under_faults_of_its_source(tm
     gateway; killing the source's container, or cutting it from the upstream, loses nothing."""
     from sleuth.cluster.runtime_docker import DockerRuntime
     if not DockerRuntime.available():
-        pytest.skip("no Docker engine")
+        missing("a Docker engine")
     code, s, h = _docker_run(tmp_path, "--nemesis", nemesis, "--nemesis-interval", "2")
     assert code == 0 and s["valid"] is True, s
     faults = [e["value"] for e in h if e["process"] == "nemesis" and e["f"].startswith("start")
@@ -100,6 +101,6 @@ def test_the_source_workload_on_docker_stays_valid_under_faults_of_its_source(tm
 def test_ack_early_is_caught_on_docker(tmp_path):
     from sleuth.cluster.runtime_docker import DockerRuntime
     if not DockerRuntime.available():
-        pytest.skip("no Docker engine")
+        missing("a Docker engine")
     code, s, _ = _docker_run(tmp_path, "--fault", "ack-early")
     assert code == 1 and "acknowledged-not-visible" in s["anomaly-types"], s

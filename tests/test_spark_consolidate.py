@@ -12,8 +12,9 @@ import os
 
 import orjson
 import pytest
+from live import require_module
 
-pytest.importorskip("pandas")
+require_module("pandas")
 
 from sleuth.checker.spark import consolidate  # noqa: E402
 from sleuth.history import Event, History, read_jsonl  # noqa: E402

@@ -6,8 +6,9 @@ ways. Pure functions: no Spark needed."""
 from __future__ import annotations
 
 import pytest
+from live import require_module
 
-pytest.importorskip("pyarrow")
+require_module("pyarrow")
 
 from sleuth.checker.spark.history_ops import _decode_fast, _decode_slow  # noqa: E402
 from sleuth.workloads.sim_list_append import write_sim  # noqa: E402

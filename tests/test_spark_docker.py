@@ -15,9 +15,10 @@ import os
 import shutil
 
 import pytest
+from live import missing, require_module
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
-pytest.importorskip("pyspark")
+require_module("pyspark", "Spark (pyspark)")
 
 from test_spark_jobs import delete_final_row, sleuth_run  # noqa: E402
 
@@ -29,7 +30,7 @@ def test_docker_run_keeps_its_storage_data_and_the_audit_reads_it(tmp_path):
     from sleuth.cluster.runtime_docker import DockerRuntime
 
     if not DockerRuntime.available():
-        pytest.skip("no Docker engine answers")
+        missing("a Docker engine", "none answers")
     env = {**os.environ, "SLEUTH_HOME": str(tmp_path / "home")}
     run = sleuth_run(str(tmp_path / "store"), env, "--runtime", "docker", "-w", "list-append", "--seed", "0")
     data = glob.glob(os.path.join(run, "nodes", "*", "data"))

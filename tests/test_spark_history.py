@@ -25,9 +25,10 @@ import sys
 
 import orjson
 import pytest
+from live import missing, require_module
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-pytest.importorskip("pyspark")
+require_module("pyspark", "Spark (pyspark)")
 
 from brute import serial_order_exists  # noqa: E402
 from test_cycles_bruteforce import brute_txns, generate, to_history  # noqa: E402
@@ -321,7 +322,7 @@ def test_a_history_on_a_read_only_mount_is_cached_under_sleuth_home(spark, tmp_p
     ro = tmp_path / "artifacts"
     ro.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(ro)], capture_output=True).returncode:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
+        missing("a tmpfs mount", "needs root")
     try:
         path = write_txns(ro / "h.jsonl", generate(random.Random(2)))
         subprocess.run(["mount", "-o", "remount,ro", str(ro)], check=True)

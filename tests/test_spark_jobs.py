@@ -24,9 +24,10 @@ from collections import Counter
 
 import orjson
 import pytest
+from live import present, require_module
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
-pytest.importorskip("pyspark")
+require_module("pyspark", "Spark (pyspark)")
 
 import pyarrow.parquet as pq  # noqa: E402
 
@@ -135,7 +136,8 @@ def campaign(tmp_path_factory):
         "nemesis": sleuth_run(store, env, "--runtime", "local", "-w", "rw-register", "--nemesis", "pause",
                               "--nemesis-interval", "1", "--seed", "2"),
     }
-    if shutil.which("postgres") or shutil.which("pg_ctl") or glob.glob("/usr/lib/postgresql/*/bin/postgres"):
+    if present("PostgreSQL", bool(shutil.which("postgres") or shutil.which("pg_ctl")
+                                   or glob.glob("/usr/lib/postgresql/*/bin/postgres"))):
         runs["postgres"] = sleuth_run(store, env, "--target", "postgres", "-w", "list-append")
     doctored = os.path.join(root, "doctored")
     runs["lost"] = shutil.copytree(runs["valid"], os.path.join(doctored, "lost"))

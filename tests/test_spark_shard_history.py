@@ -16,13 +16,14 @@ from collections import Counter
 
 import psycopg
 import pytest
+from live import require_module
 
 from sleuth.checker.spark import shard_history
 from sleuth.cluster.control import Cluster
 from sleuth.cluster.rpc import call_sync
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
-pytest.importorskip("pyspark")
+require_module("pyspark", "Spark (pyspark)")
 
 TABLES = ("accounts", "users", "items")  # crc32 places them on both storage nodes
 
