@@ -14,6 +14,7 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from live import require_module
 
 from sleuth import exits
 from sleuth.campaign import expand, load, new_record, outcome, run_key, save, status
@@ -386,8 +387,8 @@ def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
     over 16.8 s with --no-spark (ops over the time limit; test.json's wall clock), and JUnit
     a third time (the campaign's wall clock around the run). One owner, sleuth.measure: the
     first to the last history event, and ok operations per second of it."""
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    pd = require_module("pandas")
+    require_module("pyarrow")
     from sleuth.campaign import record_of_runs
     from sleuth.checker.spark import aggregate, consolidate
     from sleuth.checker.spark.jobs import run_meta

@@ -10,12 +10,13 @@ import sys
 import time
 
 import pytest
+from live import needs
 
 from sleuth.targets import Unsupported, make_target
 from sleuth.targets.described import LIBFAKETIME, LocalCluster, Node
 
 
-@pytest.mark.skipif(not os.path.exists(LIBFAKETIME), reason="needs Debian's faketime (libfaketime)")
+@needs("faketime", lambda: os.path.exists(LIBFAKETIME), "needs Debian's faketime (libfaketime)")
 def test_a_faketime_clock_moves_at_once_and_back():
     c = LocalCluster([Node("n1", "127.0.12.1")], clock="faketime", tag="fttest",
                      argv=lambda n: ["sh", "-c", "while :; do date +%s; sleep 0.05; done"])
@@ -79,8 +80,9 @@ def _state(pid: int) -> str | None:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MARIADB_TOML = os.path.join(ROOT, "targets", "mariadb.toml")
-needs_mariadb = pytest.mark.skipif(shutil.which("mariadbd") is None or not os.path.exists(LIBFAKETIME),
-                                   reason="needs Debian's mariadb-server and faketime")
+needs_mariadb = needs("MariaDB and faketime",
+                      lambda: shutil.which("mariadbd") is not None and os.path.exists(LIBFAKETIME),
+                      "needs Debian's mariadb-server and faketime")
 
 
 @needs_mariadb

@@ -25,6 +25,7 @@ import textwrap
 import time
 
 import pytest
+from live import missing, needs
 
 from sleuth.cluster.runtime_docker import DockerRuntime
 from sleuth.nemesis.faults import NODE_GRUDGES, PRIMARY_GRUDGE, parse_mix
@@ -34,8 +35,8 @@ from sleuth.targets.etcd import EtcdError, EtcdTarget, description
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOML = os.path.join(ROOT, "targets", "etcd.toml")
-live = pytest.mark.skipif(shutil.which("etcd") is None or os.geteuid() != 0,
-                          reason="needs Debian's etcd-server and root (iptables)")
+live = needs("etcd", lambda: shutil.which("etcd") is not None and os.geteuid() == 0,
+             "needs Debian's etcd-server and root (iptables)")
 
 
 def _sleuth(*args: str, tmp: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -301,12 +302,14 @@ def test_a_server_already_on_a_nodes_address_is_not_tested_in_its_stead(tmp):
     assert _etcd_pids(tmp) == []
 
 
-needs_docker = pytest.mark.skipif(not DockerRuntime.available(), reason="needs a Docker engine")
+needs_docker = needs("Docker", DockerRuntime.available, "needs a Docker engine")
 
 
 @live
-@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=[pytest.mark.docker, needs_docker])])
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=[pytest.mark.docker])])
 def test_a_member_cut_from_the_others_cannot_answer_a_linearizable_read(tmp, runtime):
+    if runtime == "docker" and not DockerRuntime.available():
+        missing("Docker", "needs a Docker engine")
     target = make_target("etcd", runtime, ())
     try:
         target.up(progress=lambda m: None)

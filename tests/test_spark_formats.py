@@ -17,9 +17,10 @@ import shutil
 import sys
 
 import pytest
+from live import require_module
 
 pytestmark = pytest.mark.spark
-pytest.importorskip("pyspark")
+require_module("pyspark")
 
 from sleuth.checker import WORKLOADS  # noqa: E402
 from sleuth.cli.check import judge_file, judge_spark  # noqa: E402

@@ -23,6 +23,7 @@ import subprocess
 import sys
 
 import pytest
+from live import missing
 
 from sleuth.workloads.clients import WORKLOADS
 
@@ -80,7 +81,7 @@ def pg():
     from sleuth.targets.postgres_server import PostgresServer
 
     if shutil.which("pg_ctl") is None and not any(os.path.isdir(f"/usr/lib/postgresql/{v}") for v in range(12, 20)):
-        pytest.skip("Debian's postgresql is not installed")
+        missing("PostgreSQL", "Debian's postgresql is not installed")
     with PostgresServer() as server:
         yield server
 
@@ -90,7 +91,7 @@ def mariadb():
     from sleuth.targets.mariadb import MariaDBServer
 
     if shutil.which("mariadbd") is None:
-        pytest.skip("Debian's mariadb-server is not installed")
+        missing("MariaDB", "Debian's mariadb-server is not installed")
     server = MariaDBServer()
     server.start()
     try:
