@@ -9,7 +9,7 @@ lists of transactions (process, start, end, type, micro-ops), type "ok", "info"
 Real-time order: T1 precedes T2 when T1's end is before T2's start (an info
 transaction never ends); process order is real-time order within a process.
 
-Two definitions, each searched exhaustively (fine up to some 8 transactions):
+Two definitions, each searched exhaustively (fine up to some 7 or 8 transactions):
 
 1. Adya's Direct Serialization Graph (Weak Consistency, MIT 1999) with the version
    order SEARCHED: every subset of the info transactions that commit, and every
@@ -40,9 +40,13 @@ Two definitions, each searched exhaustively (fine up to some 8 transactions):
    CO. Session (SO ⊆ VIS) and real-time (RT ⊆ VIS) variants give strong session
    SI and strong SI; for serializability RT ⊆ CO gives strict. sleuth's models
    other than the strong ones take no session order (as Elle's), so SESSION is
-   not required of read atomic and its relatives here. Per commit order the
-   least visible set is the best (a larger one only adds constraints), so the
-   search is over commit orders, depth first.
+   not required of read atomic and its relatives here. A list-append read shows
+   a prefix of the key's one order of appends (the reading sleuth and Elle take
+   of lists: the visible appends of a key are all its appends up to some point of
+   CO). Per commit order the least visible set is the best (a larger one only
+   adds constraints), so the search is over commit orders, depth first.
+   `read-atomic-per-key` drops atomic visibility across keys (each key's reads
+   from a visible set of their own): what sleuth's read-atomic decides.
 
 Reads that no world can give (a value nobody wrote, a read that ignores its
 transaction's own earlier write, an element twice) rule out every model. A read
