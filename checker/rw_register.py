@@ -85,6 +85,7 @@ class Analysis:
         self.anomalies: dict[str, list[dict]] = {}
         self.mops = [parse_txn(history, op) for op in ops]
         self.ext_reads: dict[tuple, list[int]] = {}  # (k, v) -> ok readers
+        self.later_reads: dict[tuple, list[int]] = {}  # (k, v) -> ok readers that read k before (fuzzy)
         self.succ: dict[tuple, set] = {}  # (k, v) -> values known to follow v
         # (k, v, w) -> (txn that left v, txn that found w, "process" | "real time")
         self.order_pairs: dict[tuple, tuple[int, int, str]] = {}
@@ -150,6 +151,9 @@ class Analysis:
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, but it had "
                                                f"itself written {state[k]!r} to it"})
                         elif v != state[k]:  # another committed write in between: P2
+                            # the read saw a version too: judged as one (G1a, G1b), though
+                            # it gives no edge (the first read of a key is the external one)
+                            self.later_reads.setdefault((k, v), []).append(i)
                             self._add("fuzzy-read", {
                                 "key": k, "op": self._op(i), "read": v, "earlier": state[k],
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} twice and saw "
@@ -196,7 +200,10 @@ class Analysis:
         """Garbage reads, G1a, G1b; returns the txns some read observed."""
         ops, writer = self.ops, self.writer
         observed = set()
-        for (k, v), readers in self.ext_reads.items():
+        reads = dict(self.ext_reads)
+        for kv, readers in self.later_reads.items():
+            reads[kv] = reads.get(kv, []) + readers
+        for (k, v), readers in reads.items():
             if v is None:
                 continue
             w = writer.get((k, v))
