@@ -21,8 +21,8 @@ import numpy as np
 
 from sleuth import counterexample, store
 from sleuth.checker.result import AT_LEAST, found_counts
-from sleuth.history import History, read_jsonl
-from sleuth.judge import duration, duration_text, was_judged
+from sleuth.history import History, read_jsonl, write_jsonl
+from sleuth.judge import Checks, duration, duration_text, was_judged
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
 from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
@@ -88,6 +88,31 @@ def seconds(text: str, started: float | None = None) -> str:
     if started:
         text = _TS.sub(lambda m: f"ts {m.group(1)} (start {int(m.group(1)) / 1e3 - started:+.3f} s)", text)
     return text
+
+
+def report_history(out_dir: str, history: History, results: dict, checks: Checks, source: str,
+                   run_test: dict | None = None) -> str:
+    """`sleuth check --report DIR`: any history (imported ones too) as a run directory
+    (history.jsonl in sleuth's format, results.json, a small test.json) with its report.
+
+    test.json records `checks` as a run's record does (`Checks.to_json`, the one writer of
+    that shape), so `sleuth check DIR` judges it again with the same model and options
+    (--total, --linearizable-keys, --timestamps); a run's history (`run_test`: its
+    test.json) keeps its run's record, with the checks it was judged with here."""
+    os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
+    write_jsonl(history.events, store.history_path(out_dir))
+    recorded = {"model": checks.model, "checks": checks.to_json()}
+    if run_test is not None:  # its `workload` is the run's client workload, not the checker's name
+        test = {**run_test, **recorded}
+    else:
+        # the faults the history itself records (a Jepsen file's :start-partition, say): the
+        # report names them and counts each, as it does a run's nemesis, beside the grey bands
+        nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
+        test = {"name": os.path.basename(source), "workload": checks.checker, "target": f"history {source}",
+                **recorded,
+                "nemesis": nemesis, "fault": []}
+    store.write_record(out_dir, test, results)
+    return render(out_dir, history=history, test=test, results=results)
 
 
 def render(run_dir: str, history: History | None = None, test: dict | None = None,
