@@ -311,7 +311,6 @@ def execute_run(run: Run, store: str, say) -> dict:
     Returns what the campaign records: valid, anomaly-types, also-found (allowed by the model), run_dir, report,
     ops/ok/fail/info, crashed (None, or why sleuth itself failed).
     """
-    from sleuth import store as run_store
     from sleuth.runner import INTERRUPTED, RunConfig, execute
 
     cfg = RunConfig(target=run.target, runtime=run.runtime, workload=run.workload, nemesis=run.nemesis or None,
@@ -326,8 +325,8 @@ def execute_run(run: Run, store: str, say) -> dict:
                 "ops": 0, "ok": 0, "fail": 0, "info": 0, "crashed": f"{type(e).__name__}: {e}"}
     if rec.ended == INTERRUPTED:  # SIGINT/SIGTERM: the runner healed and judged; the campaign stops
         raise KeyboardInterrupt
-    also_found = run_store.read_json(run_store.results_path(rec.run_dir)).get("also-found", [])
-    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types), "also-found": also_found,
+    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types),
+            "also-found": list(rec.results.get("also-found", [])),
             "run_dir": os.path.abspath(rec.run_dir), "report": rec.report, **{k: rec.counts.get(k, 0)
             for k in ("ops", "ok", "fail", "info")}, "crashed": crash_of(rec.status, rec.reason)}
 

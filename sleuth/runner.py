@@ -112,6 +112,10 @@ class RunRecord:
     report: str | None = None
     notes: tuple[str, ...] = ()
     duration: float | None = None  # seconds, sleuth.judge.duration of the history; None when not read
+    # results.json's content as judged (sleuth.judge.judge): the anomalies' examples, what the
+    # model allows but was found ("also-found") and the counts, which the summary and the
+    # campaign show; {} until the run is judged
+    results: dict[str, Any] = field(default_factory=dict)
 
     def test_json(self) -> dict[str, Any]:
         """test.json: the configuration as run, then how it went."""
@@ -646,7 +650,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),
             status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
             ended=ended, crash_file=crash_file, report=report, notes=tuple(notes),
-            duration=None if history is None else duration(history))
+            duration=None if history is None else duration(history), results=results)
 
     report = None
     if not hurried:  # a second signal asked to stop at once: no plots

@@ -144,8 +144,7 @@ def _summary(rec) -> None:
     if rec.reason:
         out(f"  reason: {rec.reason}")
     from sleuth.checker.result import found_counts
-    from sleuth.store import read_json, results_path
-    results = read_json(results_path(rec.run_dir))
+    results = rec.results
     anomalies, found = results.get("anomalies", {}), found_counts(results)
     if rec.anomaly_types:
         out("  anomalies: " + ", ".join(f"{t} {found[t]}" if t in found else t for t in rec.anomaly_types))
