@@ -21,6 +21,7 @@ import numpy as np
 
 from sleuth import counterexample, store
 from sleuth.checker.result import AT_LEAST, found_counts
+from sleuth.exits import verdict_headline, verdict_word
 from sleuth.history import History, read_jsonl, write_jsonl
 from sleuth.judge import Checks, duration, duration_text, was_judged
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
@@ -166,7 +167,8 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
-        test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
+        test=test, results=results, valid=results.get("valid"), verdict=verdict_headline(results.get("valid")),
+        verdict_class=verdict_word(results.get("valid")), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops), plotted=plotted,
         judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,

@@ -262,6 +262,9 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
     _summary(rec)
     err = capsys.readouterr().err
     assert "INVALID  list-append on sim\n" in err and "model None" not in err
+    rec.valid, rec.status = True, exits.VALID  # the headline sleuth check and the page give it too
+    _summary(rec)
+    assert "  valid  list-append on sim\n" in capsys.readouterr().err
 
 
 def test_a_long_runs_timeline_shows_the_operations_of_its_first_anomaly(tmp_path, monkeypatch):

@@ -64,8 +64,7 @@ def _summary_line(path: str, results: dict[str, Any]) -> str:
     """A file's (or run's) first line, from its results (`Result.to_json`, or a run's
     results.json content): the verdict, the model it was judged against, what was found,
     and why a run's verdict is no better than unknown."""
-    verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
-    line = f"{path}: {verdict} ({results.get('model')})"
+    line = f"{path}: {exits.verdict_headline(results['valid'])} ({results.get('model')})"
     if results.get("anomaly-types"):
         line += " — " + ", ".join(results["anomaly-types"])
     if results.get("not"):

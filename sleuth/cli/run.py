@@ -122,9 +122,7 @@ def _crashed(message: str, as_json: bool) -> None:
 def _summary(rec) -> None:
     """The human summary, on stderr (stdout is for --json)."""
     c = rec.config
-    verdict = {True: "VALID", False: "INVALID"}.get(rec.valid, "UNKNOWN")
-    if rec.status == exits.CRASHED:
-        verdict = "CRASHED"
+    verdict = "CRASHED" if rec.status == exits.CRASHED else exits.verdict_headline(rec.valid)
 
     def out(line: str) -> None:
         click.echo(line, err=True)
