@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sleuth.targets import Target, Unsupported
+from sleuth.seams import Target, Unsupported
 
 KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
 # What each kind needs of a target (`Target.abilities`): `nodes` (nodes sleuth started and can

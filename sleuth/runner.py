@@ -45,10 +45,10 @@ from typing import Any
 
 from sleuth import exits, store
 from sleuth.history import JsonlWriter
+from sleuth.history import writes as op_writes
 from sleuth.interrupts import Interrupted, Signals
 from sleuth.judge import Checks, checks_for
 from sleuth.workloads.clients import WORKLOADS, Failed, Unexpected
-from sleuth.workloads.clients import writes as op_writes
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 INTERRUPTED = "interrupted"
