@@ -5,7 +5,7 @@ nodes/*/…) through the store and the history module, so `sleuth report DIR`
 can re-render any run; `sleuth run` hands over the values it already holds
 instead (the history is read once per run). Links are relative, so the
 directory can be moved or served. Times are seconds since the run started
-(a history's `time` is nanoseconds since then, HISTORY.md).
+(a history's `time` is nanoseconds since then, docs/history-format.md).
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def duration_text(seconds: float) -> str:
 
 
 def op_counts(history: History) -> dict[str, int]:
-    """Client operations by outcome (an invoke never completed counts as info, as HISTORY.md says)."""
+    """Client operations by outcome (an invoke never completed counts as info, as docs/history-format.md says)."""
     out = {"ops": 0, "ok": 0, "fail": 0, "info": 0}
     for op in history.ops():
         out["ops"] += 1

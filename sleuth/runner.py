@@ -1,6 +1,6 @@
 """`sleuth run`: start a target, drive it with clients while faults come and go, judge, report.
 
-The steps (DESIGN.md, "Data flow of one run"):
+The steps (docs/architecture.md, "Data flow of one run"):
 
 1. the target comes up and the workload creates its tables;
 2. `concurrency` client threads, each one connection through the target's driver (one logical
@@ -149,7 +149,7 @@ class Recorder:
     The format is sleuth.history's (`JsonlWriter`); this adds the clock, the lock that makes
     the line order the real-time order, and live counts for the progress bar. Events that
     arrive after `close` (a client thread that outlived an interrupted run) are dropped:
-    their operations stay open in the history, which HISTORY.md reads as info."""
+    their operations stay open in the history, which docs/history-format.md reads as info."""
 
     def __init__(self, path: str):
         self.writer = JsonlWriter(path)

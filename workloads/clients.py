@@ -13,7 +13,7 @@ everything), and list-append appends as Jepsen's MySQL test does, with
 empty (`||` is logical OR in MySQL).
 
 A workload is a generator of operations (`generate(rnd, slot)` gives `f` and
-the invoke value, HISTORY.md's shapes), the SQL that performs one (`perform`
+the invoke value, docs/history-format.md's shapes), the SQL that performs one (`perform`
 returns the completed value, or raises `Failed` when the database said it
 certainly did not happen), its tables (`setup`) and the final reads that
 pin every key once everything is healed. Values written are unique per key:

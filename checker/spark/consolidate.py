@@ -6,7 +6,7 @@ per core, one partition (one task) per group, through `mapInPandas`. A task
 reads each of its runs' history with
 sleuth's own reader (`sleuth.history.read_jsonl`, what `sleuth run` judges)
 and pairs invokes with completions vectorized (numpy): a process has at most
-one operation in flight (HISTORY.md), so an invoke's completion is the same
+one operation in flight (docs/history-format.md), so an invoke's completion is the same
 process's next event, when that is a completion. An invoke with no
 completion is `info`. The task writes the run's operations as the one
 Parquet file of its partition (`campaign=C/run=R/`, named as Spark's
