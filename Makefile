@@ -59,8 +59,10 @@ spark-up: install
 spark-down: install
 	$(BIN)/python -m sleuth.checker.spark.standalone down --state $(SPARK_STATE)
 
+# ruff, then the layer contracts (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/python ci/lint_imports.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info store bench/out

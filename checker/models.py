@@ -185,6 +185,14 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
     "lost-update": ("G2-item",),  # Adya's H_lu, as Elle
 }
 
+# The durability audit's anomalies (a campaign's Spark judge, docs/spark.md): what a run's
+# storage kept against what its clients were told. They are no transactional anomaly, so
+# outside the lattice: no model allows either.
+LOST_WRITE = "lost-write"  # an `ok` write that is not durable (acknowledged, then gone)
+PHANTOM_WRITE = "phantom-write"  # a `fail`ed write that is there all the same
+DURABILITY_ANOMALIES = (LOST_WRITE, PHANTOM_WRITE)
+
+
 @cache
 def implied(anomaly: str) -> frozenset[str]:
     """`anomaly` and every anomaly it implies."""

@@ -23,7 +23,7 @@ A read/write/compare-and-set register (Herlihy & Wing 1990's running example):
 - `describe_state(state)` and `describe_op(f, invoke_value, ok_value)`: words
   for explanations.
 
-A failed cas, by default, constrains nothing (HISTORY.md: it did not take
+A failed cas, by default, constrains nothing (docs/history-format.md: it did not take
 effect, and says nothing of what the register held), as Knossos's cas-register
 reads Jepsen histories. Some systems promise more: etcd's transaction
 `If(value == old).Then(put)` fails exactly when the comparison did not match,
@@ -40,7 +40,7 @@ booleans wrapped so that `true` never equals `1` as it would in Python);
 `thaw` turns them back into JSON for reports.
 
 This module also knows the shapes of register operations in a history
-(HISTORY.md: `register` values are `[key, v]`, `cas-register` values bare) and
+(docs/history-format.md: `register` values are `[key, v]`, `cas-register` values bare) and
 which crashed operations a register history can do without (`prune_crashed`).
 """
 
@@ -202,7 +202,7 @@ def describe_op(f: str, invoke_value: Any, ok_value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------
-# Operations as a history records them (HISTORY.md)
+# Operations as a history records them (docs/history-format.md)
 
 FS = ("read", "write", "cas")
 

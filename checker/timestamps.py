@@ -21,8 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.checker.result import Result
-from sleuth.history import History, Op
-from sleuth.workloads.clients import writes
+from sleuth.history import History, Op, writes
 
 MAX_EXAMPLES = 10
 

@@ -1,7 +1,7 @@
 """The reference cluster's fault switches: the one list of their names.
 
 Each switch reproduces a real bug class so that a checker can be shown to
-catch it (DESIGN.md, "Fault switches"); all are off by default. The node
+catch it (docs/cluster.md, "Fault switches"); all are off by default. The node
 processes accept them (`--fault`), `sleuth cluster up` and `sleuth run` offer
 them. Which process honours which: the coordinator `stale-read`,
 `no-fencing`, `rtw-no-conflict`, `write-ts-not-strict` (with the oracle and

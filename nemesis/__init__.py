@@ -1,1 +1,1 @@
-"""sleuth.nemesis — see DESIGN.md."""
+"""sleuth.nemesis — see docs/architecture.md."""

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sleuth.targets import Target, Unsupported
+from sleuth.seams import Target, Unsupported
 
 KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
 # What each kind needs of a target (`Target.abilities`): `nodes` (nodes sleuth started and can
@@ -255,11 +255,13 @@ class Partition(Fault):
         return {"healed": True}
 
 
-FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
-                                  "partition": Partition, "kill-all": KillAll}
+# nemesis kind -> the class that injects and heals it (not `cluster.faults.FAULTS`, the
+# reference cluster's bug switches: another thing, hence another name)
+FAULT_CLASSES: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
+                                         "partition": Partition, "kill-all": KillAll}
 # event name -> fault kind, for every start and every heal event a schedule writes
-STARTS: dict[str, str] = {f: kind for kind, cls in FAULTS.items() for f in cls.start_fs}
-STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULTS.items()}
+STARTS: dict[str, str] = {f: kind for kind, cls in FAULT_CLASSES.items() for f in cls.start_fs}
+STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULT_CLASSES.items()}
 # The same, as Jepsen's combined nemesis names them (`jepsen.nemesis.combined`: the :perf
 # specs that shade its plots), for histories imported from Jepsen: a kill ends with :start,
 # a clock bump with :reset-clock; its :start-packet has no fault of sleuth's and is its own
@@ -287,7 +289,7 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
         raise Unsupported(f"--nemesis {text!r}: none stands alone (it means no faults); name faults without it, "
                           f"or none by itself")
     for k in kinds:
-        if k not in FAULTS:
+        if k not in FAULT_CLASSES:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; {CHOICES}")
         if NEEDS[k] not in target.abilities:
             raise Unsupported(target.refusal(k, NEEDS[k]))
@@ -309,7 +311,7 @@ class Schedule(threading.Thread):
         self.kinds, self.interval, self.record, self.end = kinds, interval, record, end
         self.round: list[str] = []  # the kinds still to come in this round
         self.rnd = random.Random(f"nemesis-{seed}")
-        self.faults = {k: FAULTS[k](target) for k in kinds}
+        self.faults = {k: FAULT_CLASSES[k](target) for k in kinds}
         self.halt = threading.Event()
         self.active: Fault | None = None
         self.errors: list[str] = []

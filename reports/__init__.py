@@ -1,1 +1,1 @@
-"""sleuth.reports — see DESIGN.md."""
+"""sleuth.reports — see docs/architecture.md."""

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from sleuth.campaign import RECORD, label_counts, run_key, verdict
 from sleuth.checker.spark.aggregate import NOT_AUDITED
+from sleuth.exits import valid_of_text, verdict_text
 from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
 from sleuth.words import noun
 
@@ -65,7 +66,7 @@ def table_from_runs(record: dict):
             continue
         run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
         duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
-        word = {True: "true", False: "false"}.get(r.get("valid"), "unknown")
+        word = verdict_text(r.get("valid"))
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
                      "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
@@ -85,7 +86,7 @@ def verdicts(table) -> dict[str, dict]:
     out = {}
     for row in table.to_dict("records"):
         out[run_key(row["run_dir"])] = {
-            "valid": {"true": True, "false": False}.get(str(row.get("valid")).lower(), "unknown"),
+            "valid": valid_of_text(row.get("valid")),
             "anomaly_types": [a for a in str(row.get("anomaly_types") or "").split(",") if a],
             "row": row}
     return out
@@ -216,7 +217,7 @@ def _trends(campaign_dir: str, name: str) -> None:
     unexpected, expected, tput, p99 = [], [], [], []
     for _, table, rec in nights:
         expect = {run_key(r["run_dir"]): r["run"]["expect"] for r in rec["runs"] if r.get("run_dir")}
-        bad = [str(v).lower() == "false" for v in table.get("valid", [])]
+        bad = [valid_of_text(v) is False for v in table.get("valid", [])]
         kinds = [expect.get(run_key(d), "valid") for d in table.get("run_dir", [])]
         unexpected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "valid"))
         expected.append(sum(1 for b, k in zip(bad, kinds) if b and k == "invalid"))

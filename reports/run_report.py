@@ -5,7 +5,7 @@ nodes/*/…) through the store and the history module, so `sleuth report DIR`
 can re-render any run; `sleuth run` hands over the values it already holds
 instead (the history is read once per run). Links are relative, so the
 directory can be moved or served. Times are seconds since the run started
-(a history's `time` is nanoseconds since then, HISTORY.md).
+(a history's `time` is nanoseconds since then, docs/history-format.md).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import numpy as np
 
 from sleuth import counterexample, store
 from sleuth.checker.result import AT_LEAST, found_counts
-from sleuth.history import History, read_jsonl
-from sleuth.judge import duration, duration_text, was_judged
+from sleuth.exits import verdict_headline, verdict_word
+from sleuth.history import History, read_jsonl, write_jsonl
+from sleuth.judge import Checks, duration, duration_text, was_judged
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
 from sleuth.reports import plots
 from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
@@ -90,6 +91,31 @@ def seconds(text: str, started: float | None = None) -> str:
     return text
 
 
+def report_history(out_dir: str, history: History, results: dict, checks: Checks, source: str,
+                   run_test: dict | None = None) -> str:
+    """`sleuth check --report DIR`: any history (imported ones too) as a run directory
+    (history.jsonl in sleuth's format, results.json, a small test.json) with its report.
+
+    test.json records `checks` as a run's record does (`Checks.to_json`, the one writer of
+    that shape), so `sleuth check DIR` judges it again with the same model and options
+    (--total, --linearizable-keys, --timestamps); a run's history (`run_test`: its
+    test.json) keeps its run's record, with the checks it was judged with here."""
+    os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
+    write_jsonl(history.events, store.history_path(out_dir))
+    recorded = {"model": checks.model, "checks": checks.to_json()}
+    if run_test is not None:  # its `workload` is the run's client workload, not the checker's name
+        test = {**run_test, **recorded}
+    else:
+        # the faults the history itself records (a Jepsen file's :start-partition, say): the
+        # report names them and counts each, as it does a run's nemesis, beside the grey bands
+        nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
+        test = {"name": os.path.basename(source), "workload": checks.checker, "target": f"history {source}",
+                **recorded,
+                "nemesis": nemesis, "fault": []}
+    store.write_record(out_dir, test, results)
+    return render(out_dir, history=history, test=test, results=results)
+
+
 def render(run_dir: str, history: History | None = None, test: dict | None = None,
            results: dict | None = None) -> str:
     """Write the report of `run_dir`; the history, test record and results are read from it
@@ -141,7 +167,8 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
-        test=test, results=results, valid=results.get("valid"), counts=counts, anomalies=anomalies,
+        test=test, results=results, valid=results.get("valid"), verdict=verdict_headline(results.get("valid")),
+        verdict_class=verdict_word(results.get("valid")), counts=counts, anomalies=anomalies,
         windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops), plotted=plotted,
         judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,

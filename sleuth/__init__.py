@@ -1,3 +1,3 @@
-"""sleuth: a Jepsen-style black-box consistency checker for SQL systems (DESIGN.md)."""
+"""sleuth: a Jepsen-style black-box consistency checker for SQL systems (README.md, docs/architecture.md)."""
 
 __version__ = "0.1.0"

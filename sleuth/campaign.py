@@ -311,7 +311,6 @@ def execute_run(run: Run, store: str, say) -> dict:
     Returns what the campaign records: valid, anomaly-types, also-found (allowed by the model), run_dir, report,
     ops/ok/fail/info, crashed (None, or why sleuth itself failed).
     """
-    from sleuth import store as run_store
     from sleuth.runner import INTERRUPTED, RunConfig, execute
 
     cfg = RunConfig(target=run.target, runtime=run.runtime, workload=run.workload, nemesis=run.nemesis or None,
@@ -326,13 +325,21 @@ def execute_run(run: Run, store: str, say) -> dict:
                 "ops": 0, "ok": 0, "fail": 0, "info": 0, "crashed": f"{type(e).__name__}: {e}"}
     if rec.ended == INTERRUPTED:  # SIGINT/SIGTERM: the runner healed and judged; the campaign stops
         raise KeyboardInterrupt
-    also_found = run_store.read_json(run_store.results_path(rec.run_dir)).get("also-found", [])
-    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types), "also-found": also_found,
+    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types),
+            "also-found": list(rec.results.get("also-found", [])),
             "run_dir": os.path.abspath(rec.run_dir), "report": rec.report, **{k: rec.counts.get(k, 0)
-            for k in ("ops", "ok", "fail", "info")},
-            # a run whose target (a URL: the user's database) failed before its first operation
-            # is exit 254 to `sleuth run`; in a campaign it is, as a crash, a run not carried out
-            "crashed": rec.reason if rec.status in (exits.CRASHED, exits.BAD_INPUT) else None}
+            for k in ("ops", "ok", "fail", "info")}, "crashed": crash_of(rec.status, rec.reason)}
+
+
+def crash_of(status: int | None, reason: str | None) -> str | None:
+    """Why a run was not carried out (its `crashed` in the campaign record), from what its
+    record says: the run's exit status and reason (RunRecord, test.json's `status`/`reason`).
+
+    A run whose target (a URL: the user's database) failed before its first operation is
+    exit 254 to `sleuth run`; in a campaign it is, as a crash, a run not carried out."""
+    if status in (exits.CRASHED, exits.BAD_INPUT):
+        return reason or f"exit {status}"
+    return None
 
 
 def new_record(campaign: Campaign, campaign_dir: str) -> dict:
@@ -452,7 +459,7 @@ def record_of_runs(directory: str) -> dict:
             summary = test.get("summary", {})
             runs.append({"run": asdict(run), "status": "done", "run_dir": os.path.abspath(root),
                          "valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
-                         "crashed": test.get("crashed"), "started": test.get("started"),
+                         "crashed": crash_of(test.get("status"), test.get("reason")), "started": test.get("started"),
                          "finished": test.get("finished"), "report": os.path.join(root, "index.html"),
                          **{k: summary.get(k, 0) for k in ("ops", "ok", "fail", "info")}})
     name = os.path.basename(os.path.normpath(os.path.abspath(directory)))

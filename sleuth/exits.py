@@ -24,10 +24,31 @@ def of_valid(valid: bool | str | None) -> int:
     return UNKNOWN
 
 
+# A verdict's spellings, each owned here: `valid` in results.json and --json (true, false or
+# "unknown"), its word, the word as a line or a page leads with it, its text in the campaign
+# table (a string column), and its exit status (`of_valid`).
+
 def verdict_word(valid: bool | str | None) -> str:
     """The word for a verdict wherever a page or a line names one: valid, invalid or unknown
-    (one case, as the outcome labels of a campaign)."""
+    (one case, as the outcome labels of a campaign; also a page's CSS class)."""
     return {VALID: "valid", INVALID: "invalid"}.get(of_valid(valid), "unknown")
+
+
+def verdict_headline(valid: bool | str | None) -> str:
+    """The verdict as a result leads with it (`sleuth check`'s line, `sleuth run`'s summary,
+    the run page's badge): its word, shouted when it needs the reader (INVALID, UNKNOWN)."""
+    word = verdict_word(valid)
+    return word if word == "valid" else word.upper()
+
+
+def verdict_text(valid: bool | str | None) -> str:
+    """A verdict as the campaign table's `valid` column spells it: "true", "false", "unknown"."""
+    return {VALID: "true", INVALID: "false"}.get(of_valid(valid), "unknown")
+
+
+def valid_of_text(text: object) -> bool | str:
+    """`verdict_text` read back (any case): True, False, or "unknown"."""
+    return {"true": True, "false": False}.get(str(text).lower(), "unknown")
 
 
 def combine(statuses: Iterable[int]) -> int:

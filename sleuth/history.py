@@ -76,6 +76,20 @@ TYPES = frozenset(("invoke", "ok", "fail", "info"))
 NEMESIS = "nemesis"
 
 
+WRITE_FS = frozenset(("write", "cas", "add", "transfer", "append"))  # append: the source workload's
+
+
+def writes(f: str, value: Any) -> bool:
+    """Can this operation change the database? A transaction with any micro-op but a read
+    (`append`, `w`), or a write, cas, add or transfer (docs/history-format.md's shapes). The runner asks
+    it to tell a lost write (info) from a lost read (fail); the timestamp rules to tell a
+    write's timestamp from a read's. One answer for both, with the format it reads (here, below the
+    clients and the checkers)."""
+    if f == "txn":
+        return any(m[0] != "r" for m in value or ())
+    return f in WRITE_FS
+
+
 class HistoryError(ValueError):
     """A history that breaks docs/history-format.md. `str()` is one line: file:line: problem."""
 

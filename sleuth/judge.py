@@ -20,7 +20,7 @@ results were judged at all (`not_judged`, `was_judged`), and its duration
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sleuth.checker.models import ISOLATION_MODELS
@@ -46,6 +46,12 @@ class Checks:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Checks:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+    def with_options(self, options: dict[str, Any]) -> Checks:
+        """These checks with the checker options given (`sleuth check`'s flags) that a run's
+        record holds (--total, --linearizable-keys); the others are not recorded."""
+        held = {k: options[k] for k in ("total", "linearizable_keys") if k in options}
+        return replace(self, **held) if held else self
 
     @classmethod
     def of_test(cls, test: dict[str, Any]) -> Checks:
@@ -129,7 +135,7 @@ def duration_text(seconds: float) -> str:
 
 
 def op_counts(history: History) -> dict[str, int]:
-    """Client operations by outcome (an invoke never completed counts as info, as HISTORY.md says)."""
+    """Client operations by outcome (an invoke never completed counts as info, as docs/history-format.md says)."""
     out = {"ops": 0, "ok": 0, "fail": 0, "info": 0}
     for op in history.ops():
         out["ops"] += 1

@@ -1,6 +1,6 @@
 """`sleuth run`: start a target, drive it with clients while faults come and go, judge, report.
 
-The steps (DESIGN.md, "Data flow of one run"):
+The steps (docs/architecture.md, "Data flow of one run"):
 
 1. the target comes up and the workload creates its tables;
 2. `concurrency` client threads, each one connection through the target's driver (one logical
@@ -45,10 +45,10 @@ from typing import Any
 
 from sleuth import exits, store
 from sleuth.history import JsonlWriter
+from sleuth.history import writes as op_writes
 from sleuth.interrupts import Interrupted, Signals
 from sleuth.judge import Checks, checks_for
 from sleuth.workloads.clients import WORKLOADS, Failed, Unexpected
-from sleuth.workloads.clients import writes as op_writes
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 INTERRUPTED = "interrupted"
@@ -112,6 +112,10 @@ class RunRecord:
     report: str | None = None
     notes: tuple[str, ...] = ()
     duration: float | None = None  # seconds, sleuth.judge.duration of the history; None when not read
+    # results.json's content as judged (sleuth.judge.judge): the anomalies' examples, what the
+    # model allows but was found ("also-found") and the counts, which the summary and the
+    # campaign show; {} until the run is judged
+    results: dict[str, Any] = field(default_factory=dict)
 
     def test_json(self) -> dict[str, Any]:
         """test.json: the configuration as run, then how it went."""
@@ -145,7 +149,7 @@ class Recorder:
     The format is sleuth.history's (`JsonlWriter`); this adds the clock, the lock that makes
     the line order the real-time order, and live counts for the progress bar. Events that
     arrive after `close` (a client thread that outlived an interrupted run) are dropped:
-    their operations stay open in the history, which HISTORY.md reads as info."""
+    their operations stay open in the history, which docs/history-format.md reads as info."""
 
     def __init__(self, path: str):
         self.writer = JsonlWriter(path)
@@ -646,7 +650,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),
             status=exits.CRASHED if crash else exits.of_valid(results.get("valid")), reason=reason,
             ended=ended, crash_file=crash_file, report=report, notes=tuple(notes),
-            duration=None if history is None else duration(history))
+            duration=None if history is None else duration(history), results=results)
 
     report = None
     if not hurried:  # a second signal asked to stop at once: no plots

@@ -16,8 +16,10 @@ exactly what to provide. The implementations:
   bank, counter).
 - `Checker`: the functions the registry names (`sleuth.checker.WORKLOADS`).
 
-Nothing imports this module at run time except to annotate; the tests check
-that every implementation has what its protocol names.
+Nothing imports this module at run time except to annotate, and for
+`Unsupported`, the refusal a target raises and a nemesis raises for it (here,
+below both, so a nemesis needs no target code); the tests check that every
+implementation has what its protocol names.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from sleuth.checker.result import Result
 from sleuth.history import History
+
+
+class Unsupported(Exception):
+    """This target cannot do what was asked (e.g. kill a remote database)."""
 
 
 @runtime_checkable

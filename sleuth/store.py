@@ -1,10 +1,10 @@
 """The store: where runs live, and the one writer of a run directory's record files.
 
-Layout (DESIGN.md, "Data flow of one run"):
+Layout (docs/architecture.md, "Data flow of one run"):
 
     <store>/<test-name>/<timestamp>/
         test.json      what ran: the run record (configuration, times, faults, counts, status)
-        history.jsonl  the events (HISTORY.md), written live by the runner's recorder
+        history.jsonl  the events (docs/history-format.md), written live by the runner's recorder
         results.json   the verdict (written once, after judging)
         index.html     the report, with its PNGs and timeline.html
         crash.txt      only when sleuth itself failed: the traceback

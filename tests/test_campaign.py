@@ -494,3 +494,22 @@ def test_one_run_is_said_in_the_singular(tmp_path):
     record["runs"] = record["runs"][:1]
     page = open(campaign_report.render(str(cdir), campaign_report.load_table(str(cdir)), record)).read()
     assert "1 run: 1 pass" in page and "1 runs" not in page
+
+
+def test_judge_labels_a_crashed_run_crashed_from_what_the_runner_writes(tmp_path):
+    """Issue 45: `record_of_runs` read test.json's `crashed`, which no writer produces, so a run
+    that crashed (test.json `status` 255, `reason` "crashed: …", as sleuth.runner writes it) was
+    labelled unknown, exit 2, by `sleuth campaign judge`."""
+    d = tmp_path / "runs" / "r1"
+    d.mkdir(parents=True)
+    test = {"name": "r1", "workload": "register", "target": "reference", "nemesis": [], "fault": [],
+            "isolation": "strict-serializable", "seed": 0, "summary": {"ops": 0, "ok": 0, "fail": 0, "info": 0},
+            "status": exits.CRASHED, "reason": "crashed: RuntimeError: boom"}
+    (d / "test.json").write_text(json.dumps(test))
+    (d / "results.json").write_text(json.dumps({"valid": "unknown", "anomaly-types": [],
+                                                "reason": "crashed: RuntimeError: boom"}))
+    p = sleuth("campaign", "judge", str(tmp_path / "runs"), "--no-spark", "--json")
+    out = json.loads(p.stdout)
+    assert p.returncode == exits.CRASHED and out["exit"] == exits.CRASHED, p.stderr
+    assert [r["outcome"] for r in out["runs"]] == ["crashed"]
+    assert out["counts"]["crashed"] == 1

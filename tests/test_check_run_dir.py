@@ -252,3 +252,16 @@ def test_a_real_postgres_run_agrees_with_itself(tmp_path):
     a, b = json.loads(run.stdout), json.loads(file.stdout)
     assert run.returncode == file.returncode and (a["valid"], a["anomaly-types"]) == (b["valid"], b["anomaly-types"])
     assert a["model"] == "serializable"
+
+
+def test_the_summary_shows_the_anomalies_from_the_record_not_from_a_file_read_again(si, tmp_path, capsys):
+    """Issue 45: the run record dropped the anomalies, so `sleuth run`'s summary (and the
+    campaign's also-found) read results.json back from the run directory; the record carries
+    the results it was judged with now, and the summary says the same without the file."""
+    import dataclasses
+
+    run_dir, rec = si
+    assert rec.results == store.read_json(store.results_path(run_dir))
+    elsewhere = dataclasses.replace(rec, run_dir=str(tmp_path))  # no results.json there
+    lines = [line for line in _summary(elsewhere, capsys).splitlines() if "found (allowed)" in line]
+    assert len(lines) == 1 and all(n in lines[0] for n in rec.results["also-found"]), lines

@@ -462,3 +462,30 @@ def test_help_names_every_model_and_alias_each_workload_takes():
         for w in WORKLOADS.values():
             for name in (*w.models, *(a for a, _ in w.aliases)):
                 assert name in words, (command, name)
+
+
+def test_a_report_directory_checked_again_keeps_the_options_it_was_judged_with(tmp_path):
+    """Issue 45: `--report DIR` wrote a test.json without the checks, so `sleuth check DIR`
+    re-derived them from the workload's name and dropped --total, --linearizable-keys and
+    --timestamps: an invalid verdict came back valid."""
+    W = lambda k, v: ["w", k, v]  # noqa: E731
+    skew = txn_history(tmp_path / "skew.jsonl", [  # write skew: G2-item only with --linearizable-keys
+        (0, 0, 5, [W("x", 1), W("y", 1)], [W("x", 1), W("y", 1)]),
+        (1, 10, 20, [R("x"), W("y", 2)], [R("x", 1), W("y", 2)]),
+        (2, 10, 20, [R("y"), W("x", 2)], [R("y", 1), W("x", 2)]),
+    ])
+    bank = write_events(tmp_path / "bank.jsonl", [  # every read sums to 100: wrong only against --total 50
+        inv(0, "read", None), done("ok", 0, "read", {"0": 60, "1": 40}),
+        inv(1, "read", None), done("ok", 1, "read", {"0": 50, "1": 50})])
+    for name, args, recorded in (
+            ("skew", [skew, "-w", "rw-register", "-m", "serializable", "--linearizable-keys", "--timestamps"],
+             {"checker": "rw-register", "model": "serializable", "linearizable_keys": True, "timestamps": True}),
+            ("bank", [bank, "-w", "bank", "--total", "50"], {"checker": "bank", "total": 50})):
+        d = tmp_path / f"rep-{name}"
+        p = run("check", *args, "--report", str(d), "--json")
+        assert p.returncode == 1, (name, p.stdout, p.stderr)
+        checks = json.loads((d / "test.json").read_text())["checks"]
+        assert {k: checks[k] for k in recorded} == recorded, checks
+        again = run("check", str(d), "--json")
+        assert again.returncode == 1, (name, again.stdout, again.stderr)
+        assert json.loads(again.stdout)["anomaly-types"] == json.loads(p.stdout)["anomaly-types"]

@@ -19,7 +19,7 @@ from sleuth import exits, store
 from sleuth.cluster.faults import FAULTS as SWITCHES
 from sleuth.history import JsonlWriter, read_jsonl
 from sleuth.judge import DID_NOT_FINISH, NOTHING_COMPLETED, Checks, judge, op_counts
-from sleuth.nemesis.faults import FAULTS, STARTS, STOPS, Schedule
+from sleuth.nemesis.faults import FAULT_CLASSES, STARTS, STOPS, Schedule
 from sleuth.reports.run_report import nemesis_windows, render, seconds
 from sleuth.targets import Target, redact
 from sleuth.workloads.sim_list_append import write_sim
@@ -96,7 +96,7 @@ def test_redact_hides_passwords_only():
 
 def test_every_fault_event_is_shaded_clock_strobe_too():
     # every start event name a fault can write opens a window its heal closes
-    for kind, cls in FAULTS.items():
+    for kind, cls in FAULT_CLASSES.items():
         for start in cls.start_fs:
             ev = [{"time": 1e9, "f": start}, {"time": 2e9, "f": cls.stop_f}]
             assert nemesis_windows(ev, 9.0) == [(1.0, 2.0, start)], kind

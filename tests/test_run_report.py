@@ -251,7 +251,7 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
                           checks=SimpleNamespace(model="strict-serializable"), nemesis=[], faults={},
                           counts={"ops": 1, "ok": 1, "fail": 0, "info": 0}, started=0.0, finished=1.0, duration=1.0,
                           reason=None, anomaly_types=results["anomaly-types"], notes=[], nemesis_errors=[],
-                          run_dir=str(d), report=None)
+                          run_dir=str(d), report=None, results=results)
     _summary(rec)
     line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("  anomalies: "))
     counts = results["stats"]["anomaly-counts"]
@@ -262,6 +262,9 @@ def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys)
     _summary(rec)
     err = capsys.readouterr().err
     assert "INVALID  list-append on sim\n" in err and "model None" not in err
+    rec.valid, rec.status = True, exits.VALID  # the headline sleuth check and the page give it too
+    _summary(rec)
+    assert "  valid  list-append on sim\n" in capsys.readouterr().err
 
 
 def test_a_long_runs_timeline_shows_the_operations_of_its_first_anomaly(tmp_path, monkeypatch):

@@ -267,9 +267,9 @@ def test_fault_windows_follow_the_nemesis(campaign):
     """fault_active, fault_events and the fault columns, against a plain sweep over the history."""
     import pyarrow.dataset as ds
 
-    from sleuth.nemesis.faults import FAULTS
+    from sleuth.nemesis.faults import FAULT_CLASSES
 
-    stops = {cls.stop_f for cls in FAULTS.values()}
+    stops = {cls.stop_f for cls in FAULT_CLASSES.values()}
     row = campaign["by"]["nemesis"]
     active, starts, want = 0, 0, {}
     for e in lines(campaign["runs"]["nemesis"]):

@@ -13,7 +13,7 @@ everything), and list-append appends as Jepsen's MySQL test does, with
 empty (`||` is logical OR in MySQL).
 
 A workload is a generator of operations (`generate(rnd, slot)` gives `f` and
-the invoke value, HISTORY.md's shapes), the SQL that performs one (`perform`
+the invoke value, docs/history-format.md's shapes), the SQL that performs one (`perform`
 returns the completed value, or raises `Failed` when the database said it
 certainly did not happen), its tables (`setup`) and the final reads that
 pin every key once everything is healed. Values written are unique per key:
@@ -25,6 +25,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from sleuth.history import writes as writes  # the history format owns what a write is
+
 
 class Failed(Exception):
     """The operation certainly did not take effect (e.g. a cas whose old value did not match)."""
@@ -34,19 +36,6 @@ class Unexpected(Exception):
     """The database answered in a way the workload cannot read (an append that changed two
     rows): what it did is unknown, so the operation is `info`. Any other exception raised while
     performing an operation that is not the driver's is a bug of sleuth's, and stops the run."""
-
-
-WRITE_FS = frozenset(("write", "cas", "add", "transfer", "append"))  # append: the source workload's
-
-
-def writes(f: str, value: Any) -> bool:
-    """Can this operation change the database? A transaction with any micro-op but a read
-    (`append`, `w`), or a write, cas, add or transfer (HISTORY.md's shapes). The runner asks
-    it to tell a lost write (info) from a lost read (fail); the timestamp rules to tell a
-    write's timestamp from a read's. One answer for both."""
-    if f == "txn":
-        return any(m[0] != "r" for m in value or ())
-    return f in WRITE_FS
 
 
 class Workload:

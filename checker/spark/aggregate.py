@@ -16,6 +16,8 @@ results.json; the Spark verdict from the judge and durability jobs.
 
 from __future__ import annotations
 
+from sleuth.checker.models import LOST_WRITE, PHANTOM_WRITE
+
 COLUMNS = {  # name: pandas dtype, in the order the campaign page expects
     "campaign": "object", "run": "object", "run_dir": "object", "workload": "object",
     "target": "object", "nemesis": "object", "fault": "object", "isolation": "object",
@@ -74,27 +76,27 @@ def campaign_table(meta, stats, verdicts, anomalies, audited: set[str]):
     import numpy as np
     import pandas as pd
 
-    from sleuth.checker.spark.judge import verdict_text
+    from sleuth.exits import verdict_text
     from sleuth.measure import seconds, throughput
 
     stats = stats.assign(duration_s=[seconds(s) for s in stats["span_ns"]])
     stats = stats[[c for c in stats.columns if c in COLUMNS or c == "run"]]
     t = meta.merge(stats, on="run", how="left").merge(verdicts, on="run", how="left")
     counts = anomalies.groupby(["run", "anomaly"]).size().unstack(fill_value=0) if len(anomalies) else None
-    lost = [int(counts.at[r, "lost-write"]) if counts is not None and "lost-write" in counts and r in counts.index
+    lost = [int(counts.at[r, LOST_WRITE]) if counts is not None and LOST_WRITE in counts and r in counts.index
             else 0 for r in t["run"]]
-    phantom = [int(counts.at[r, "phantom-write"]) if counts is not None and "phantom-write" in counts
+    phantom = [int(counts.at[r, PHANTOM_WRITE]) if counts is not None and PHANTOM_WRITE in counts
                and r in counts.index else 0 for r in t["run"]]
     t["lost_writes"], t["phantom_writes"] = lost, phantom
     types, valid, agrees = [], [], []
     for v, ts, lo, ph, rv, rts in zip(t["valid"], t["anomaly_types"], lost, phantom, t["run_valid"],
                                       t["run_anomaly_types"]):
         found = set(ts if isinstance(ts, list | tuple | np.ndarray) else [])
-        v = v if isinstance(v, str) else "unknown"
+        v = v if isinstance(v, str) else verdict_text(None)
         # the checkers' verdict is what results.json holds; the audit adds what it could not see
         agrees.append(v == rv and found == set(rts))
-        found |= {"lost-write"} if lo else set()
-        found |= {"phantom-write"} if ph else set()
+        found |= {LOST_WRITE} if lo else set()
+        found |= {PHANTOM_WRITE} if ph else set()
         types.append(",".join(sorted(found)))
         valid.append(verdict_text(False) if (lo or ph) else v)
     t["anomaly_types"], t["valid"], t["spark_agrees"] = types, valid, agrees

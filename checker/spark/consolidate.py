@@ -6,7 +6,7 @@ per core, one partition (one task) per group, through `mapInPandas`. A task
 reads each of its runs' history with
 sleuth's own reader (`sleuth.history.read_jsonl`, what `sleuth run` judges)
 and pairs invokes with completions vectorized (numpy): a process has at most
-one operation in flight (HISTORY.md), so an invoke's completion is the same
+one operation in flight (docs/history-format.md), so an invoke's completion is the same
 process's next event, when that is a completion. An invoke with no
 completion is `info`. The task writes the run's operations as the one
 Parquet file of its partition (`campaign=C/run=R/`, named as Spark's
@@ -62,9 +62,9 @@ _ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(map(chr, range(1, 32)))
 
 
 def stop_names() -> frozenset[str]:
-    from sleuth.nemesis.faults import FAULTS
+    from sleuth.nemesis.faults import FAULT_CLASSES
 
-    return frozenset(cls.stop_f for cls in FAULTS.values())
+    return frozenset(cls.stop_f for cls in FAULT_CLASSES.values())
 
 
 def keyed_workloads() -> list[str]:
@@ -216,7 +216,8 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
     """
     import pandas as pd
 
-    from sleuth.checker.spark.judge import judge_history, verdict_text
+    from sleuth.checker.spark.judge import judge_history
+    from sleuth.exits import verdict_text
     from sleuth.history import HistoryError, read_jsonl
     from sleuth.measure import span_ns
 
@@ -230,7 +231,7 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, p
         events = tolerant_events(path)
     ops, faults = pair(events, keyed)
     write_ops(ops, ops_path, campaign, run, workload)
-    valid, types = "unknown", []
+    valid, types = verdict_text(None), []
     if history is not None:
         try:
             r = judge_history(history, test, part)

@@ -31,6 +31,8 @@ from __future__ import annotations
 import glob
 import os
 
+from sleuth.checker.models import LOST_WRITE, PHANTOM_WRITE
+
 WAL_SCHEMA = "`batches` ARRAY<STRUCT<`shard`: STRING, `updates`: ARRAY<ARRAY<STRING>>>>"
 ROW_SCHEMA = "ARRAY<STRING>"
 LIST_TABLE_WORKLOADS = ("list-append",)
@@ -149,9 +151,9 @@ def audit(spark, ops, runs):
     writes = history_writes(ops.join(F.broadcast(runs.select("run_dir")), "run_dir"))
     judged = writes.join(kept, ["run_dir", "wkey", "wvalue"], "left")
     lost = judged.where((F.col("outcome") == "ok") & F.col("kept").isNull()).withColumn(
-        "anomaly", F.lit("lost-write"))
+        "anomaly", F.lit(LOST_WRITE))
     phantom = judged.where((F.col("outcome") == "fail") & F.col("kept").isNotNull()).withColumn(
-        "anomaly", F.lit("phantom-write"))
+        "anomaly", F.lit(PHANTOM_WRITE))
     return lost.unionByName(phantom).select(
         "run", "anomaly", F.col("wkey").alias("key"), F.col("wvalue").alias("value"), "process", "f",
         (F.coalesce("complete_index", "invoke_index") + 1).alias("line"),

@@ -4,7 +4,7 @@ A task reads a byte range of a file itself (the lines that begin in it,
 Hadoop's rule for text splits): consecutive lines, so (in a valid history)
 consecutive indexes. It decodes them (`history_ops._decode_fast`, or the
 rules path) and pairs as it goes: a process has at most one operation in
-flight (HISTORY.md), so an invoke's completion is the next event of the same
+flight (docs/history-format.md), so an invoke's completion is the next event of the same
 process, and within a run of consecutive indexes (a *segment*) that next
 event is in the same segment unless the operation is still open at its end.
 So each task writes, for every segment it read:

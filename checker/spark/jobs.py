@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from sleuth.checker.spark.shard_history import warm
+from sleuth.exits import valid_of_text, verdict_text
 from sleuth.words import plural
 
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
@@ -56,7 +57,6 @@ def run_meta(run_dirs: list[str], campaign: str) -> list[dict[str, Any]]:
                 results = orjson.loads(f.read())
         except FileNotFoundError:
             results = {}
-        from sleuth.checker.spark.judge import verdict_text
 
         out.append({"campaign": campaign, "run": os.path.relpath(d, common), "run_dir": d,
                     "workload": test["workload"], "target": str(test.get("target", "")),
@@ -64,7 +64,7 @@ def run_meta(run_dirs: list[str], campaign: str) -> list[dict[str, Any]]:
                     "fault": ",".join(test.get("fault") or []),
                     "isolation": test.get("isolation") or "", "model": test.get("model") or "",
                     "seed": int(test.get("seed", 0)),
-                    "run_valid": verdict_text(results["valid"]) if "valid" in results else "unknown",
+                    "run_valid": verdict_text(results.get("valid")),
                     "run_anomaly_types": sorted(results.get("anomaly-types", [])), "test": test})
     return out
 
@@ -103,7 +103,7 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
     """applyInPandas: one group's rows -> one verdict row (runs on an executor)."""
     import pandas as pd
 
-    from sleuth.checker.spark.judge import history_of, judge_history, verdict_text
+    from sleuth.checker.spark.judge import history_of, judge_history
 
     run = key[0]
     try:
@@ -111,7 +111,7 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
         r = judge_history(h, tests[run], part)
         valid, types, error = verdict_text(r["valid"]), r["anomaly-types"], None
     except Exception as e:  # a malformed history is "unknown", as sleuth run says
-        valid, types, error = "unknown", [], f"{type(e).__name__}: {e}"
+        valid, types, error = verdict_text(None), [], f"{type(e).__name__}: {e}"
     return pd.DataFrame({"run": [run], "part": [part], "valid": [valid], "anomaly_types": [types],
                          "error": [error]})
 
@@ -153,9 +153,9 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
                           ignore_index=True)
     rows = []
     for run, g in parts.groupby("run"):
-        valid = merge_valid(*[True if v == "true" else False if v == "false" else "unknown" for v in g["valid"]])
+        valid = merge_valid(*[valid_of_text(v) for v in g["valid"]])
         types = sorted({t for ts in g["anomaly_types"] for t in ts})
-        rows.append({"run": run, "valid": "true" if valid is True else "false" if valid is False else "unknown",
+        rows.append({"run": run, "valid": verdict_text(valid),
                      "anomaly_types": types, "errors": [e for e in g["error"] if isinstance(e, str) and e]})
     return pd.DataFrame(rows, columns=["run", "valid", "anomaly_types", "errors"])
 
@@ -181,7 +181,6 @@ def judge_large(spark, m: dict) -> dict:
     no task holds the run's whole analysis. A verdict part (run, valid, anomaly_types, error)."""
     from sleuth.checker import WORKLOADS as CHECKERS
     from sleuth.checker.spark import history_check
-    from sleuth.checker.spark.judge import verdict_text
     from sleuth.judge import Checks
 
     checks = Checks.of_test(m["test"])
@@ -195,7 +194,7 @@ def judge_large(spark, m: dict) -> dict:
         return {"run": m["run"], "valid": verdict_text(r.valid), "anomaly_types": sorted(r.anomaly_types),
                 "error": None}
     except Exception as e:  # a history the checker cannot judge: unknown, the rest go on
-        return {"run": m["run"], "valid": "unknown", "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
+        return {"run": m["run"], "valid": verdict_text(None), "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
     finally:
         for k, v in saved.items():
             if v is None:

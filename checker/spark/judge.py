@@ -82,6 +82,3 @@ def history_of(rows, source: str) -> History:
     return History([e for _, e in events], source, lines=[i + 1 for i, _ in events])
 
 
-def verdict_text(valid: bool | str) -> str:
-    """results.json's `valid` as the campaign table spells it: "true", "false", "unknown"."""
-    return "true" if valid is True else "false" if valid is False else "unknown"

@@ -64,8 +64,7 @@ def _summary_line(path: str, results: dict[str, Any]) -> str:
     """A file's (or run's) first line, from its results (`Result.to_json`, or a run's
     results.json content): the verdict, the model it was judged against, what was found,
     and why a run's verdict is no better than unknown."""
-    verdict = {True: "valid", False: "INVALID"}.get(results["valid"], "UNKNOWN")
-    line = f"{path}: {verdict} ({results.get('model')})"
+    line = f"{path}: {exits.verdict_headline(results['valid'])} ({results.get('model')})"
     if results.get("anomaly-types"):
         line += " — " + ", ".join(results["anomaly-types"])
     if results.get("not"):
@@ -294,12 +293,15 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
                 results = None if result is None else result.to_json()
             statuses.append(status)
             if report_dir and results is not None:
-                from sleuth.cli.run import report_history
+                from sleuth.judge import Checks
+                from sleuth.reports.run_report import report_history
 
-                report = (report_history(report_dir, history, results, plan.checks.checker, path,
-                                         {**plan.test, "checks": plan.checks.to_json()})
-                          if isinstance(plan, RunPlan) else
-                          report_history(report_dir, history, results, workload, path))
+                if isinstance(plan, RunPlan):
+                    report = report_history(report_dir, history, results,
+                                            plan.checks.with_options(plan.options), path, plan.test)
+                else:
+                    checks = Checks(checker=spec.name, model=kwargs.get("model"), timestamps=timestamps)
+                    report = report_history(report_dir, history, results, checks.with_options(kwargs), path)
                 click.echo(f"report: {report}", err=True)
             if progress is not None:
                 progress.update(1)

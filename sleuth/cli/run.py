@@ -122,9 +122,7 @@ def _crashed(message: str, as_json: bool) -> None:
 def _summary(rec) -> None:
     """The human summary, on stderr (stdout is for --json)."""
     c = rec.config
-    verdict = {True: "VALID", False: "INVALID"}.get(rec.valid, "UNKNOWN")
-    if rec.status == exits.CRASHED:
-        verdict = "CRASHED"
+    verdict = "CRASHED" if rec.status == exits.CRASHED else exits.verdict_headline(rec.valid)
 
     def out(line: str) -> None:
         click.echo(line, err=True)
@@ -144,8 +142,7 @@ def _summary(rec) -> None:
     if rec.reason:
         out(f"  reason: {rec.reason}")
     from sleuth.checker.result import found_counts
-    from sleuth.store import read_json, results_path
-    results = read_json(results_path(rec.run_dir))
+    results = rec.results
     anomalies, found = results.get("anomalies", {}), found_counts(results)
     if rec.anomaly_types:
         out("  anomalies: " + ", ".join(f"{t} {found[t]}" if t in found else t for t in rec.anomaly_types))
@@ -162,31 +159,6 @@ def _summary(rec) -> None:
     out(f"  run: {rec.run_dir}")
     if rec.report:
         out(f"  report: {rec.report}")
-
-
-def report_history(out_dir: str, history, results: dict, workload: str, source: str,
-                   run_test: dict | None = None) -> str:
-    """`sleuth check --report DIR`: any history (imported ones too) as a run directory
-    (history.jsonl in sleuth's format, results.json, a small test.json) with its report;
-    a run's history (`run_test`: its test.json) keeps its run's record, with the model
-    and checks it was judged with here."""
-    from sleuth import store
-    from sleuth.history import write_jsonl
-    from sleuth.nemesis.faults import ANY_STARTS
-    from sleuth.reports.run_report import render
-
-    os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
-    write_jsonl(history.events, store.history_path(out_dir))
-    # the faults the history itself records (a Jepsen file's :start-partition, say): the
-    # report names them and counts each, as it does a run's nemesis, beside the grey bands
-    nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
-    if run_test is not None:
-        test = {**run_test, "model": results.get("model")}
-    else:
-        test = {"name": os.path.basename(source), "workload": workload, "target": f"history {source}",
-                "model": results.get("model"), "nemesis": nemesis, "fault": []}
-    store.write_record(out_dir, test, results)
-    return render(out_dir, history=history, test=test, results=results)
 
 
 @click.command()

@@ -1,0 +1,67 @@
+"""One owner for each word (issue 45): a verdict's spellings live in sleuth/exits.py, the
+durability audit's anomaly names with the model lattice (checker/models.py), and two
+different things no longer share the name FAULTS. The source greps fail when a module
+spells a verdict, or those anomaly names, itself again."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+from sleuth import exits
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRODUCT = ("sleuth", "checker", "workloads", "cluster", "nemesis", "reports")
+
+
+def _sources(exts=(".py", ".j2")):
+    for top in PRODUCT:
+        for dirpath, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            for f in files:
+                if f.endswith(exts):
+                    path = os.path.join(dirpath, f)
+                    yield os.path.relpath(path, ROOT), open(path, encoding="utf-8").read()
+
+
+@pytest.mark.parametrize("valid, word, headline, text, status", [
+    (True, "valid", "valid", "true", exits.VALID), (False, "invalid", "INVALID", "false", exits.INVALID),
+    ("unknown", "unknown", "UNKNOWN", "unknown", exits.UNKNOWN), (None, "unknown", "UNKNOWN", "unknown", exits.UNKNOWN)])
+def test_a_verdicts_spellings_come_from_one_place(valid, word, headline, text, status):
+    assert (exits.verdict_word(valid), exits.verdict_headline(valid), exits.verdict_text(valid),
+            exits.of_valid(valid)) == (word, headline, text, status)
+    assert exits.valid_of_text(text) == (valid if valid is not None else "unknown")
+    assert exits.valid_of_text(text.upper()) == exits.valid_of_text(text)
+
+
+# how a module spells a verdict itself: a mapping or a conditional from valid to a word
+SPELLED = re.compile(r'\{\s*True:\s*"|"true" if \w+ is True|== "true"|== "false"|'
+                     r'\.get\([^)]*\)\s*==\s*"unknown"|valid == (true|false)\b')
+
+
+def test_no_module_spells_a_verdict_itself():
+    found = [f"{path}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
+             for path, text in _sources() if path != os.path.join("sleuth", "exits.py")
+             for m in SPELLED.finditer(text)]
+    assert found == []
+
+
+def test_the_durability_anomalies_are_named_with_the_models_and_nowhere_else():
+    from sleuth.checker.models import DURABILITY_ANOMALIES, LOST_WRITE, PHANTOM_WRITE, PROSCRIBES
+
+    assert DURABILITY_ANOMALIES == (LOST_WRITE, PHANTOM_WRITE) == ("lost-write", "phantom-write")
+    assert not {LOST_WRITE, PHANTOM_WRITE} & {a for v in PROSCRIBES.values() for a in v}
+    spelled = [path for path, text in _sources((".py",)) if path != os.path.join("checker", "models.py")
+               for m in re.finditer(r'"(lost|phantom)-write"', text)]
+    assert spelled == []
+
+
+def test_nemesis_kinds_and_fault_switches_have_different_names():
+    from sleuth.cluster import faults as switches
+    from sleuth.nemesis import faults as nemesis
+
+    assert not hasattr(nemesis, "FAULTS")  # its classes by kind are FAULT_CLASSES
+    assert set(nemesis.FAULT_CLASSES) == set(nemesis.KINDS)
+    assert set(switches.FAULTS).isdisjoint(nemesis.KINDS)
