@@ -36,7 +36,7 @@ from typing import Any
 
 from sleuth.targets import Target, Unsupported
 
-KINDS = ("kill", "pause", "dual-leader", "clock", "partition")
+KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
 
 
 class Fault:
@@ -71,6 +71,24 @@ class Kill(Fault):
 
     def start(self, rnd: random.Random) -> Any:
         self.victims = self.target.nodes(self.next_role())
+        for n in self.victims:
+            self.target.kill(n)
+        return self.victims
+
+    def stop(self) -> Any:
+        for n in self.victims:
+            self.target.restart(n)
+        return self.victims
+
+
+class KillAll(Fault):
+    """Jepsen's coordinated crash: SIGKILL every node of every role at once, then restart each.
+    The target's `restart` brings a cluster back from a crash of every node (Galera: bootstrap
+    from the node that recovered the most)."""
+    start_fs, stop_f = ("kill-all",), "restart-all"
+
+    def start(self, rnd: random.Random) -> Any:
+        self.victims = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
         for n in self.victims:
             self.target.kill(n)
         return self.victims
@@ -189,11 +207,13 @@ class Partition(Fault):
 
     def start(self, rnd: random.Random) -> Any:
         grudges = self.GRUDGES
+        if "oracle" not in self.target.roles:  # a cluster of peers: no oracle to cut off
+            grudges = tuple(g for g in grudges if g != "oracle-from-coordinators")
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
             grudges = ("source-from-upstream", *grudges)
         grudge = grudges[self.turn % len(grudges)]
         self.turn += 1
-        nodes = [n for role in self.target.roles for n in self.target.nodes(role)]
+        nodes = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
         if grudge == "source-from-upstream":
             pairs = [(s, "upstream") for s in self.target.nodes("source")]
         elif grudge == "isolate-one":
@@ -220,7 +240,7 @@ class Partition(Fault):
 
 
 FAULTS: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
-                                  "partition": Partition}
+                                  "partition": Partition, "kill-all": KillAll}
 # event name -> fault kind, for every start and every heal event a schedule writes
 STARTS: dict[str, str] = {f: kind for kind, cls in FAULTS.items() for f in cls.start_fs}
 STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULTS.items()}
@@ -247,9 +267,11 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
     for k in kinds:
         if k not in FAULTS:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; one of {', '.join(KINDS)}")
-        if k in ("kill", "pause") and not target.roles:
+        if k in ("kill", "pause", "kill-all") and not target.roles:
             raise Unsupported(f"--nemesis {k}: target {target.name} runs on nodes sleuth cannot reach")
-        if k in ("dual-leader", "clock", "partition") and target.family != "reference":
+        if k == "partition" and type(target).cut is Target.cut:
+            raise Unsupported(f"--nemesis partition: target {target.name} cannot cut links between its nodes")
+        if k in ("dual-leader", "clock") and target.family != "reference":
             raise Unsupported(f"--nemesis {k} needs the reference cluster (--target reference)")
     return kinds
 

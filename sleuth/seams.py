@@ -10,7 +10,7 @@ exactly what to provide. The implementations:
   class there supplies refusals (`Unsupported`) for what a target cannot do.
 - `Runtime`: `sleuth.cluster.runtime_local`, `runtime_docker`, `runtime_ssh`:
   the only code that knows where a reference-cluster node runs.
-- `Fault`: `sleuth.nemesis.faults` (kill, pause, dual-leader, clock, partition).
+- `Fault`: `sleuth.nemesis.faults` (kill, pause, dual-leader, clock, partition, kill-all).
 - `Workload`: `sleuth.workloads.clients` (register, list-append, rw-register,
   bank, counter).
 - `Checker`: the functions the registry names (`sleuth.checker.WORKLOADS`).

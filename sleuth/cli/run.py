@@ -36,7 +36,8 @@ def clip(text: str, width: int) -> str:
 @click.option("--target", default="reference", show_default=True,
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
                    "mariadb or mariadb+snapshot-isolation (a local MariaDB sleuth starts, the latter with "
-                   "innodb_snapshot_isolation=ON), or a mysql://user@host:port/db URL.")
+                   "innodb_snapshot_isolation=ON), galera or galera+relaxed-flush (a local 3-node MariaDB Galera cluster sleuth "
+                   "starts, the latter with innodb_flush_log_at_trx_commit=0), or a mysql://user@host:port/db URL.")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
               help="Where the reference cluster runs (default: docker where an engine answers, else local; "
                    "ssh with --nodes).")
@@ -44,14 +45,14 @@ def clip(text: str, width: int) -> str:
               help="With --runtime ssh: the hosts, one [user@]address[:port] [key=PATH] per line.")
 @click.option("--workload", "-w", required=True,
               type=click.Choice(list(WORKLOADS)))
-@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock.")
+@click.option("--nemesis", default=None, help="Comma-separated faults: kill, pause, partition, dual-leader, clock, kill-all.")
 @click.option("--nemesis-interval", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Seconds between a fault and its heal, and between heal and the next fault.")
 @click.option("--fault", multiple=True, help=f"Reference-cluster bug switch: {', '.join(FAULTS)}.")
 @click.option("--isolation", default=None,
               help="The target's own level: strict-serializable | serializable | strong-session-serializable "
                    "(reference); read-committed | repeatable-read | serializable (PostgreSQL); read-uncommitted | "
-                   "read-committed | repeatable-read | serializable (MariaDB/MySQL).")
+                   "read-committed | repeatable-read | serializable (MariaDB/MySQL/Galera).")
 @click.option("--time-limit", type=click.FloatRange(min=1), default=30, show_default=True, help="Seconds of load.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=10, show_default=True)
 @click.option("--rate", type=click.FloatRange(min=0), default=200, show_default=True,

@@ -178,6 +178,10 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
                           f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+    if spec == "galera" or spec.startswith("galera+"):
+        from sleuth.targets.galera import GaleraTarget
+
+        return GaleraTarget(spec)
     if spec in ("mariadb", "mariadb+snapshot-isolation") or spec.startswith("mysql://"):
         from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
 
@@ -189,4 +193,4 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
     raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, a postgres:// URL, mariadb, "
-                      "mariadb+snapshot-isolation, or a mysql:// URL")
+                      "mariadb+snapshot-isolation, galera, galera+relaxed-flush, or a mysql:// URL")
