@@ -172,12 +172,21 @@ class GaleraNode(LocalServer):
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
                 raise RuntimeError(f"galera node {self.name} exited ({self.proc.returncode if self.proc else '-'})"
-                                   f"; log: {self.log_path}")
+                                   f"{self.last_error()}")
             if self.synced(size):
                 return
             time.sleep(0.2)
         raise RuntimeError(f"galera node {self.name} not synced in a cluster of {size} within {timeout:g}s; "
                            f"log: {self.log_path}")
+
+    def last_error(self) -> str:
+        """The last [ERROR] line of the node's log, as `: <line>`, for a message."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                errors = [line.strip() for line in f if "[ERROR]" in line]
+        except OSError:
+            errors = []
+        return f": {errors[-1][:300]}" if errors else ""
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -190,10 +199,9 @@ class GaleraNode(LocalServer):
             return int(seqno)
         log = os.path.join(self.base, "recover.err")
         self._own()
-        subprocess.run([*self.args(False)[:1], *self._common(), "--wsrep-on=ON", f"--wsrep-provider={PROVIDER}",
-                        "--wsrep-recover", f"--log-error={log}", "--innodb-buffer-pool-size=32M",
-                        "--innodb-log-file-size=48M", f"--socket={os.path.join(self.base, 'recover.sock')}",
-                        "--skip-networking"], capture_output=True, timeout=120, env={**os.environ, "PATH": _path()})
+        # the node's own command line (a later option wins), so the provider sees the same cluster
+        subprocess.run([*self.args(False), "--wsrep-recover", f"--log-error={log}", "--skip-networking"],
+                       capture_output=True, timeout=120, env={**os.environ, "PATH": _path()})
         text = open(log, errors="replace").read() if os.path.exists(log) else ""
         with open(self.log_path, "a") as f:  # the recovery's log is part of the node's
             f.write(text)
