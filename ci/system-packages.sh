@@ -2,11 +2,12 @@
 # The Debian packages sleuth's live parts use, installed once (`make system`; `make demo`
 # and .ci/run call it): PostgreSQL (the external target, the source node's upstream, psql),
 # MariaDB (the second external target: sleuth starts its own mariadbd, never the Debian
-# service), Chromium (reports opened headless), debootstrap (the docker node image),
+# service), galera-4 and rsync (the Galera target's provider and its state transfers),
+# Chromium (reports opened headless), debootstrap (the docker node image),
 # iptables (the partition nemesis on the loopback), Java 17 (Spark). Nothing is fetched
 # when every package is there already. Runs apt-get as root, else through sudo.
 set -euo pipefail
-PACKAGES=(postgresql postgresql-client mariadb-server chromium debootstrap iptables)
+PACKAGES=(postgresql postgresql-client mariadb-server galera-4 rsync chromium debootstrap iptables)
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -109,7 +109,8 @@ def test_the_shipped_nightly_reaches_every_workload_nemesis_fault_switch_and_tar
     assert {k for r in runs for k in r.nemesis.split(",") if k} == set(KINDS)
     assert any(set(r.nemesis.split(",")) == set(KINDS) for r in runs)  # every kind in one run too
     assert {f for r in runs for f in r.fault.split(",") if f} == set(FAULTS)
-    assert {r.target for r in runs} == {"reference", "postgres", "mariadb"}  # the servers sleuth starts itself
+    # the servers and clusters sleuth starts itself
+    assert {r.target for r in runs} == {"reference", "postgres", "mariadb", "galera", "galera+relaxed-flush"}
 
 
 @pytest.mark.parametrize("text, where", [

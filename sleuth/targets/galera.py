@@ -54,6 +54,7 @@ BLOCK = "127.0.20"  # nodes' addresses: BLOCK.(first + i)
 # prepared node for application use"); on a write that is left `info`, since a node that
 # lost the primary component during COMMIT cannot know whether its writeset was delivered.
 
+LOCKS = "/tmp"  # not $TMPDIR: every run on the machine must see the same lock files
 SPECS = {"galera": 1, "galera+relaxed-flush": 0}  # target -> innodb_flush_log_at_trx_commit
 
 
@@ -63,7 +64,7 @@ def _lock_block(n: int) -> tuple[int, Any]:
     starts = list(range(1, 250 - n, n))
     random.shuffle(starts)
     for x in starts:
-        path = os.path.join(tempfile.gettempdir(), f"sleuth-galera-{BLOCK}.{x}.lock")
+        path = os.path.join(LOCKS, f"sleuth-galera-{BLOCK}.{x}.lock")
         f = open(path, "w")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

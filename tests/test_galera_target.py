@@ -1,0 +1,252 @@
+"""MariaDB Galera Cluster as a target: three real mariadbd with the Galera provider, and what sleuth finds.
+
+What Jepsen published (MariaDB Galera Cluster 12.1.2, 2026): lost updates and
+stale reads with no fault at all, and committed transactions lost when every
+node crashes at once under the flush setting Galera's documentation
+recommends (innodb_flush_log_at_trx_commit other than 1). The live runs below
+find both on Debian's mariadb-server + galera-4, each judged by the checker
+from the history alone; the fast tests cover the target's options and the
+nemesis kinds it accepts. Every live run checks that no mariadbd of its own
+and no iptables rule of its addresses outlive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from sleuth.cluster import procs
+from sleuth.nemesis import faults
+from sleuth.targets import Target, Unsupported, make_target
+from sleuth.targets.galera import BLOCK, PROVIDER, SPECS, GaleraNode, _grastate
+from sleuth.targets.mariadb import MYSQL_MODELS
+
+needs_galera = pytest.mark.skipif(shutil.which("mariadbd") is None or not os.path.exists(PROVIDER)
+                                  or shutil.which("rsync") is None,
+                                  reason="Debian's mariadb-server, galera-4 and rsync are not all installed")
+
+
+def _sleuth(*args: str, tmpdir: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sleuth.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "TMPDIR": tmpdir})
+
+
+@pytest.fixture
+def own_tmp():
+    """A TMPDIR of this test's own: the nodes' data dirs are made below it, so the test sees only
+    the mariadbd of its own run, never another test's or another engineer's."""
+    d = tempfile.mkdtemp(prefix="gal")
+    os.chmod(d, 0o755)  # the nodes run as the mysql user
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _node_pids(under: str) -> set[int]:
+    out = set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read()
+            except OSError:
+                continue
+            if os.path.join(under, "sleuth-galera-").encode() in cmd and procs.running(int(d)):
+                out.add(int(d))
+    return out
+
+
+def _run(tmp_path, tmpdir: str, *args: str) -> tuple[int, dict, dict, list[dict]]:
+    p = _sleuth("run", "--json", "--store", str(tmp_path / "store"), "--keys", "4", "--rate", "300", *args,
+                tmpdir=tmpdir)
+    assert p.returncode in (0, 1, 2), p.stderr[-3000:]
+    s = json.loads(p.stdout)
+    with open(os.path.join(s["run_dir"], "results.json")) as f:
+        r = json.load(f)
+    with open(os.path.join(s["run_dir"], "history.jsonl")) as f:
+        h = [json.loads(line) for line in f]
+    return p.returncode, s, r, h
+
+
+def _nothing_left(tmpdir: str) -> None:
+    assert not _node_pids(tmpdir), "a mariadbd of the run outlived it"
+    rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+    assert f"{BLOCK}." not in rules, rules
+
+
+# ---- without a cluster: the target's options, and the nemeses it takes ----------------------------
+
+@needs_galera
+def test_targets_and_their_flush_setting():
+    t = make_target("galera", None, ())
+    assert (t.family, t.roles, t.models, t.isolations[0]) == ("mysql", ("n1", "n2", "n3"), MYSQL_MODELS,
+                                                             "repeatable-read")
+    assert t.flush == 1 and make_target("galera+relaxed-flush", None, ()).flush == 0 == SPECS["galera+relaxed-flush"]
+    assert not t.linearizable_keys("serializable")  # a node reads its own state: stale reads are possible
+    with pytest.raises(Unsupported, match="galera"):
+        make_target("galera+fast", None, ())
+
+
+@needs_galera
+def test_galera_takes_every_node_fault_and_refuses_the_reference_clusters_own(tmp_path):
+    t = make_target("galera", None, ())
+    assert faults.parse_mix("kill,pause,partition,kill-all", t) == ["kill", "pause", "partition", "kill-all"]
+    for kind in ("clock", "dual-leader"):
+        with pytest.raises(Unsupported, match="reference"):
+            faults.parse_mix(kind, t)
+    p = _sleuth("run", "-w", "list-append", "--target", "galera+turbo", "--store", str(tmp_path / "s"),
+                tmpdir=str(tmp_path), timeout=60)
+    assert p.returncode == 254 and len(p.stderr.strip().splitlines()) == 1 and "galera" in p.stderr, p.stderr
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.skipif(shutil.which("mariadbd") is None, reason="Debian's mariadb-server is not installed")
+def test_a_single_server_cannot_be_partitioned():
+    """Partitions need a target that can cut links between its nodes: the one-server MariaDB cannot."""
+    with pytest.raises(Unsupported, match="cannot cut links"):
+        faults.parse_mix("partition", make_target("mariadb", None, ()))
+
+
+class _Peers(Target):
+    """Three peers that record what a nemesis does to them (the schedule's own logic, no database)."""
+    name = "peers"
+    roles = ("a", "b", "c")
+
+    def __init__(self):
+        super().__init__()
+        self.log: list[tuple[str, ...]] = []
+
+    def nodes(self, role):
+        return [role]
+
+    def kill(self, node):
+        self.log.append(("kill", node))
+
+    def restart(self, node):
+        self.log.append(("restart", node))
+
+    def cut(self, a, b):
+        self.log.append(("cut", a, b))
+
+
+def test_kill_all_crashes_every_node_before_restarting_any():
+    t = _Peers()
+    f = faults.KillAll(t)
+    import random
+    assert f.start(random.Random(0)) == ["a", "b", "c"] and f.stop() == ["a", "b", "c"]
+    assert t.log == [("kill", "a"), ("kill", "b"), ("kill", "c"), ("restart", "a"), ("restart", "b"),
+                     ("restart", "c")]
+
+
+def test_partitions_of_peers_skip_the_oracle_grudge():
+    """A cluster of peers has no oracle: every partition cuts real links (before, one turn in
+    four cut nothing, from a node named "oracle" that does not exist)."""
+    import random
+    t = _Peers()
+    p = faults.Partition(t)
+    rnd = random.Random(0)
+    for _ in range(6):
+        t.log.clear()
+        out = p.start(rnd)
+        assert out["grudge"] != "oracle-from-coordinators" and t.log, out
+        assert {n for c in t.log for n in c[1:]} <= {"a", "b", "c"}
+
+
+def test_grastate_and_safe_to_bootstrap(tmp_path):
+    (tmp_path / "grastate.dat").write_text("# GALERA saved state\nversion: 2.1\nuuid:    4ef86e62-eb5f\n"
+                                           "seqno:   -1\nsafe_to_bootstrap: 0\n")
+    assert _grastate(str(tmp_path)) == {"version": "2.1", "uuid": "4ef86e62-eb5f", "seqno": "-1",
+                                        "safe_to_bootstrap": "0"}
+    node = GaleraNode.__new__(GaleraNode)
+    node.datadir = str(tmp_path)
+    node.mark_safe_to_bootstrap()
+    assert _grastate(str(tmp_path))["safe_to_bootstrap"] == "1"
+    assert _grastate(str(tmp_path / "none")) == {}
+
+
+# ---- the real cluster -------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@needs_galera
+def test_repeatable_read_without_faults_loses_updates(tmp_path, own_tmp):
+    """Jepsen: lost updates with no fault at all. Judged as repeatable read (Adya PL-2.99), as
+    the MariaDB target judges it."""
+    code, s, r, h = _run(tmp_path, own_tmp, "--target", "galera", "-w", "list-append", "--isolation",
+                         "repeatable-read", "--time-limit", "8")
+    assert code == 1 and s["valid"] is False and r["model"] == "repeatable-read", r
+    assert "lost-update" in r["anomaly-types"], r["anomaly-types"]
+    assert {e["node"] for e in h if e["type"] == "ok" and e["process"] != "nemesis"} >= {"n1", "n2", "n3"}
+    assert sorted(os.listdir(os.path.join(s["run_dir"], "nodes"))) == ["n1", "n2", "n3"]
+    _nothing_left(own_tmp)
+
+
+@pytest.mark.slow
+@needs_galera
+def test_relaxed_flush_and_a_coordinated_crash_lose_acknowledged_adds(tmp_path, own_tmp):
+    """Jepsen: committed transactions lost when every node crashes at once with
+    innodb_flush_log_at_trx_commit=0. The counter checker finds a read after the cluster came
+    back below what was acknowledged before the crash."""
+    code, s, r, h = _run(tmp_path, own_tmp, "--target", "galera+relaxed-flush", "-w", "counter",
+                         "--nemesis", "kill-all", "--nemesis-interval", "4", "--time-limit", "9")
+    assert s["faults"] == {"kill-all": 1} and "nemesis-errors" not in s, s
+    back = next(e["index"] for e in h if e["process"] == "nemesis" and e["f"] == "restart-all")
+    assert code == 1 and "counter-too-low" in r["anomaly-types"], r
+    lines_after = [a["op"]["line"] for a in r["anomalies"]["counter-too-low"] if a["op"]["line"] > back + 1]
+    assert lines_after, ("no read after the cluster came back was below the acknowledged adds",
+                         r["anomalies"]["counter-too-low"])
+    _nothing_left(own_tmp)
+
+
+@pytest.mark.slow
+@needs_galera
+def test_a_node_killed_or_paused_rejoins(tmp_path, own_tmp):
+    """Per-node faults: a node killed -9 comes back (IST) and a paused one resumes; the run goes on
+    on the other two, and every final read succeeds on the healed cluster."""
+    code, s, r, h = _run(tmp_path, own_tmp, "--target", "galera", "-w", "register", "--nemesis", "kill,pause",
+                         "--nemesis-interval", "3", "--time-limit", "13")
+    assert s["faults"].get("kill") == 1 and s["faults"].get("pause") == 1 and "nemesis-errors" not in s, s
+    nem = [(e["f"], e["value"]) for e in h if e["process"] == "nemesis"]
+    assert [v for f, v in nem if f == "kill"] == [["n1"]] and [v for f, v in nem if f == "restart"] == [["n1"]], nem
+    final = [e for e in h if e["process"] == 10000 and e["type"] != "invoke"]
+    assert final and all(e["type"] == "ok" for e in final), final
+    assert "IST" in open(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err"), errors="replace").read()
+    _nothing_left(own_tmp)
+
+
+@pytest.mark.slow
+@needs_galera
+def test_partitioned_run_interrupted_leaves_no_node_and_no_rule(tmp_path, own_tmp):
+    """Partitions are iptables rules between the nodes' addresses; an interrupt (SIGINT, as a CI
+    timeout sends) in the middle of one still heals it and stops every node."""
+    store = tmp_path / "store"
+    p = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--json", "--store", str(store), "--target",
+                          "galera", "-w", "register", "--nemesis", "partition", "--nemesis-interval", "2",
+                          "--time-limit", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": own_tmp})
+    try:
+        deadline = time.monotonic() + 90
+        cut = None
+        while time.monotonic() < deadline and cut is None:
+            time.sleep(0.5)
+            for hist in store.glob("*/*/history.jsonl"):
+                for line in open(hist):
+                    e = json.loads(line)
+                    if e["process"] == "nemesis" and e["f"] == "start-partition":
+                        cut = e["value"]["cut"]
+        assert cut, "no partition started"
+        rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+        assert rules.count(f"-s {BLOCK}.") >= 2 * len(cut), rules  # both ways, every cut pair
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 2 and json.loads(out)["reason"] == "interrupted", err[-2000:]
+    _nothing_left(own_tmp)
