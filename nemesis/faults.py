@@ -25,8 +25,7 @@ end everything still broken is healed.
 - `kill-all`: Jepsen's coordinated crash: SIGKILL every node of every role, then restart
   each (a target whose nodes cannot come back one by one after that, as a Galera
   cluster, bootstraps itself again in its `restart`).
-- On a cluster of peers (no oracle: Galera) the oracle grudge is skipped, and so is the
-  majorities ring where there are fewer than 4 nodes (each of 3 sees a majority already).
+- A cluster of peers (no oracle: Galera) names its own grudges (`target.grudges()`).
 - With an upstream, `kill` and `pause` reach the roles `source` (the source
   node) and `upstream` (the PostgreSQL server) in their rotation too.
 """
@@ -212,11 +211,8 @@ class Partition(Fault):
 
     def start(self, rnd: random.Random) -> Any:
         nodes = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
-        grudges = self.GRUDGES
-        if "oracle" not in self.target.roles:  # a cluster of peers: no oracle to cut off
-            grudges = tuple(g for g in grudges if g != "oracle-from-coordinators")
-        if len(nodes) < 4:  # every node of 3 already sees a majority: a ring there cuts nothing
-            grudges = tuple(g for g in grudges if g != "majorities-ring")
+        # a cluster of peers (Galera) says which grudges mean something on it (no oracle there)
+        grudges = self.target.grudges() if hasattr(self.target, "grudges") else self.GRUDGES
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
             grudges = ("source-from-upstream", *grudges)
         grudge = grudges[self.turn % len(grudges)]

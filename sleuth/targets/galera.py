@@ -266,6 +266,15 @@ class GaleraTarget(MySQLTarget):
         self.net = None  # cluster.runtime_local.LocalRuntime: its iptables rules
         self.user = pwd.getpwnam("mysql") if os.geteuid() == 0 else None
 
+    # What the nemeses may ask of it (the shape of the generic node targets: each node a role,
+    # so kill and pause rotate over the nodes one at a time).
+    abilities = frozenset({"nodes", "partition"})
+
+    def grudges(self) -> tuple[str, ...]:
+        """One node isolated, random halves; a majorities ring only from 4 nodes up (with 3,
+        every node already sees a majority, so the ring would cut nothing). No oracle here."""
+        return ("isolate-one", "halves") + (("majorities-ring",) if self.count >= 4 else ())
+
     def linearizable_keys(self, isolation: str | None) -> bool:
         return False  # a node answers reads from its own state: stale reads are possible
 
