@@ -26,7 +26,7 @@ import pytest
 from sleuth.cluster import procs
 from sleuth.nemesis import faults
 from sleuth.targets import Target, Unsupported, make_target
-from sleuth.targets.galera import BLOCK, PROVIDER, SPECS, GaleraNode, _grastate
+from sleuth.targets.galera import BLOCK, PROVIDER, SPECS, GaleraNode, _grastate, _lock_block, sweep
 from sleuth.targets.mariadb import MYSQL_MODELS
 
 needs_galera = pytest.mark.skipif(shutil.which("mariadbd") is None or not os.path.exists(PROVIDER)
@@ -176,6 +176,32 @@ def test_grastate_and_safe_to_bootstrap(tmp_path):
     assert _grastate(str(tmp_path / "none")) == {}
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("iptables") is None, reason="needs root and iptables")
+def test_what_a_run_killed_outright_left_is_swept_before_its_addresses_are_used_again(tmp_path):
+    """sleuth killed with SIGKILL runs no teardown: its nodes (own sessions) and its iptables rules
+    stay. The next run that takes the same block of addresses removes them first. (.250/.251 are
+    outside every block a run takes.)"""
+    a, b = f"{BLOCK}.250", f"{BLOCK}.251"
+    data = tmp_path / "sleuth-galera-dead" / "n1" / "data"
+    data.mkdir(parents=True)
+    stray = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--bind-address={a}",
+                              "--wsrep-provider=/nowhere", f"--datadir={data}"], start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", f"--bind-address={a}"])
+    rule = ["INPUT", "-s", a, "-d", b, "-j", "DROP"]
+    subprocess.run(["iptables", "-I", *rule], check=True)
+    try:
+        gone = sweep([a, b])
+        assert stray.wait(10) == -signal.SIGKILL and len(gone) == 2, gone
+        assert other.poll() is None  # not a Galera node: left alone
+        assert not (tmp_path / "sleuth-galera-dead").exists()
+        assert a not in subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+    finally:
+        subprocess.run(["iptables", "-D", *rule], capture_output=True)
+        for p in (stray, other):
+            p.kill()
+            p.wait()
+
+
 # ---- the real cluster -------------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -225,27 +251,31 @@ def test_a_node_killed_or_paused_rejoins(tmp_path, own_tmp):
     _nothing_left(own_tmp)
 
 
+def _partitioned_run(store, tmpdir: str, interval: str = "2") -> tuple[subprocess.Popen, list]:
+    """A `sleuth run` under partitions, once its first partition has started: (process, cut pairs)."""
+    p = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--json", "--store", str(store), "--target",
+                          "galera", "-w", "register", "--nemesis", "partition", "--nemesis-interval", interval,
+                          "--time-limit", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": tmpdir})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.5)
+        for hist in store.glob("*/*/history.jsonl"):
+            for line in open(hist):
+                e = json.loads(line)
+                if e["process"] == "nemesis" and e["f"] == "start-partition":
+                    return p, e["value"]["cut"]
+    p.kill()
+    raise AssertionError(f"no partition started: {p.communicate()[1][-2000:]}")
+
+
 @pytest.mark.slow
 @needs_galera
 def test_partitioned_run_interrupted_leaves_no_node_and_no_rule(tmp_path, own_tmp):
     """Partitions are iptables rules between the nodes' addresses; an interrupt (SIGINT, as a CI
     timeout sends) in the middle of one still heals it and stops every node."""
-    store = tmp_path / "store"
-    p = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--json", "--store", str(store), "--target",
-                          "galera", "-w", "register", "--nemesis", "partition", "--nemesis-interval", "2",
-                          "--time-limit", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "TMPDIR": own_tmp})
+    p, cut = _partitioned_run(tmp_path / "store", own_tmp)
     try:
-        deadline = time.monotonic() + 90
-        cut = None
-        while time.monotonic() < deadline and cut is None:
-            time.sleep(0.5)
-            for hist in store.glob("*/*/history.jsonl"):
-                for line in open(hist):
-                    e = json.loads(line)
-                    if e["process"] == "nemesis" and e["f"] == "start-partition":
-                        cut = e["value"]["cut"]
-        assert cut, "no partition started"
         rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
         assert rules.count(f"-s {BLOCK}.") >= 2 * len(cut), rules  # both ways, every cut pair
         p.send_signal(signal.SIGINT)
@@ -255,3 +285,22 @@ def test_partitioned_run_interrupted_leaves_no_node_and_no_rule(tmp_path, own_tm
             p.kill()
     assert p.returncode == 2 and json.loads(out)["reason"] == "interrupted", err[-2000:]
     _nothing_left(own_tmp)
+
+
+@pytest.mark.slow
+@needs_galera
+def test_a_run_killed_outright_is_swept_by_the_next(tmp_path, own_tmp):
+    """SIGKILL of sleuth itself runs no teardown: its nodes and its partition's rules stay, until
+    the next Galera run takes its addresses' locks (here: what that run does first)."""
+    p, cut = _partitioned_run(tmp_path / "store", own_tmp, interval="10")  # killed while the cut holds
+    p.kill()
+    p.communicate(timeout=30)
+    try:
+        assert _node_pids(own_tmp), "the nodes of a killed run should still be there before the sweep"
+        assert f"{BLOCK}." in subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
+    finally:
+        _, lock, left = _lock_block(3)  # swept whatever happened above
+        lock.close()
+    assert any(x.startswith("rule") for x in left) and any(x.startswith("process") for x in left), left
+    _nothing_left(own_tmp)
+    assert not [d for d in os.listdir(own_tmp) if d.startswith("sleuth-galera-")]

@@ -58,20 +58,71 @@ LOCKS = "/tmp"  # not $TMPDIR: every run on the machine must see the same lock f
 SPECS = {"galera": 1, "galera+relaxed-flush": 0}  # target -> innodb_flush_log_at_trx_commit
 
 
-def _lock_block(n: int) -> tuple[int, Any]:
+def _lock_block(n: int) -> tuple[int, Any, list[str]]:
     """A first address x such that BLOCK.x … BLOCK.(x+n-1) belong to this run only: a lock file
-    per block, held (flock) for the run and released by the kernel if sleuth dies."""
-    starts = list(range(1, 250 - n, n))
-    random.shuffle(starts)
-    for x in starts:
-        path = os.path.join(LOCKS, f"sleuth-galera-{BLOCK}.{x}.lock")
-        f = open(path, "w")
+    per block, held (flock) for the run and released by the kernel if sleuth dies. Every block
+    no live run holds is swept first (`sweep`), while its lock is held, so whatever a run killed
+    outright left is removed by the next run. Returns x, the lock, and what was swept."""
+    held = []
+    for x in range(1, 250 - n, n):
+        f = open(os.path.join(LOCKS, f"sleuth-galera-{BLOCK}.{x}.lock"), "w")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return x, f
+            held.append((x, f))
         except OSError:
             f.close()
-    raise RuntimeError(f"no free block of {n} addresses in {BLOCK}.0/24")
+    if not held:
+        raise RuntimeError(f"no free block of {n} addresses in {BLOCK}.0/24")
+    try:
+        left = sweep([f"{BLOCK}.{x + i}" for x, _ in held for i in range(n)])
+    except BaseException:
+        for _, f in held:
+            f.close()
+        raise
+    x, keep = random.choice(held)
+    for _, f in held:
+        if f is not keep:
+            f.close()
+    return x, keep, left
+
+
+def sweep(hosts: list[str]) -> list[str]:
+    """What a run killed outright (SIGKILL of sleuth: no teardown) left on these addresses,
+    removed before they are used again: its Galera nodes (any process started with
+    `--bind-address=` one of them and a wsrep provider), their temp dir, and its iptables
+    rules naming them.
+    Holding the block's lock proves that run is gone. Returns what was removed, for the log."""
+    import signal
+
+    from sleuth.cluster import procs
+
+    gone = []
+    marks = {f"--bind-address={h}".encode() for h in hosts}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marks & set(argv) and any(a.startswith(b"--wsrep-provider=") for a in argv):
+            pids = procs.descendants(int(d))
+            procs.signal_tree(pids, signal.SIGCONT)
+            procs.signal_tree(pids, signal.SIGKILL)
+            procs.wait_gone(pids)
+            gone.append(f"process {d}")
+            for a in argv:  # its run's temp dir: <base>/<node>/data
+                base = os.path.dirname(os.path.dirname(a[len(b"--datadir="):].decode(errors="replace")))
+                if a.startswith(b"--datadir=") and os.path.basename(base).startswith("sleuth-galera-"):
+                    shutil.rmtree(base, ignore_errors=True)
+    rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout.splitlines()
+    for rule in rules:
+        words = rule.split()
+        if words[:2] == ["-A", "INPUT"] and any(f"{h}/32" in words for h in hosts):
+            subprocess.run(["iptables", "-D", *words[1:]], capture_output=True)
+            gone.append(f"rule {rule}")
+    return gone
 
 
 class GaleraNode(LocalServer):
@@ -284,7 +335,9 @@ class GaleraTarget(MySQLTarget):
     def up(self, progress=print) -> None:
         from sleuth.cluster.runtime_local import LocalRuntime
 
-        first, self.lock_file = _lock_block(self.count)
+        first, self.lock_file, left = _lock_block(self.count)
+        if left:
+            progress(f"galera: removed what a run killed outright left on these addresses: {'; '.join(left)}")
         self.base = tempfile.mkdtemp(prefix="sleuth-galera-")
         os.chmod(self.base, 0o755)
         self.net = LocalRuntime(os.path.join(self.base, "net"))
