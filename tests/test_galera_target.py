@@ -94,6 +94,14 @@ def test_targets_and_their_flush_setting():
         make_target("galera+fast", None, ())
 
 
+def test_refused_without_the_galera_provider_naming_the_package(monkeypatch):
+    from sleuth.targets import galera
+    monkeypatch.setattr(galera, "PROVIDER", "/nowhere/libgalera_smm.so")
+    with pytest.raises(Unsupported, match=r"needs Debian's mariadb-server, galera-4 and rsync .*/nowhere/libgalera_smm.so"
+                                          r".*make system"):
+        make_target("galera", None, ())
+
+
 @needs_galera
 def test_galera_takes_every_node_fault_and_refuses_the_reference_clusters_own(tmp_path):
     t = make_target("galera", None, ())
