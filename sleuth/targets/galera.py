@@ -19,7 +19,7 @@ state snapshot transfer (SST). The first node bootstraps the cluster
 (`--wsrep-new-cluster`); the others join it in parallel once it is primary.
 
 Faults reach nodes one by one (kill -9 and restart: the node rejoins by IST
-or SST; SIGSTOP/SIGCONT) and all at once (`all-nodes`: every node killed,
+or SST; SIGSTOP/SIGCONT) and all at once (the `kill-all` nemesis: every node killed,
 then the cluster bootstrapped again from the node whose InnoDB recovered the
 highest Galera seqno, found with `mariadbd --wsrep-recover`, as Galera's
 documentation says to do after a crash of the whole cluster). Partitions drop
