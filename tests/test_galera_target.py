@@ -226,20 +226,27 @@ def test_repeatable_read_without_faults_loses_updates(tmp_path, own_tmp):
     _nothing_left(own_tmp)
 
 
+def _too_low_after_the_crash(r: dict, h: list[dict]) -> list[dict]:
+    """The counter checker's counter-too-low examples at reads after the cluster came back."""
+    back = next(e["index"] for e in h if e["process"] == "nemesis" and e["f"] == "restart-all") + 1  # its line
+    return [a for a in r["anomalies"].get("counter-too-low", []) if a["op"]["line"] > back]
+
+
 @pytest.mark.slow
 @needs_galera
 def test_relaxed_flush_and_a_coordinated_crash_lose_acknowledged_adds(tmp_path, own_tmp):
     """Jepsen: committed transactions lost when every node crashes at once with
     innodb_flush_log_at_trx_commit=0. The counter checker finds a read after the cluster came
-    back below what was acknowledged before the crash."""
-    code, s, r, h = _run(tmp_path, own_tmp, "--target", "galera+relaxed-flush", "-w", "counter",
-                         "--nemesis", "kill-all", "--nemesis-interval", "4", "--time-limit", "9")
-    assert s["faults"] == {"kill-all": 1} and "nemesis-errors" not in s, s
-    back = next(e["index"] for e in h if e["process"] == "nemesis" and e["f"] == "restart-all")
-    assert code == 1 and "counter-too-low" in r["anomaly-types"], r
-    lines_after = [a["op"]["line"] for a in r["anomalies"]["counter-too-low"] if a["op"]["line"] > back + 1]
-    assert lines_after, ("no read after the cluster came back was below the acknowledged adds",
-                         r["anomalies"]["counter-too-low"])
+    back below what was acknowledged before the crash. Whether the crash falls where some
+    acknowledged commit is not yet flushed on any node varies, so a second run is allowed
+    (measured: 7 of 9 such counter runs lost adds)."""
+    for attempt in range(2):
+        code, s, r, h = _run(tmp_path / str(attempt), own_tmp, "--target", "galera+relaxed-flush", "-w",
+                             "counter", "--nemesis", "kill-all", "--nemesis-interval", "4", "--time-limit", "9")
+        assert s["faults"] == {"kill-all": 1} and "nemesis-errors" not in s, s
+        if _too_low_after_the_crash(r, h):
+            break
+    assert code == 1 and _too_low_after_the_crash(r, h), r["anomalies"].get("counter-too-low")
     _nothing_left(own_tmp)
 
 
