@@ -22,12 +22,15 @@ end everything still broken is healed.
   majorities ring; with an upstream (the source workload) first the source
   node cut from its upstream PostgreSQL. Clients (on the host) still reach
   every coordinator and the upstream.
-- `kill-all`: SIGKILL every node at once, then restart them all (Jepsen's coordinated
-  crash: what no node had made durable is lost everywhere).
+- `kill-all`: Jepsen's coordinated crash: SIGKILL every node of every role at once, then
+  restart each (what no node had made durable is lost everywhere; a target whose nodes
+  cannot come back one by one after that, as a Galera cluster, bootstraps itself again in
+  its `restart`).
 - On a cluster of peers (`sleuth.targets.described`: etcd, a database described in a
-  file) each node is a role of its own, so `kill` and `pause` rotate over the nodes one
-  at a time; partition grudges are one node isolated, random halves, a majorities ring,
-  and, where the database says which node leads, the primary isolated.
+  file; Galera) each node is a role of its own, so `kill` and `pause` rotate over the nodes
+  one at a time; the target names its own partition grudges (`target.grudges()`): one node
+  isolated, random halves, a majorities ring, and, where the database says which node
+  leads, the primary isolated.
 - With an upstream, `kill` and `pause` reach the roles `source` (the source
   node) and `upstream` (the PostgreSQL server) in their rotation too.
 """
@@ -95,11 +98,13 @@ class Kill(Fault):
 
 
 class KillAll(Fault):
-    """Every node of the target killed at once, then every one restarted."""
+    """Jepsen's coordinated crash: SIGKILL every node of every role at once, then restart each.
+    The target's `restart` brings a cluster back from a crash of every node (Galera: bootstrap
+    from the node that recovered the most)."""
     start_fs, stop_f = ("kill-all",), "restart-all"
 
     def start(self, rnd: random.Random) -> Any:
-        self.victims = [n for role in self.target.roles for n in self.target.nodes(role)]
+        self.victims = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
         for n in self.victims:
             self.target.kill(n)
         return self.victims
@@ -224,12 +229,13 @@ class Partition(Fault):
     GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")  # the reference's
 
     def start(self, rnd: random.Random) -> Any:
+        nodes = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
+        # a cluster of peers (Galera) says which grudges mean something on it (no oracle there)
         grudges = self.target.grudges() if hasattr(self.target, "grudges") else self.GRUDGES
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
             grudges = ("source-from-upstream", *grudges)
         grudge = grudges[self.turn % len(grudges)]
         self.turn += 1
-        nodes = [n for role in self.target.roles for n in self.target.nodes(role)]
         if grudge == "source-from-upstream":
             pairs = [(s, "upstream") for s in self.target.nodes("source")]
         elif grudge in ("isolate-one", PRIMARY_GRUDGE):

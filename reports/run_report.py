@@ -59,11 +59,42 @@ def load_ops(history: History) -> tuple[list[dict], list[dict]]:
         if end is None and o.complete_pos is not None and events is not None:
             end = events[o.complete_pos].time  # an info's completion: when the client gave up
         ops.append({"process": o.process, "f": o.f, "type": o.type, "start": o.invoke_time, "end": end,
+                    "node": o.node,
                     "value": o.value, "error": o.error if o.complete_pos is not None else "no completion",
                     "lines": (history.line_of(o.invoke_pos),
                               None if o.complete_pos is None else history.line_of(o.complete_pos))})
     nemesis = [{"time": e.time, "f": e.f, "value": e.value} for e in history.nemesis_events()]
     return ops, nemesis
+
+
+def by_node(ops: list[dict]) -> dict[str, dict[str, int]]:
+    """node -> {"ok", "fail", "info"} counts of the operations sent to it (none: {})."""
+    out: dict[str, dict[str, int]] = {}
+    for o in ops:
+        if o.get("node") is not None:
+            c = out.setdefault(str(o["node"]), {"ok": 0, "fail": 0, "info": 0})
+            c[o["type"]] = c.get(o["type"], 0) + 1
+    return dict(sorted(out.items()))
+
+
+def nemesis_lines(nemesis: list[dict], limit: int = 60) -> list[str]:
+    """Each nemesis event as a line naming the nodes it acted on: "12.3 s kill: n1",
+    "20.0 s start-partition (isolate-one): n3|n1, n3|n2"."""
+    out = []
+    for e in nemesis[:limit]:
+        v = e.get("value")
+        if isinstance(v, list):
+            what = ", ".join(map(str, v))
+        elif isinstance(v, dict) and "cut" in v:
+            what = f"({v.get('grudge', '?')}) " + ", ".join("|".join(map(str, p)) for p in v["cut"])
+        elif isinstance(v, dict):
+            what = ", ".join(f"{k} {x}" for k, x in v.items())
+        else:
+            what = "" if v is None else str(v)
+        out.append(f"{e['time'] / 1e9:.1f} s {e['f']}" + (f": {what}" if what else ""))
+    if len(nemesis) > limit:
+        out.append(f"… {len(nemesis) - limit} more in history.jsonl")
+    return out
 
 
 def fault_counts(nemesis: list[dict]) -> dict[str, int]:
@@ -172,6 +203,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
         windows=windows, logs=logs, duration=duration_text(duration(history)), n_ops=len(ops), plotted=plotted,
         judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
+        nodes=by_node(ops), nemesis_lines=nemesis_lines(nemesis),
         page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None)
     out = store.report_path(run_dir)
     with open(out, "w") as f:

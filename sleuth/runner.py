@@ -187,13 +187,18 @@ class Client:
         self.conn_rnd = random.Random(f"{cfg.seed}-{slot}-conn")
         self.pace = random.Random(f"{cfg.seed}-{slot}-pace")
         self.deadline = 0.0
+        self.connected = False  # has it connected once (its first node is by slot)
         self.thread: int | None = None  # the thread running its operations (workload.cut)
 
     def connect(self) -> None:
         self.close()
         choices = self.target.dsns()
         self.generation = self.target.generation
-        self.node, dsn = choices[self.conn_rnd.randrange(len(choices))] if len(choices) > 1 else choices[0]
+        # the first connection round-robin by slot, so clients are spread evenly over a cluster's
+        # nodes (seeded draws gave one of three Galera nodes 1 client of 10); later ones at random
+        pick = self.slot if not self.connected else self.conn_rnd.randrange(len(choices))
+        self.connected = True
+        self.node, dsn = choices[pick % len(choices)]
         self.conn = self.target.connect(dsn, OP_TIMEOUT)  # the target owns its driver
         self.deadline = time.monotonic() + OP_TIMEOUT  # a paused server hangs the session setup
         try:

@@ -111,8 +111,8 @@ def test_the_shipped_nightly_reaches_every_workload_nemesis_fault_switch_and_tar
     assert any(set(r.nemesis.split(",")) == set(KINDS) for r in runs)  # every kind in one run too
     assert {f for r in runs for f in r.fault.split(",") if f} == set(FAULTS)
     # the servers and clusters sleuth starts itself, and a cluster described in a file
-    assert {r.target for r in runs} == {"reference", "postgres", "mariadb", "etcd", "etcd+serializable-reads",
-                                        "targets/etcd.toml"}
+    assert {r.target for r in runs} == {"reference", "postgres", "mariadb", "galera", "galera+relaxed-flush", "etcd",
+                                        "etcd+serializable-reads", "targets/etcd.toml"}
 
 
 @pytest.mark.parametrize("text, where", [

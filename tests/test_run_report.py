@@ -146,6 +146,24 @@ def test_the_report_shows_the_runs_own_notes_and_nemesis_errors(tmp_path):
     assert "<i>nemesis errors: kill: storage1 &lt;unreachable&gt;</i>" in page
 
 
+def test_the_report_names_the_nodes_faults_acted_on_and_the_operations_each_node_served(tmp_path):
+    d = make_run(tmp_path, "serializable")
+    events = [orjson.loads(x) for x in (d / "history.jsonl").read_bytes().splitlines()]
+    for e in events:  # clients spread over two nodes, as on a cluster of peers
+        if e["process"] != "nemesis":
+            e["node"] = f"n{e['process'] % 2 + 1}"
+    t = events[-1]["time"]
+    events += [{"index": 0, "time": t, "type": "info", "process": "nemesis", "f": "start-partition",
+                "value": {"grudge": "isolate-one", "cut": [["n2", "n1"]]}},
+               {"index": 0, "time": t + 1, "type": "info", "process": "nemesis", "f": "stop-partition",
+                "value": {"healed": True}}]
+    (d / "history.jsonl").write_bytes(b"".join(orjson.dumps({**e, "index": i}) + b"\n" for i, e in enumerate(events)))
+    page = open(render(str(d))).read()
+    text = re.sub(r"\s+", " ", re.sub("<[^>]+>", " ", page))
+    assert re.search(r"node ok fail info n1 \d+ \d+ \d+ n2 \d+ \d+ \d+", text), text[:3000]
+    assert re.search(r"[\d.]+ s kill: storage1 .*[\d.]+ s start-partition: \(isolate-one\) n2\|n1", text)
+
+
 def test_nemesis_windows_pair_starts_with_stops():
     ev = [{"time": 1e9, "f": "kill"}, {"time": 2e9, "f": "restart"},
           {"time": 3e9, "f": "start-dual-leader"}, {"time": 5e9, "f": "stop-dual-leader"},

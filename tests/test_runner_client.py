@@ -86,3 +86,22 @@ def test_a_server_that_never_answers_does_not_hang_the_client(tmp_path, monkeypa
         for c in held:
             c.close()
         srv.close()
+
+
+def test_clients_are_spread_evenly_over_a_clusters_nodes(tmp_path):
+    """Each client's first connection goes to node slot mod n (seeded draws had put 1 client of
+    10 on one of three Galera nodes, 6 on another); reconnections still draw at random."""
+    class Three(Target):
+        def dsns(self):
+            return [("n1", "a"), ("n2", "b"), ("n3", "c")]
+
+        def connect(self, dsn, timeout):
+            return object()
+
+    cfg = RunConfig(workload="register", concurrency=9)
+    rec = Recorder(str(tmp_path / "h.jsonl"))
+    clients = [Client(i, cfg, Three(), WORKLOADS["register"](2, "mysql"), rec) for i in range(9)]
+    for c in clients:
+        c.connect()
+    assert [c.node for c in clients] == ["n1", "n2", "n3"] * 3
+    rec.close()

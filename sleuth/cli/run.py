@@ -38,9 +38,10 @@ def clip(text: str, width: int) -> str:
 @click.option("--target", default="reference", show_default=True,
               help="reference (the bundled cluster), postgres (a local PostgreSQL sleuth starts), a postgres:// URL, "
                    "mariadb or mariadb+snapshot-isolation (a local MariaDB sleuth starts, the latter with "
-                   "innodb_snapshot_isolation=ON), a mysql://user@host:port/db URL, etcd or "
-                   "etcd+serializable-reads (an etcd cluster sleuth starts), or FILE.toml (a database described "
-                   "in a file, docs/targets.md).")
+                   "innodb_snapshot_isolation=ON), galera or galera+relaxed-flush (a local 3-node MariaDB Galera "
+                   "cluster sleuth starts, the latter with innodb_flush_log_at_trx_commit=0), a "
+                   "mysql://user@host:port/db URL, etcd or etcd+serializable-reads (an etcd cluster sleuth starts), "
+                   "or FILE.toml (a database described in a file, docs/targets.md).")
 @click.option("--nodes-count", type=click.IntRange(1, 9), default=None,
               help="Members of a cluster sleuth starts (etcd: 3 by default, or 5; a .toml: its `nodes`).")
 @click.option("--runtime", type=click.Choice(RUNTIMES), default=None,
@@ -57,7 +58,7 @@ def clip(text: str, width: int) -> str:
 @click.option("--isolation", default=None,
               help="The target's own level: strict-serializable | serializable | strong-session-serializable "
                    "(reference); read-committed | repeatable-read | serializable (PostgreSQL); read-uncommitted | "
-                   "read-committed | repeatable-read | serializable (MariaDB/MySQL). Default: the target's strongest.")
+                   "read-committed | repeatable-read | serializable (MariaDB/MySQL/Galera). Default: the target's strongest.")
 @click.option("--time-limit", type=click.FloatRange(min=1), default=30, show_default=True, help="Seconds of load.")
 @click.option("--concurrency", type=click.IntRange(1, 256), default=10, show_default=True)
 @click.option("--rate", type=click.FloatRange(min=0), default=200, show_default=True,

@@ -135,6 +135,8 @@ class Target:
         """The one-line refusal of `--nemesis kind`, whose `need` this target lacks."""
         if need == "nodes":
             return f"--nemesis {kind}: target {self.name} runs on nodes sleuth cannot reach"
+        if need == "partition" and self.roles:
+            return f"--nemesis {kind}: target {self.name} cannot cut links between its nodes (it has one)"
         return f"--nemesis {kind} needs the reference cluster (--target reference)"
 
     def clock_nodes(self) -> list[str]:
@@ -259,6 +261,10 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
                           f"{spec if '://' not in spec else 'URL'}")
     if faults:
         raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
+    if spec == "galera" or spec.startswith("galera+"):
+        from sleuth.targets.galera import GaleraTarget
+
+        return GaleraTarget(spec)
     if spec in ("mariadb", "mariadb+snapshot-isolation") or spec.startswith("mysql://"):
         from sleuth.targets.mariadb import MariaDBTarget, MySQLUrlTarget
 
@@ -270,5 +276,5 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
     if spec.startswith(("postgres://", "postgresql://")):
         return UrlTarget(spec)
     raise Unsupported(f"--target {redact(spec)!r}: use reference, postgres, a postgres:// URL, mariadb, "
-                      "mariadb+snapshot-isolation, a mysql:// URL, etcd, etcd+serializable-reads, "
-                      "or a database described in a FILE.toml")
+                      "mariadb+snapshot-isolation, galera, galera+relaxed-flush, a mysql:// URL, etcd, "
+                      "etcd+serializable-reads, or a database described in a FILE.toml")
