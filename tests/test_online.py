@@ -1,0 +1,186 @@
+"""Online checking is prefix-sound (sleuth.checker.online): an anomaly the online
+engines report after any prefix of a history is an anomaly of the whole history, by
+brute force and by the offline checker.
+
+Random small histories (the brute-force corpora of tests/test_cycles_bruteforce.py and
+tests/test_linearizable.py) are fed to an engine one event at a time; after every
+event (every prefix) whatever it has reported must hold of the full history: each model
+forbidding a reported type has no serial order by brute force and is judged invalid
+offline, and the prefix alone (its pending operations as info) is invalid offline too.
+"""
+
+import random
+
+import pytest
+from brute import serial_order_exists
+from test_cycles_bruteforce import brute_txns, generate, to_history
+from test_linearizable import brute_force, random_history
+
+from sleuth.checker import cycles, list_append, models
+from sleuth.checker.linearizable import check_cas_register, check_register
+from sleuth.checker.online import Feed, engine_for
+from sleuth.checker.online.order import Order
+from sleuth.history import Event, History
+
+BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
+ONLINE_MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
+NON_CYCLE = ("G1a", "G1b", "internal", "incompatible-order")
+CYCLE_TYPES = set(cycles.TYPES)
+
+
+def online(events, workload, model=None, **options):
+    """Feed `events` one at a time; what was found, and how many after each event."""
+    h = History([], "h")
+    found = []
+    engine = engine_for(workload, h, model, found.append, options)
+    feed = Feed(h, engine)
+    marks = []
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+        engine.tick(force=True)  # every prefix searched (registers batch their searches)
+        marks.append(len(found))
+    return found, marks
+
+
+def prefix(events, n):
+    return History([Event(i, e.time, e.type, e.process, e.f, e.value) for i, e in enumerate(events[:n])], "p")
+
+
+def test_order_finds_cycles_and_keeps_a_topological_order():
+    rnd = random.Random(7)
+    for _ in range(300):
+        n = rnd.randint(2, 12)
+        o = Order()
+        for v in range(n):
+            o.node(v)
+        kept = set()
+        for _ in range(rnd.randint(1, 30)):
+            a, b = rnd.randrange(n), rnd.randrange(n)
+            cycle = o.add(a, b, 0)
+            reach = _reaches(kept, b, a)
+            if a == b:
+                assert cycle is None
+                continue
+            assert (cycle is not None) is reach
+            if cycle is None:
+                kept.add((a, b))
+            else:  # a real path b ~> a of kept edges, then a -> b
+                assert cycle[-1][:2] == (a, b) and cycle[0][0] == b
+                assert all((x, y) in kept for x, y, _ in cycle[:-1])
+                assert all(cycle[i][1] == cycle[i + 1][0] for i in range(len(cycle) - 1))
+            assert all(o.ord[x] < o.ord[y] for x, y in kept)
+
+
+def _reaches(edges, a, b):
+    seen, stack = {a}, [a]
+    while stack:
+        x = stack.pop()
+        if x == b:
+            return True
+        for s, d in edges:
+            if s == x and d not in seen:
+                seen.add(d)
+                stack.append(d)
+    return False
+
+
+def aborted_reads(rnd, txns):
+    """Some transactions that took effect are reported failed (their appends were
+    read: aborted reads, G1a), as a database that acknowledges wrongly would."""
+    return [(p, s, e, "fail", m) if typ == "ok" and p != 9 and rnd.random() < 0.25
+            and any(f == "append" for f, _, _ in m) else (p, s, e, typ, m) for p, s, e, typ, m in txns]
+
+
+@pytest.mark.parametrize("kind", ["final-read", "no-final-read", "aborted-reads"])
+def test_list_append_every_prefix_is_sound(kind):
+    reported = 0
+    for seed in range(150):
+        rnd = random.Random(50_000 + seed)
+        txns = generate(rnd, final_read=kind != "no-final-read", txns=(3, 7))
+        if kind == "aborted-reads":
+            txns = aborted_reads(rnd, txns)
+        h = to_history(txns)
+        offline = {m: list_append.check(h, m) for m in ONLINE_MODELS}
+        brute = {m: serial_order_exists(brute_txns(txns), m) for m in BRUTE_MODELS}
+        for model in ONLINE_MODELS:
+            found, marks = online(h.events, "list-append", model)
+            reported += bool(found)
+            for f in found:
+                where = (seed, model, f.name, f.explanation, [e.to_dict() for e in h.events])
+                assert models.forbids(model, f.name), where
+                for m in ONLINE_MODELS:
+                    if models.forbids(m, f.name):
+                        assert offline[m].valid is False, where
+                        if m in brute:
+                            assert brute[m] is False, where
+                if f.name in NON_CYCLE:
+                    assert f.name in offline[model].anomaly_types, where
+                else:  # a cycle: offline finds one too (it may name it otherwise: it looks for
+                    #     one cycle of each type per component, and names the one it finds)
+                    assert set(offline[model].anomaly_types) & CYCLE_TYPES, where
+            for n, count in enumerate(marks, 1):
+                if count and (n == 1 or marks[n - 2] < count):  # something new at this prefix
+                    assert list_append.check(prefix(h.events, n), model).valid is False, (seed, model, n)
+    assert reported > 40  # the engines do find things: the test is not vacuous
+
+
+def test_list_append_g1a_and_g1b_online():
+    """Adya's aborted read (G1a) and intermediate read (G1b), by hand."""
+    ev = [("invoke", 0, [["append", "x", 1]]), ("fail", 0, [["append", "x", 1]]),
+          ("invoke", 1, [["r", "x", None]]), ("ok", 1, [["r", "x", [1]]]),
+          ("invoke", 2, [["append", "y", 1], ["append", "y", 2]]), ("ok", 2, [["append", "y", 1], ["append", "y", 2]]),
+          ("invoke", 3, [["r", "y", None]]), ("ok", 3, [["r", "y", [1]]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    found, marks = online(events, "list-append", "read-committed")
+    assert [(f.name, f.line) for f in found] == [("G1a", 4), ("G1b", 8)]
+    assert marks == [0, 0, 0, 1, 1, 1, 1, 2]
+    offline = list_append.check(History(events, "h"), "read-committed")
+    assert {"G1a", "G1b"} <= set(offline.anomaly_types)
+
+
+def test_g1a_waits_for_the_writer_to_fail():
+    """A read of a pending append is no anomaly until its writer fails."""
+    ev = [("invoke", 0, [["append", "x", 1]]), ("invoke", 1, [["r", "x", None]]),
+          ("ok", 1, [["r", "x", [1]]]), ("fail", 0, [["append", "x", 1]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    found, marks = online(events, "list-append", "serializable")
+    assert marks == [0, 0, 0, 1] and found[0].name == "G1a" and found[0].line == 4
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["cas-register", "register"])
+def test_registers_every_prefix_is_sound(keyed):
+    rnd = random.Random(4747 + keyed)
+    check = check_register if keyed else check_cas_register
+    reported = 0
+    for n in range(400):
+        initial = rnd.choice([None, 0])
+        events, ops = random_history(rnd, keyed, initial)
+        found, marks = online(events, "register" if keyed else "cas-register", initial_value=initial)
+        if not found:
+            continue
+        reported += 1
+        where = (n, initial, [e.to_dict() for e in events])
+        assert brute_force(ops, initial) is False, where
+        assert check(History(events, "h"), initial_value=initial).valid is False, where
+        first = next(i for i, c in enumerate(marks, 1) if c)
+        assert check(prefix(events, first), initial_value=initial).valid is False, where
+    assert reported > 50
+
+
+def test_no_cycle_through_a_transaction_that_then_fails():
+    """T0 is pending while reads order it (ww T0->T2 on x, wr T2->R on y, rw R->T0 on x):
+    a cycle only if T0 happened. It fails: no cycle (offline has none), only the aborted read."""
+    ev = [("invoke", 0, [["append", "x", 1]]),
+          ("invoke", 2, [["append", "x", 2], ["append", "y", 1]]), ("ok", 2, [["append", "x", 2], ["append", "y", 1]]),
+          ("invoke", 3, [["r", "y", None], ["r", "x", None]]), ("ok", 3, [["r", "y", [1]], ["r", "x", []]]),
+          ("invoke", 4, [["r", "x", None]]), ("ok", 4, [["r", "x", [1, 2]]]),
+          ("fail", 0, [["append", "x", 1]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    offline = list_append.check(History(events, "h"), "serializable")
+    assert not set(offline.anomaly_types) & CYCLE_TYPES and "G1a" in offline.anomaly_types
+    found, marks = online(events, "list-append", "serializable")
+    assert [f.name for f in found] == ["G1a"] and marks[-2] == 0
+    # had it completed ok, the same lines close a G-single at its completion
+    ok = events[:-1] + [Event(7, 7, "ok", 0, "txn", [["append", "x", 1]])]
+    found, _ = online(ok, "list-append", "serializable")
+    assert [(f.name, f.line) for f in found] == [("G-single", 8)]
