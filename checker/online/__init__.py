@@ -111,9 +111,10 @@ def now() -> float:
     return time.time()
 
 
-def lines_of(history: History, ops: list[Op]) -> list[int]:
-    """The invoke and completion lines of `ops`, in order, once each."""
-    out: dict[int, None] = {}
+def lines_of(history: History, ops: list[Op], line: int | None = None) -> list[int]:
+    """The invoke and completion lines of `ops`, and `line` (the one that confirmed the
+    anomaly), in order, once each."""
+    out: dict[int, None] = {} if line is None else {line: None}
     for op in ops:
         out[history.line_of(op.invoke_pos)] = None
         if op.complete_pos is not None:

@@ -394,7 +394,7 @@ class Engine:
             return
         if not counted:
             self.counts[name] = self.counts.get(name, 0) + 1
-        found = Found(name, self.line, self.time, now(), explanation, lines_of(self.history, ops))
+        found = Found(name, self.line, self.time, now(), explanation, lines_of(self.history, ops, self.line))
         self.found.append(found)
         self.report(found)
 

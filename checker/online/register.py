@@ -64,8 +64,7 @@ class Engine:
         self.found: list[Found] = []
         self.counts: dict[str, int] = {}
         self.searches = 0
-        self.line = 0
-        self.time: int | None = None
+        self.last: dict[Any, tuple[int, int]] = {}  # key -> (line, time) of its last observation
 
     def invoked(self, op: Op, time: int) -> None:
         key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
@@ -74,11 +73,10 @@ class Engine:
 
     def completed(self, op: Op, time: int) -> None:
         rm.parse_op(self.history, op, self.keyed)  # validates the completion
-        self.line = self.history.line_of(op.complete_pos)
-        self.time = time
         if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
             key = self.key_of[op.id]
             if key not in self.bad and key not in self.unknown:
+                self.last[key] = (self.history.line_of(op.complete_pos), time)
                 self.dirty[key] = self.dirty.get(key, 0) + 1
                 n, when = self.searched.get(key, (0, 0.0))
                 if self.dirty[key] >= max(MIN_NEW, n // GROWTH):
@@ -123,8 +121,9 @@ class Engine:
             example = lin.explain_failure(self.history, key, out, self.model, self.initial)
             ops = [c.op for c in out.calls if c.op is not None]
             self.counts["nonlinearizable"] = self.counts.get("nonlinearizable", 0) + 1
-            found = Found("nonlinearizable", self.line, self.time, now(), example["explanation"],
-                          lines_of(self.history, [o for o in ops if _named(example, o, self.history)]))
+            line, time = self.last[key]
+            found = Found("nonlinearizable", line, time, now(), example["explanation"],
+                          lines_of(self.history, [o for o in ops if _named(example, o, self.history)], line))
             self.found.append(found)
             self.report(found)
 
