@@ -64,7 +64,7 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
            tick: Callable[[], None], idle_timeout: float | None = None) -> Followed:
     """Read `source` (a path, or "-" for standard input) as it grows, calling
     `on_event(type, process, f, value, time, node, error, ts, line)` for each event in order
-    and `tick()` between reads. The `History` errors name `source` and the line."""
+    and `tick()` whenever it has read all there is (caught up with the writer). The `History` errors name `source` and the line."""
     t0 = time.monotonic()
     stdin = source == "-"
     name = "<stdin>" if stdin else source
@@ -118,7 +118,6 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
                     tee.write(block)
                 pos += n
                 line += lines
-                tick()
             except KeyboardInterrupt:
                 ended_by = "interrupted"
     finally:

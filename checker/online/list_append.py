@@ -24,7 +24,9 @@ failed transaction):
   transaction, not one per pair.
 
 Process and real-time edges are only added when the model forbids their
-cycles (`-process`, `-realtime`). Each edge goes into `order.Order`; one
+cycles (`-process`, `-realtime`); with real-time edges, process edges are
+left out (each is also a real-time edge, so a cycle through one is found
+through the other, and named `-realtime`). Each edge goes into `order.Order`; one
 that would close a cycle is reported as that cycle (barrier runs read back
 as real-time edges), named by `checker.txn.classify`, if the model forbids
 its type, and not added.
@@ -84,7 +86,9 @@ class Engine:
         self.report = report
         self.cycles = models.forbids(model, "incompatible-order")
         self.realtime = self.cycles and models.forbids(model, "G0-realtime")
-        self.process = self.cycles and models.forbids(model, "G0-process")
+        # process order is real-time order (a process runs one operation at a time): with
+        # real-time edges, process edges would only repeat some of them
+        self.process = self.cycles and models.forbids(model, "G0-process") and not self.realtime
         self.ops: list[Op] = []
         self.writer: dict[Any, dict[Any, int]] = {}  # key -> value -> op id
         self.intermediate: dict[Any, set] = {}  # key -> values appended past in their own txn
@@ -310,18 +314,27 @@ class Engine:
 
     def _edge(self, a: int, b: int, kind: int) -> None:
         """Add a -> b once both have happened (a, b: op ids, or barriers < 0)."""
-        if not self.cycles or a == b:
+        if a == b or not self.cycles:
             return
-        for x in (a, b):
-            if x >= 0 and x in self.pending:
-                self.waiting.setdefault(x, []).append(("edge", a, b, kind))
+        pending = self.pending
+        if a in pending or b in pending:
+            self.waiting.setdefault(a if a in pending else b, []).append(("edge", a, b, kind))
+            return
+        gr = self.graph
+        order = gr.ord
+        if a not in order:  # not an ok transaction (those are nodes from their completion)
+            if self.ops[a].type == "fail":
                 return
-        for x in (a, b):
-            if x >= 0:
-                if self.ops[x].type == "fail":
-                    return
-                self._node(x)
-        self._add(a, b, kind)
+            self._node(a)
+        if b not in order:
+            if self.ops[b].type == "fail":
+                return
+            self._node(b)
+        if order[a] < order[b]:  # agrees with the order: the common case, inline
+            gr.out[a].append((b, kind))
+            gr.into[b].append(a)
+        else:
+            self._add(a, b, kind)
 
     def _add(self, a: int, b: int, kind: int) -> None:
         cycle = self.graph.add(a, b, kind)

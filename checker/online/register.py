@@ -16,11 +16,12 @@ prefix are all placed after it. So that initial segment of the linearization
 is a linearization of the prefix with pending operations as info. None
 exists, so no linearization of the whole history does either.
 
-When: a key is searched again once it has some new completed operations, and
-not more often than its history grows by a quarter or `INTERVAL` seconds
-pass, so a key's searches cost a constant factor over one search of the
-whole key, and an anomaly is reported within about `INTERVAL` seconds of the
-line that completes it. A key found invalid is reported once and not searched
+When: a key is searched again once its history has doubled since its last
+search (so all its searches cost about twice one search of the whole key),
+and, while the reader has caught up with the writer (`tick`), once it has
+any new completed operation and `INTERVAL` seconds have passed since its
+last search: an anomaly is then reported within about `INTERVAL` seconds of
+the line that completes it. A key found invalid is reported once and not searched
 again; a key whose search runs out of its budget is left to the final pass.
 
 Memory (not done): every operation of every key is kept. A rule that would
@@ -42,7 +43,7 @@ from sleuth.checker.online import Found, lines_of, now
 from sleuth.history import History, Op
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
-GROWTH = 4  # a key is searched again when its history grew by a 1/GROWTH part
+GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
 MIN_NEW = 16  # ... and by at least this many completions
 
 
@@ -56,7 +57,9 @@ class Engine:
         self.model = lin.REGISTER
         self.initial = self.model.init(initial_value)
         self.by_key: dict[Any, list[Op]] = {}
-        self.key_of: dict[int, Any] = {}
+        self.key_of: dict[int, Any] = {}  # pending op id -> its key
+        self.made: dict[int, lin.Call] = {}  # completed op id -> its call (built once)
+        self.ops = 0
         self.dirty: dict[Any, int] = {}  # key -> completions since its last search
         self.searched: dict[Any, tuple[int, float]] = {}  # key -> (ops then, when)
         self.bad: set = set()
@@ -69,12 +72,13 @@ class Engine:
     def invoked(self, op: Op, time: int) -> None:
         key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
         self.key_of[op.id] = key
+        self.ops += 1
         self.by_key.setdefault(key, []).append(op)
 
     def completed(self, op: Op, time: int) -> None:
         rm.parse_op(self.history, op, self.keyed)  # validates the completion
+        key = self.key_of.pop(op.id)
         if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
-            key = self.key_of[op.id]
             if key not in self.bad and key not in self.unknown:
                 self.last[key] = (self.history.line_of(op.complete_pos), time)
                 self.dirty[key] = self.dirty.get(key, 0) + 1
@@ -92,17 +96,24 @@ class Engine:
     def _calls(self, key: Any) -> list[lin.Call]:
         calls = []
         h, keyed, fco = self.history, self.keyed, self.failed_cas_observes
+        made = self.made
         for op in self.by_key[key]:
+            c = made.get(op.id)
+            if c is not None:
+                calls.append(c)
+                continue
             f = op.f
             if op.type == "fail":
                 if not (fco and f == "cas"):
                     continue
                 f = rm.FAILED_CAS
             elif op.type == "info" and f == "read":
-                continue  # pending or crashed: constrains nothing
+                continue  # pending or crashed: constrains nothing (a completed one: no call)
             _, iv, okv = rm.parse_op(h, op, keyed)
-            calls.append(lin.Call(op, f, iv, okv, op.invoke_pos,
-                                  None if op.type == "info" else op.complete_pos))
+            c = lin.Call(op, f, iv, okv, op.invoke_pos, None if op.type == "info" else op.complete_pos)
+            calls.append(c)
+            if op.id not in self.key_of:  # completed: its call will not change
+                made[op.id] = c
         return calls
 
     def _search(self, key: Any) -> None:
@@ -128,7 +139,7 @@ class Engine:
             self.report(found)
 
     def stats(self) -> dict[str, Any]:
-        return {"ops": len(self.key_of), "keys": len(self.by_key), "searches": self.searches,
+        return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches,
                 "keys-left-to-final-pass": len(self.unknown)}
 
 

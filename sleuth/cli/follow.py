@@ -40,6 +40,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
     history = History([], shown)
     found: list[Found] = []
     t0 = time.time()
+    cpu0 = time.process_time()
 
     def report(f: Found) -> None:
         found.append(f)
@@ -83,6 +84,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
             click.echo(f"sleuth: note: {shown}: its last line was not whole when the history ended "
                        f"({followed.ended_by}); it is left out", err=True)
         online_seconds = followed.seconds
+        online_cpu = time.process_time() - cpu0
         try:
             status, record, result, _ = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
         except KeyboardInterrupt:
@@ -105,6 +107,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
     online = {"ended-by": followed.ended_by, "events": followed.events,
               "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
               "only-at-end": at_end, "seconds": round(online_seconds, 3),
+              "cpu-seconds": round(online_cpu, 3),
               "stats": engine.stats() if engine is not None else {}}
     record["online"] = online
     with deferred():
