@@ -13,6 +13,7 @@ of each) and which only in the final pass.
 from __future__ import annotations
 
 import gc
+import resource
 import sys
 import time
 from typing import Any
@@ -85,6 +86,11 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
                        f"({followed.ended_by}); it is left out", err=True)
         online_seconds = followed.seconds
         online_cpu = time.process_time() - cpu0
+        online_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+        engine_stats = engine.stats() if engine is not None else {}
+        # The engine's state is not needed again: freed before the final pass reads the
+        # history again, so the two are not held at once (nothing in it is a reference cycle)
+        feed = engine = tick = history = lines = None
         try:
             status, record, result, _ = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
         except KeyboardInterrupt:
@@ -107,8 +113,8 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
     online = {"ended-by": followed.ended_by, "events": followed.events,
               "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
               "only-at-end": at_end, "seconds": round(online_seconds, 3),
-              "cpu-seconds": round(online_cpu, 3),
-              "stats": engine.stats() if engine is not None else {}}
+              "cpu-seconds": round(online_cpu, 3), "max-rss-mib": round(online_rss),
+              "stats": engine_stats}
     record["online"] = online
     with deferred():
         if as_json:
