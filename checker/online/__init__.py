@@ -31,9 +31,12 @@ history when it ends. The final verdict, anomaly types and exit status are
 therefore exactly the offline ones; the report says which anomalies were
 found online and which only at the end.
 
-**Bounded memory: not done.** The engines keep every operation and every
-edge until the history ends; so does the final pass. A rule for forgetting
-is sketched in `list_append` and `register`, not implemented.
+**Memory.** The list-append engine keeps a window of recent transactions and
+forgets older ones (`list_append`, "Memory": flat over an unbounded history).
+The register engine keeps every operation (not bounded yet; `register`
+sketches a rule). The final pass, being the offline checker, reads the whole
+history at the end, so `sleuth check --follow` as a whole needs offline's
+memory once the history ends (the engine's state is freed before it).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ class Feed:
     def __init__(self, history: History, engine: Any):
         self.history = history
         self.pairer = Pairer(history)
+        self.pairer.ops = _Count()  # type: ignore[assignment] - the engine keeps what it needs
         self.engine = engine
         self.pos = 0
 
@@ -83,11 +87,28 @@ class Feed:
         pairer = self.pairer
         if typ == "invoke":
             pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
-            self.engine.invoked(pairer.ops[-1], time_)
+            self.engine.invoked(pairer.ops.last, time_)
             return
         op = pairer.in_flight.get(process)
         pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
         self.engine.completed(op, time_)
+
+
+class _Count:
+    """The Pairer's list of operations, counted and not kept (its length numbers them)."""
+
+    __slots__ = ("n", "last")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last: Op | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, op: Op) -> None:
+        self.n += 1
+        self.last = op
 
 
 def engine_for(workload: str, history: History, model: str | None, report: Callable[[Found], None],

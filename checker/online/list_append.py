@@ -55,14 +55,28 @@ read showing an element whose append is not yet known: the key gets no more
 edges online), appends no read saw, future and fuzzy reads, lost updates,
 dirty updates, Adya's label-based types.
 
-Memory (not done): everything is kept. A rule that would keep it bounded for
-strict serializability: a settled transaction T can lie on a cycle closed
-later only through an edge into T from a transaction not yet settled or
-through an rw edge into T from a reader of a version older than T's append;
-once every pending operation was invoked after T completed (so no new edge
-can come into T from real-time order's past) and every key T appended to has
-a known order past T's element and no reader at its frontier that predates
-it, no new edge can enter T, and T can be forgotten with its edges.
+Memory: the engine keeps the last `window` transactions (WINDOW, 100,000 by
+default) and forgets older ones: their nodes and edges, the barriers made
+before them, and every key that none of the kept transactions has named
+(its version order, writers and readers). Transactions still pending are
+kept whatever their age. So the engine's memory is flat over an unbounded
+run, whatever the length of the history (the final pass, which is the
+offline checker, still reads the whole history at the end).
+
+Why forgetting is sound: it only removes nodes, edges and known orders, and
+a cycle found in a subgraph is a cycle of the graph; an edge that would
+reach a forgotten transaction is dropped; a read of a forgotten key shows
+elements whose appends the engine no longer knows, so the key gets no more
+edges online (as for a read of an unknown append). What it costs: a cycle
+through a transaction more than `window` transactions old, or through a key
+untouched for that long, is found only by the final pass. With real-time
+order such a cycle needs an edge reaching that far back in time (a read of
+a version that old, or an operation pending that long), so a database that
+keeps up loses little. This is a bound by age, not the sharper rule one
+could prove for strict serializability (a transaction that completed before
+every pending invoke, all of whose appends have been superseded by known
+successors and read past by every reader since, can get no new incoming
+edge, and so lies on no future cycle); that rule is not implemented.
 """
 
 from __future__ import annotations
@@ -77,10 +91,11 @@ from sleuth.checker.online.order import Order
 from sleuth.history import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
+WINDOW = 100_000  # transactions kept online (see "Memory" above)
 
 
 class Engine:
-    def __init__(self, history: History, model: str, report):
+    def __init__(self, history: History, model: str, report, window: int = WINDOW):
         self.history = history
         self.model = model = models.canonical(model)
         self.report = report
@@ -89,7 +104,12 @@ class Engine:
         # process order is real-time order (a process runs one operation at a time): with
         # real-time edges, process edges would only repeat some of them
         self.process = self.cycles and models.forbids(model, "G0-process") and not self.realtime
-        self.ops: list[Op] = []
+        self.ops: dict[int, Op] = {}  # op id -> op, for the transactions kept
+        self.n = 0  # transactions invoked
+        self.window = window
+        self.low = 0  # transactions with lower ids are forgotten (unless still pending)
+        self.touched: dict[Any, int] = {}  # key -> the last transaction that named it
+        self.barriers: list[tuple[int, int]] = []  # (barrier, transactions invoked when it was made)
         self.writer: dict[Any, dict[Any, int]] = {}  # key -> value -> op id
         self.intermediate: dict[Any, set] = {}  # key -> values appended past in their own txn
         self.order: dict[Any, list] = {}  # key -> known order (the longest read so far)
@@ -112,8 +132,11 @@ class Engine:
     # -- events ---------------------------------------------------------------
 
     def invoked(self, op: Op, time: int) -> None:
-        self.ops.append(op)
         i = op.id
+        self.ops[i] = op
+        self.n += 1
+        if self.n - self.low >= self.window + max(1, self.window // 4):
+            self._forget(self.n - self.window)
         h = self.history
         self.pending.add(i)
         if self.realtime and self.barrier:
@@ -131,14 +154,16 @@ class Engine:
                 if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
                     raise h.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: expected [f, key, value]")
                 f, k, v = mop
+                self.touched[k] = i
                 if f == "append":
                     wk = writer.get(k)
                     if wk is None:
                         writer[k] = {v: i}
                     elif v in wk:
-                        raise h.error(op.invoke_pos, f"value {v!r} appended to key {k!r} twice (also at "
-                                                     f"line {h.line_of(self.ops[wk[v]].invoke_pos)}); "
-                                                     "list-append needs unique values")
+                        other = self.ops.get(wk[v])
+                        also = "earlier" if other is None else f"at line {h.line_of(other.invoke_pos)}"
+                        raise h.error(op.invoke_pos, f"value {v!r} appended to key {k!r} twice (also "
+                                                     f"{also}); list-append needs unique values")
                     else:
                         wk[v] = i
                     if k in own:
@@ -174,6 +199,7 @@ class Engine:
                     if self.barrier:
                         self.graph.add(self.barrier, b, g.REALTIME)
                     self.barrier, self.barrier_used = b, False
+                    self.barriers.append((b, self.n))
                 self._edge(i, self.barrier, g.REALTIME)
         for item in self.waiting.pop(i, ()):
             if item[0] == "edge":
@@ -212,7 +238,9 @@ class Engine:
                                                  "its own appends")
                     continue
                 reads.append((k, r))
+        touched = self.touched
         for k, r in reads:
+            touched[k] = i
             try:
                 self._read(i, k, r)
             except TypeError:  # an unhashable element: offline names it
@@ -258,7 +286,7 @@ class Engine:
             if r[-1] in self.intermediate.get(k, ()) and last != i:
                 if last in self.pending:
                     self.waiting.setdefault(last, []).append(("g1b", k, r[-1], i, r))
-                elif self.ops[last].type != "fail":
+                elif last in self.ops and self.ops[last].type != "fail":
                     self._g1b(k, r[-1], i, r)
         if m < len(o):
             self._edge(i, self.writer[k][o[m]], g.RW)
@@ -267,20 +295,25 @@ class Engine:
 
     def _seen_settled(self, k: Any, v: Any, i: int, r: list) -> None:
         """A read (by op i, of key k, = r) showed v, whose writer has completed: G1a if it failed."""
-        if self.ops[self.writer[k][v]].type == "fail":
+        w = self.ops.get(self.writer.get(k, {}).get(v))
+        if w is not None and w.type == "fail":
             self._g1a(k, v, i, r)
 
     def _g1a(self, k: Any, v: Any, i: int, r: list) -> None:
         if (k, v) in self.reported_g1a:
             return
+        h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
+        if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            return
         self.reported_g1a.add((k, v))
-        h, w = self.history, self.ops[self.writer[k][v]]
         self._emit("G1a", [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, observing {v!r}, appended "
                    f"by {txn.txn_label(h, w)}, which failed (aborted read)")
 
     def _g1b(self, k: Any, v: Any, i: int, r: list) -> None:
-        h, w = self.history, self.ops[self.writer[k][v]]
+        h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
+        if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            return
         self._emit("G1b", [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, ending at {v!r}, an "
                    f"intermediate append of {txn.txn_label(h, w)}, which went on to append past it "
@@ -303,12 +336,12 @@ class Engine:
             return
         gr.node(i)
         b = self.before.pop(i, None)
-        if b is not None:
+        if b is not None and b in gr:  # (a barrier forgotten meanwhile: the edge is dropped)
             self._add(b, i, g.REALTIME)
         if self.process:
             p = self.ops[i].process
             prev = self.last_of.get(p)
-            if prev is not None:
+            if prev is not None and prev in gr:
                 self._add(prev, i, g.PROCESS)
             self.last_of[p] = i
 
@@ -322,12 +355,13 @@ class Engine:
             return
         gr = self.graph
         order = gr.ord
+        ops = self.ops
         if a not in order:  # not an ok transaction (those are nodes from their completion)
-            if self.ops[a].type == "fail":
+            if a not in ops or ops[a].type == "fail":  # forgotten (a barrier too), or failed
                 return
             self._node(a)
         if b not in order:
-            if self.ops[b].type == "fail":
+            if b not in ops or ops[b].type == "fail":
                 return
             self._node(b)
         if order[a] < order[b]:  # agrees with the order: the common case, inline
@@ -411,9 +445,40 @@ class Engine:
         self.found.append(found)
         self.report(found)
 
+    def _forget(self, low: int) -> None:
+        """Forget the transactions below `low` that are not pending, the keys no transaction
+        from `low` on has named, and the barriers made before `low` (the newest excepted);
+        see "Memory" above. Forgetting only removes nodes, edges and version orders, so it
+        never makes a cycle; an edge that would reach a forgotten transaction is dropped,
+        and a read of a forgotten key finds elements whose appends are unknown, so the key
+        is left to the final pass."""
+        gr, ops, pending, before = self.graph, self.ops, self.pending, self.before
+        for i in range(self.low, low):
+            if i in pending or i not in ops:
+                continue
+            del ops[i]
+            before.pop(i, None)
+            if i in gr:
+                gr.forget(i)
+        self.low = low
+        for k in [k for k, t in self.touched.items() if t < low]:
+            del self.touched[k]
+            for d in (self.writer, self.order, self.seen, self.frontier, self.intermediate):
+                d.pop(k, None)
+            self.broken.discard(k)
+        keep = 0
+        for b, made in self.barriers:
+            if made >= low or b == self.barrier:
+                break
+            gr.forget(b)
+            keep += 1
+        del self.barriers[:keep]
+        for p in [p for p, i in self.last_of.items() if i < low]:
+            del self.last_of[p]
+
     def tick(self, force: bool = False) -> None:
         """Nothing to do between events: everything is judged as it arrives."""
 
     def stats(self) -> dict[str, Any]:
-        return {"txns": len(self.ops), "nodes": len(self.graph), "edges": self.graph.edges(),
+        return {"txns": self.n, "kept": len(self.ops), "nodes": len(self.graph), "edges": self.graph.edges(),
                 "keys-left-to-final-pass": len(self.broken)}
