@@ -139,6 +139,11 @@ class Engine:
             self._forget(self.n - self.window)
         h = self.history
         self.pending.add(i)
+        if self.cycles:
+            # a node from its invoke, so the order follows invocations: an edge to a
+            # transaction observed late is then no edge against the order (no edge reaches it
+            # before it completes; one that failed is dropped then)
+            self.graph.node(i)
         if self.realtime and self.barrier:
             self.before[i] = self.barrier
             self.barrier_used = True
@@ -186,12 +191,14 @@ class Engine:
         typ = op.type
         if typ == "fail":
             self.before.pop(i, None)
+            if i in self.graph:
+                self.graph.forget(i)  # no edge has reached it: edges wait for their ends to complete
             for item in self.waiting.pop(i, ()):
                 if item[0] == "seen":  # a read showed an append of this txn: G1a
                     self._g1a(*item[1:])
             return
+        self._settled(i)
         if typ == "ok":
-            self._node(i)
             if self.realtime:
                 if not self.barrier or self.barrier_used:
                     b = self.barrier - 1
@@ -329,12 +336,11 @@ class Engine:
 
     # -- the graph ----------------------------------------------------------
 
-    def _node(self, i: int) -> None:
-        """Make settled transaction i a node, with its process and real-time predecessors."""
+    def _settled(self, i: int) -> None:
+        """Transaction i completed ok or info: its real-time and process predecessors."""
         gr = self.graph
-        if i in gr:
+        if i not in gr:
             return
-        gr.node(i)
         b = self.before.pop(i, None)
         if b is not None and b in gr:  # (a barrier forgotten meanwhile: the edge is dropped)
             self._add(b, i, g.REALTIME)
@@ -355,15 +361,8 @@ class Engine:
             return
         gr = self.graph
         order = gr.ord
-        ops = self.ops
-        if a not in order:  # not an ok transaction (those are nodes from their completion)
-            if a not in ops or ops[a].type == "fail":  # forgotten (a barrier too), or failed
-                return
-            self._node(a)
-        if b not in order:
-            if b not in ops or ops[b].type == "fail":
-                return
-            self._node(b)
+        if a not in order or b not in order:  # failed, or forgotten (a barrier too)
+            return
         if order[a] < order[b]:  # agrees with the order: the common case, inline
             gr.out[a].append((b, kind))
             gr.into[b].append(a)
