@@ -38,6 +38,7 @@ from sleuth.history import (
     _txn_lines,
     event_from_dict,
 )
+from sleuth.interrupts import deferred
 
 END_F = "end"  # f of the end marker (a nemesis event)
 READ_BYTES = 1 << 20
@@ -109,15 +110,16 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
                     carry = data
                     continue
                 block, carry = data[:cut + 1], data[cut + 1:]
-                n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event)
-                if end_at is not None:
-                    block = block[:end_at]
-                    ended_by = "end marker"
-                consumed += len(block)
-                if tee is not None:
-                    tee.write(block)
-                pos += n
-                line += lines
+                with deferred():  # a block is judged whole: an interrupt comes after it, counted
+                    n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event)
+                    if end_at is not None:
+                        block = block[:end_at]
+                        ended_by = "end marker"
+                    consumed += len(block)
+                    if tee is not None:
+                        tee.write(block)
+                    pos += n
+                    line += lines
             except KeyboardInterrupt:
                 ended_by = "interrupted"
     finally:

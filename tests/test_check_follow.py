@@ -4,6 +4,7 @@ anomaly types and exit status as offline `sleuth check`, and bad input named by 
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -190,3 +191,23 @@ def test_options_refused():
     assert r.returncode == 254 and "--follow takes one FILE" in r.stderr
     r = run("check", "-w", "list-append", "--follow", "/nonexistent/h.jsonl")
     assert r.returncode == 254 and "/nonexistent/h.jsonl" in r.stderr
+
+
+def test_ctrl_c_ends_the_history_and_judges_what_was_read(planted, tmp_path):
+    lines, bad_line = planted
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"".join(lines[:bad_line + 500]))  # no end marker: it would wait forever
+    proc = subprocess.Popen([SLEUTH, "check", "-w", "list-append", "--follow", str(path), "--no-explain"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        out = ""
+        while "found G-single" not in out and time.monotonic() < deadline:
+            out += proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        rest, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, (out, rest, err)
+    assert "ended by: interrupted" in rest and f"found online: G-single (line {bad_line})" in rest
