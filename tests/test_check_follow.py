@@ -189,6 +189,8 @@ def test_options_refused():
     assert run("check", "-w", "list-append", "x.jsonl", "--idle-timeout", "1").returncode == 254
     r = run("check", "--follow", "x.jsonl")
     assert r.returncode == 254 and "--follow takes one FILE" in r.stderr
+    r = run("check", "-w", "list-append", "--follow", "history.edn")
+    assert r.returncode == 254 and "JSON Lines histories only" in r.stderr
     r = run("check", "-w", "list-append", "--follow", "/nonexistent/h.jsonl")
     assert r.returncode == 254 and "/nonexistent/h.jsonl" in r.stderr
 

@@ -255,6 +255,9 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
                       "and no --report or --spark")
         if files[0] != "-" and os.path.isdir(files[0]):
             exits.die(f"--follow: {files[0]} is a directory; give the history file being written")
+        if files[0].endswith((".edn", ".txt", ".log")):
+            exits.die(f"--follow: {files[0]}: --follow reads JSON Lines histories only (Jepsen's files are "
+                      "judged whole, without --follow)")
         spec = WORKLOADS[workload]
         kwargs = _checker_options(spec, options)
         judged_model = _model_for(spec, model)
