@@ -10,7 +10,8 @@ being written, each event judged as it arrives, then the final pass, which is
 the offline check itself). Printed per row: the online phase alone (wall and
 CPU seconds, from the run's own "online" record, and transactions or
 operations per CPU second: the figure other load on this shared machine
-disturbs least), the whole --follow run (wall, CPU, peak memory), and the
+disturbs least, and the peak memory by then), the whole --follow run (wall,
+CPU, peak memory: the final pass's, once the history ends), and the
 offline check (wall, CPU, peak memory), with both verdicts.
 
     .venv/bin/python bench/bench_online.py [--sizes 100000,1000000] [--register-ops 200000]
@@ -82,7 +83,8 @@ def row(workload: str, path: str, n: int, unit: str) -> None:
     cpu = phase.get("cpu-seconds") or float("nan")
     verdicts = (json.loads(offline["stdout"])["valid"], record["valid"])
     print(f"{workload:12} {n:>9,} {unit:4} | online phase {phase.get('seconds', 0):7.2f} s wall "
-          f"{cpu:7.2f} s CPU = {n / cpu:>9,.0f} {unit}/s CPU, {n / phase.get('seconds', 1):>9,.0f} {unit}/s wall"
+          f"{cpu:7.2f} s CPU = {n / cpu:>9,.0f} {unit}/s CPU, {n / phase.get('seconds', 1):>9,.0f} {unit}/s wall, "
+          f"peak {phase.get('max-rss-mib', 0):5} MiB"
           f" | --follow in all {online['wall']:7.2f} s wall {online['cpu']:7.2f} s CPU "
           f"{online['rss_mb']:7.0f} MB | offline {offline['wall']:7.2f} s wall {offline['cpu']:7.2f} s CPU "
           f"{offline['rss_mb']:7.0f} MB = {n / offline['cpu']:>9,.0f} {unit}/s CPU | valid {verdicts}",
