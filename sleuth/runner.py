@@ -620,6 +620,10 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
                              "fail-fast": p.cfg.fail_fast}
         if live.online.error:
             notes.append(live.online.error)
+        for f in live.online.found[:5]:  # the report and the summary show notes
+            notes.append(f"found online: {f.name} at line {f.line}, which happened "
+                         f"{(f.time or 0) / 1e9:.3f} s into the run; found {f.found_at - started:.2f} s "
+                         "after the run started")
     if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0 and not signals.again:
         try:  # the smallest history that still fails, shown first in the report
             from sleuth import counterexample

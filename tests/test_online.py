@@ -224,3 +224,43 @@ def test_list_append_memory_is_flat_over_a_long_stream(tmp_path):
     assert all(late[k] <= 1.2 * early[k] + 10 for k in early), (early, late)
     assert 2000 <= early["ops"] <= 2000 * 1.25 + 20 and early["edges"] > 2000, early
     assert found  # stale reads are still caught online within the window
+
+
+def test_counter_every_prefix_is_sound():
+    """+1 adds, random reads: whatever the engine reports after any prefix is a read no set
+    of adds could give in the whole history (brute force), and offline reports it."""
+    from test_counter import achievable, random_ops
+    from test_counter import history as counter_history
+
+    from sleuth.checker.counter import check_counter
+
+    rnd = random.Random(4711)
+    reported = 0
+    for n in range(400):
+        ops = random_ops(rnd, [1])
+        h = counter_history(ops)
+        found, marks = online(h.events, "counter")
+        reported += bool(found)
+        reads = {o[3]: o for o in ops if o[1] == "read"}  # by start time (each read its own)
+        offline = check_counter(h)
+        for f in found:
+            assert f.name in offline.anomaly_types, (n, ops)
+            first = next(i for i, c in enumerate(marks, 1) if c)
+            assert check_counter(prefix(h.events, first)).valid is False, (n, ops)
+        if found:
+            assert any(o[2] not in achievable(ops, o) for o in reads.values()), (n, ops)
+    assert reported > 50
+
+
+def test_bank_total_is_offline_s_and_reads_are_judged_as_they_complete():
+    from sleuth.checker.bank import check_bank
+
+    t = {"from": 0, "to": 1, "amount": 5}
+    ev = [("invoke", 0, "read", None), ("invoke", 1, "transfer", t), ("invoke", 2, "read", None),
+          ("ok", 2, "read", {"0": 5, "1": 15}),   # completes first, but read 0 was invoked first
+          ("ok", 0, "read", {"0": 10, "1": 10}),  # the total: 20 (as offline takes it)
+          ("ok", 1, "transfer", t), ("invoke", 3, "read", None), ("ok", 3, "read", {"0": 5, "1": 10})]
+    events = [Event(i, i, typ, p, f, v) for i, (typ, p, f, v) in enumerate(ev)]
+    found, marks = online(events, "bank")
+    assert [(f.name, f.line) for f in found] == [("wrong-total", 8)] and marks[4] == 0
+    assert check_bank(History(events, "h")).anomaly_types == ["wrong-total"]

@@ -5,7 +5,6 @@ a complete record and report, and no node left running."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -45,5 +44,6 @@ def test_fail_fast_stops_a_stale_read_run_at_its_first_anomaly(tmp_path):
     found = results["online"]["found"]
     assert results["valid"] is False and found and found[0]["anomaly"] == "nonlinearizable"
     assert found[0]["time"] > 0 and found[0]["found-at"] > 0 and found[0]["lines"]
-    assert os.path.exists(store.report_path(run_dir))
+    assert any(n.startswith("found online: nonlinearizable at line ") for n in summary["notes"])
+    assert "found online: nonlinearizable" in open(store.report_path(run_dir)).read()
     _assert_nothing_running(tmp_path, pids)

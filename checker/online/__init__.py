@@ -125,6 +125,14 @@ def engine_for(workload: str, history: History, model: str | None, report: Calla
         return RegisterEngine(history, report, keyed=workload == "register",
                               initial_value=options.get("initial_value"),
                               failed_cas_observes=bool(options.get("failed_cas_observes")))
+    if workload == "counter":
+        from sleuth.checker.online.invariants import Counter
+
+        return Counter(history, report)
+    if workload == "bank":
+        from sleuth.checker.online.invariants import Bank
+
+        return Bank(history, report, total=options.get("total"), no_negative=bool(options.get("no_negative")))
     return None
 
 
