@@ -31,6 +31,9 @@ history when it ends. The final verdict, anomaly types and exit status are
 therefore exactly the offline ones; the report says which anomalies were
 found online and which only at the end.
 
+Engines: `list_append`, `register` (and cas-register), `invariants`
+(counter, bank). rw-register, source and the timestamp rules have none yet.
+
 **Memory.** The list-append engine keeps a window of recent transactions and
 forgets older ones (`list_append`, "Memory": flat over an unbounded history).
 The register engine keeps every operation (not bounded yet; `register`
