@@ -264,3 +264,26 @@ def test_bank_total_is_offline_s_and_reads_are_judged_as_they_complete():
     found, marks = online(events, "bank")
     assert [(f.name, f.line) for f in found] == [("wrong-total", 8)] and marks[4] == 0
     assert check_bank(History(events, "h")).anomaly_types == ["wrong-total"]
+
+
+@pytest.mark.parametrize("crash_rate", [0.0, 0.05])
+def test_register_memory_is_flat_where_keys_have_quiet_moments(crash_rate):
+    """30,000 operations on 5 keys: each key is cut at its quiet moments, so what the engine
+    keeps after 30,000 is no more than after 10,000 (without crashes), or grows only by the
+    crashed writes it must keep (with them), and stays a small part of the whole."""
+    from sleuth.workloads.sim_register import simulate
+
+    events, _ = simulate(ops=30_000, processes=5, keys=5, crash_rate=crash_rate, seed=8)
+    h = History([], "h")
+    found = []
+    engine = engine_for("register", h, None, found.append, {})
+    feed = Feed(h, engine)
+    kept = {}
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+        if engine.ops in (10_000, 30_000) and engine.ops not in kept:
+            kept[engine.ops] = engine.stats()["kept"]
+    assert not found and engine.cuts > 100
+    crashed = sum(e.type == "info" and e.f != "read" for e in events)
+    assert kept[30_000] <= 1.5 * kept[10_000] + crashed, kept
+    assert kept[30_000] < 2000 + crashed, kept
