@@ -36,8 +36,7 @@ Engines: `list_append`, `register` (and cas-register), `invariants`
 
 **Memory.** The list-append engine keeps a window of recent transactions and
 forgets older ones (`list_append`, "Memory": flat over an unbounded history).
-The register engine keeps every operation (not bounded yet; `register`
-sketches a rule). The final pass, being the offline checker, reads the whole
+The register engine cuts each key at its quiet moments (`register`, "Memory"). The final pass, being the offline checker, reads the whole
 history at the end, so `sleuth check --follow` as a whole needs offline's
 memory once the history ends (the engine's state is freed before it).
 """

@@ -48,7 +48,7 @@ from sleuth.history import History, Op
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
-MIN_NEW = 16  # ... and by at least this many completions
+MIN_NEW = 64  # ... and by at least this many completions
 
 
 class Engine:
