@@ -213,3 +213,21 @@ def test_ctrl_c_ends_the_history_and_judges_what_was_read(planted, tmp_path):
             proc.kill()
     assert proc.returncode == 1, (out, rest, err)
     assert "ended by: interrupted" in rest and f"found online: G-single (line {bad_line})" in rest
+
+
+def test_lines_are_the_file_s_lines_with_blank_lines_in_it(tmp_path):
+    """An aborted read (G1a) after blank lines: named by its line in the file, as offline."""
+    ev = [{"time": 0, "type": "invoke", "process": 0, "f": "txn", "value": [["append", "x", 1]]},
+          {"time": 1, "type": "fail", "process": 0, "f": "txn", "value": [["append", "x", 1]]},
+          {"time": 2, "type": "invoke", "process": 1, "f": "txn", "value": [["r", "x", None]]},
+          {"time": 3, "type": "ok", "process": 1, "f": "txn", "value": [["r", "x", [1]]]}]
+    lines = lines_of(ev)
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(lines[0] + b"\n" + lines[1] + b"\n\n" + lines[2] + lines[3])  # lines 1, 3, 6, 7
+    r = run("check", "-w", "list-append", "--follow", str(path), "--idle-timeout", "0.3", "--json")
+    records = [json.loads(x) for x in r.stdout.splitlines()]
+    assert r.returncode == 1 and records[0]["anomaly"] == "G1a" and records[0]["line"] == 7
+    assert records[0]["lines"] == [1, 3, 6, 7]
+    offline = json.loads(run("check", "-w", "list-append", str(path), "--json").stdout)
+    assert records[-1]["anomaly-types"] == offline["anomaly-types"] and "G1a" in offline["anomaly-types"]
+    assert offline["anomalies"]["G1a"][0]["op"]["line"] == 6  # the same file lines offline
