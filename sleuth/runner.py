@@ -357,7 +357,8 @@ class _Online(threading.Thread):
         self.error: str | None = None
         self.history = History([], source)
         options = {"linearizable_keys": checks.linearizable_keys}
-        self.engine = engine_for(checks.checker, self.history, checks.model, self._found, options)
+        self.engine = engine_for(checks.checker, self.history, checks.model, self._found, options,
+                                 timestamps=checks.timestamps)
         self.feed = Feed(self.history, self.engine) if self.engine is not None else None
 
     def put(self, e: Any) -> None:

@@ -287,3 +287,54 @@ def test_register_memory_is_flat_where_keys_have_quiet_moments(crash_rate):
     crashed = sum(e.type == "info" and e.f != "read" for e in events)
     assert kept[30_000] <= 1.5 * kept[10_000] + crashed, kept
     assert kept[30_000] < 2000 + crashed, kept
+
+
+def random_ts_history(rnd):
+    """Register operations on three processes with the timestamps a grey-box target reports:
+    mostly rising with real time, sometimes stale or repeated."""
+    evs, free, clock, ids = [], [0, 0, 0], 0, [0, 1, 2]
+    for _ in range(rnd.randint(3, 12)):
+        c = rnd.randrange(3)
+        s = free[c] + rnd.randint(0, 4)
+        e = s + rnd.randint(1, 6)
+        free[c] = e + 1
+        clock += rnd.randint(0, 3)
+        f = rnd.choice(["read", "write"])
+        typ = rnd.choices(["ok", "info", "fail"], [8, 1, 1])[0]
+        ts = clock - rnd.choice([0, 0, 0, 1, 2, 5]) if typ == "ok" else None
+        p = ids[c]
+        evs.append((s, 0, "invoke", p, f, [0, None if f == "read" else rnd.randrange(3)], None))
+        if typ != "info":
+            evs.append((e, 1, typ, p, f, [0, rnd.randrange(3)], ts))
+        else:
+            ids[c] += 3
+    evs.sort(key=lambda x: (x[0], x[1]))
+    return [Event(i, t, typ, p, f, v, ts=ts) for i, (t, _, typ, p, f, v, ts) in enumerate(evs)]
+
+
+def test_timestamp_rules_online_are_offline_s_on_every_prefix():
+    """Each operation is judged at its completion as the offline sweep judges it: after every
+    prefix, what was found is what offline finds in that prefix (types and counts)."""
+    from sleuth.checker import timestamps
+
+    rnd = random.Random(31)
+    reported = 0
+    for n in range(300):
+        events = random_ts_history(rnd)
+        h = History([], "h")
+        found = []
+        engine = engine_for("register", h, None, found.append, {}, timestamps=True)
+        feed = Feed(h, engine)
+        for k, e in enumerate(events, 1):
+            feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+            got = [f.name for f in found if f.name in ("write-ts-not-above-read", "read-ts-below-write",
+                                                       "ts-backwards")]
+            want = timestamps.check(prefix_with_ts(events, k), "register").stats["violations"]
+            assert {t: got.count(t) for t in set(got)} == want, (n, k, [e.to_dict() for e in events])
+        reported += bool(found)
+    assert reported > 50
+
+
+def prefix_with_ts(events, n):
+    return History([Event(i, e.time, e.type, e.process, e.f, e.value, ts=e.ts) for i, e in enumerate(events[:n])],
+                   "p")

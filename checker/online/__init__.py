@@ -32,7 +32,8 @@ therefore exactly the offline ones; the report says which anomalies were
 found online and which only at the end.
 
 Engines: `list_append`, `register` (and cas-register), `invariants`
-(counter, bank). rw-register, source and the timestamp rules have none yet.
+(counter, bank), and `timestamps` (the grey-box rules, around any of them).
+rw-register and source have none yet.
 
 **Memory.** The list-append engine keeps a window of recent transactions and
 forgets older ones (`list_append`, "Memory": flat over an unbounded history).
@@ -114,9 +115,19 @@ class _Count:
 
 
 def engine_for(workload: str, history: History, model: str | None, report: Callable[[Found], None],
-               options: dict[str, Any]) -> Any | None:
-    """The online engine of `workload`, or None when there is none (then only the final
-    pass judges)."""
+               options: dict[str, Any], timestamps: bool = False) -> Any | None:
+    """The online engine of `workload` (with `timestamps`, wrapped in the grey-box timestamp
+    rules), or None when there is none (then only the final pass judges)."""
+    engine = _engine(workload, history, model, report, options)
+    if timestamps:
+        from sleuth.checker.online.timestamps import Timestamps
+
+        return Timestamps(history, workload, report, engine)
+    return engine
+
+
+def _engine(workload: str, history: History, model: str | None, report: Callable[[Found], None],
+            options: dict[str, Any]) -> Any | None:
     if workload == "list-append":
         from sleuth.checker.online.list_append import Engine
 

@@ -58,7 +58,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
             sys.stdout.flush()
 
     options = {k: v for k, v in kwargs.items() if k != "model"}
-    engine = engine_for(spec.name, history, kwargs.get("model"), report, options)
+    engine = engine_for(spec.name, history, kwargs.get("model"), report, options, timestamps=timestamps)
     if engine is None:
         click.echo(f"sleuth: note: no online engine for {spec.name} yet: the history is judged when it "
                    "ends", err=True)
