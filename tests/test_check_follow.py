@@ -27,7 +27,9 @@ def run(*args, **kw):
 
 def read_skew(t):
     """Adya's read skew (G-single), three sequential transactions on fresh keys:
-    T1 appends to x and y; T2 sees T1's x but not its y; T3 then reads y with it."""
+    T1 appends to x and y; T2 sees T1's x but not its y; T3 then reads y with it. T2 began
+    after T1 completed, so its read of y is also a stale read: G-single-realtime as soon as
+    T2 completes (line 4 of these 6), the read skew itself when T3 does (line 6)."""
     ops = [(P, [["append", K, 1], ["append", K + 1, 1]], [["append", K, 1], ["append", K + 1, 1]]),
            (P + 1, [["r", K, None], ["r", K + 1, None]], [["r", K, [1]], ["r", K + 1, []]]),
            (P + 2, [["r", K + 1, None]], [["r", K + 1, [1]]])]
@@ -99,13 +101,15 @@ def test_planted_anomaly_is_reported_before_the_stream_ends(planted):
     found = [(t, x.decode()) for t, x in reader.lines if b"found G-single" in x and b"online" in x]
     assert found, [x for _, x in reader.lines]
     t, text = found[0]
-    assert text.startswith(f"<stdin>:{bad_line}: found G-single ")
+    assert text.startswith(f"<stdin>:{bad_line - 2}: found G-single-realtime ")  # the stale read
+    assert found[1][1].startswith(f"<stdin>:{bad_line}: found G-single ")  # the read skew
     assert t < closed_at and t - planted_at < 2.0
     assert status == 1
     out = b"".join(x for _, x in reader.lines).decode()
     summary = next(x for x in out.splitlines() if x.startswith("<stdin>: "))
     assert summary.startswith("<stdin>: INVALID (strict-serializable) — ") and "G-single" in summary
-    assert f"found online: G-single (line {bad_line})" in out and "ended by: end marker" in out
+    assert f"found online: G-single-realtime (line {bad_line - 2}), G-single (line {bad_line})" in out
+    assert "ended by: end marker" in out
 
 
 def test_follows_a_growing_file_to_its_end_marker_with_offline_verdict(planted, tmp_path):
@@ -133,14 +137,16 @@ def test_follows_a_growing_file_to_its_end_marker_with_offline_verdict(planted, 
     assert proc.returncode == 1, err
     records = [json.loads(x) for x in out.splitlines()]
     anomalies = [r for r in records if r.get("event") == "anomaly"]
-    assert anomalies[0]["anomaly"] == "G-single" and anomalies[0]["line"] == bad_line
+    assert [(a["anomaly"], a["line"]) for a in anomalies] == [("G-single-realtime", bad_line - 2),
+                                                              ("G-single", bad_line)]
     assert {"time", "found-at", "lines"} <= set(anomalies[0])
     final = records[-1]
     offline = json.loads(run("check", "-w", "list-append", str(path), "--json").stdout)
     assert final["valid"] is offline["valid"] is False
     assert final["anomaly-types"] == offline["anomaly-types"]
     assert final["file"] == str(path) and final["online"]["ended-by"] == "end marker"
-    assert final["online"]["found"][0] == {"anomaly": "G-single", "first-line": bad_line}
+    assert final["online"]["found"] == [{"anomaly": "G-single-realtime", "first-line": bad_line - 2},
+                                        {"anomaly": "G-single", "first-line": bad_line}]
 
 
 @pytest.mark.parametrize("db, status", [("serializable", 0), ("read-committed", 1), ("stale-reads", 1)])
@@ -212,7 +218,7 @@ def test_ctrl_c_ends_the_history_and_judges_what_was_read(planted, tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1, (out, rest, err)
-    assert "ended by: interrupted" in rest and f"found online: G-single (line {bad_line})" in rest
+    assert "ended by: interrupted" in rest and f"found online: G-single-realtime (line {bad_line - 2})" in rest
 
 
 def test_lines_are_the_file_s_lines_with_blank_lines_in_it(tmp_path):

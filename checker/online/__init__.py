@@ -62,11 +62,15 @@ class Found:
     found_at: float  # wall-clock time it was found (seconds since the epoch)
     explanation: str
     lines: list[int] = field(default_factory=list)  # the lines that prove it
+    rule: str | None = None  # the engine's rule that found it, when not a cycle of its graph
 
     def to_json(self) -> dict[str, Any]:
-        return {"anomaly": self.name, "line": self.line, "time": self.time,
-                "found-at": round(self.found_at, 3), "lines": self.lines,
-                "explanation": self.explanation}
+        out = {"anomaly": self.name, "line": self.line, "time": self.time,
+               "found-at": round(self.found_at, 3), "lines": self.lines,
+               "explanation": self.explanation}
+        if self.rule:
+            out["rule"] = self.rule
+        return out
 
 
 class Feed:

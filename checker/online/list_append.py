@@ -45,6 +45,16 @@ online is that of the cycle found; the final pass may name the history's
 cycles otherwise (it searches every type, and drops a key with incompatible
 reads), and its names are the verdict's.
 
+A lost or stale write is reported at the first read that misses it
+(`_missing`, with real-time edges only): T appended v to a key and completed
+ok before R began, and R's read of the key lacks v. Then T -rt-> R, and R
+-rw-> T: R's read is a prefix of the key's final list and v is not in it, so
+v comes after all of it (shown by a later read, or never: offline places an
+append no read saw after every element seen). Offline, that cycle runs
+through the key's version order from R's read to v; if that order holds an
+element of a failed transaction, offline cuts it there and reports the
+aborted read (G1a, dirty-update) instead, which the same models forbid.
+
 Non-cycle anomalies reported as they appear, each true of every extension:
 incompatible-order (two reads of a key, neither a prefix of the other),
 G1a (a read shows an append of a transaction that failed), G1b (a read ends
@@ -92,6 +102,7 @@ from sleuth.history import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 WINDOW = 100_000  # transactions kept online (see "Memory" above)
+MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 
 
 class Engine:
@@ -128,6 +139,8 @@ class Engine:
         self.line = 0
         self.time: int | None = None
         self.reported_g1a: set = set()
+        self.acked: dict[Any, list[tuple[int, Any, int]]] = {}  # key -> (completion, value, txn) of ok appends
+        self.reported_missing: set = set()
 
     # -- events ---------------------------------------------------------------
 
@@ -214,6 +227,11 @@ class Engine:
             elif item[0] == "g1b":
                 self._g1b(*item[1:])
         if typ == "ok":
+            if self.realtime:
+                acked, pos = self.acked, op.complete_pos
+                for f, k, v in op.value if type(op.value) is list else ():
+                    if f == "append":
+                        acked.setdefault(k, []).append((pos, v, i))
             self._reads(op)
 
     # -- reads ----------------------------------------------------------------
@@ -256,6 +274,8 @@ class Engine:
     def _read(self, i: int, k: Any, r: list) -> None:
         if k in self.broken:
             return
+        if self.realtime and k in self.acked:
+            self._missing(i, k, r)
         o = self.order.get(k)
         if o is None:
             o = self.order[k] = []
@@ -299,6 +319,44 @@ class Engine:
             self._edge(i, self.writer[k][o[m]], g.RW)
         else:
             self.frontier[k].append(i)
+
+    def _missing(self, i: int, k: Any, r: list) -> None:
+        """A read without an append that was acknowledged before the reader began (a lost or
+        stale write): T -rt-> R, and R -rw-> T because lists only grow (R's read is a prefix
+        of the key's final list, without T's element, which comes after all of it, whether
+        a later read shows it or none does). A cycle in every extension; the offline check
+        finds it through the order of the key's versions (appends no read saw come after
+        every one seen)."""
+        began = self.ops[i].invoke_pos
+        rset = None
+        for done, v, t in self.acked[k]:
+            if done > began:
+                break
+            if rset is None:
+                rset = set(r)
+            if v not in rset and (k, v) not in self.reported_missing:
+                self.reported_missing.add((k, v))
+                ta, tr = self.ops.get(t), self.ops[i]
+                if ta is None:  # forgotten
+                    continue
+                cycle = [(t, i, g.REALTIME), (i, t, g.RW)]
+                name = txn.classify(cycle)
+                if not models.forbids(self.model, name):
+                    return
+                self.counts[name] = self.counts.get(name, 0) + 1
+                if self.counts[name] > MAX_REPORTS:
+                    return
+                h = self.history
+                self._emit(name, [ta, tr],
+                           f"{name}: {txn.BASE_SENTENCE['G-single']}, closed by real-time order; 2 transactions.\n"
+                           f"{txn.txn_label(h, ta)} < {txn.txn_name(tr)} (realtime) because "
+                           f"{self._why(t, i, g.REALTIME)}.\n"
+                           f"{txn.txn_label(h, tr)} < {txn.txn_name(ta)} (rw) because {txn.txn_name(tr)} read key "
+                           f"{k!r} = {_show(r)} without {v!r}, which {txn.txn_name(ta)} appended and committed "
+                           "before it began (lists only grow: that append comes after everything the read saw; "
+                           "a lost write if no read ever shows it, a stale read if one does).\n"
+                           f"So {txn.txn_name(ta)} would have to come before itself: no serial order exists.",
+                           counted=True, rule=MISSING)
 
     def _seen_settled(self, k: Any, v: Any, i: int, r: list) -> None:
         """A read (by op i, of key k, = r) showed v, whose writer has completed: G1a if it failed."""
@@ -435,12 +493,14 @@ class Engine:
                                 "appended next (so it was not yet there)")
         return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
 
-    def _emit(self, name: str, ops: list[Op], explanation: str, counted: bool = False) -> None:
+    def _emit(self, name: str, ops: list[Op], explanation: str, counted: bool = False,
+              rule: str | None = None) -> None:
         if not models.forbids(self.model, name):
             return
         if not counted:
             self.counts[name] = self.counts.get(name, 0) + 1
-        found = Found(name, self.line, self.time, now(), explanation, lines_of(self.history, ops, self.line))
+        found = Found(name, self.line, self.time, now(), explanation, lines_of(self.history, ops, self.line),
+                      rule)
         self.found.append(found)
         self.report(found)
 
@@ -462,7 +522,7 @@ class Engine:
         self.low = low
         for k in [k for k, t in self.touched.items() if t < low]:
             del self.touched[k]
-            for d in (self.writer, self.order, self.seen, self.frontier, self.intermediate):
+            for d in (self.writer, self.order, self.seen, self.frontier, self.intermediate, self.acked):
                 d.pop(k, None)
             self.broken.discard(k)
         keep = 0
