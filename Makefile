@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install system bytecode demo test test-fast bench compare-adya bench-spark spark-up spark-down lint clean docs
+.PHONY: install system bytecode demo test test-fast bench bench-online compare-adya bench-spark spark-up spark-down lint clean docs
 
 install: $(STAMP)
 
@@ -45,6 +45,10 @@ bench: install bytecode
 	$(BIN)/python bench/bench_cluster.py
 	$(BIN)/python bench/bench_spark.py
 	$(BIN)/python bench/bench_spark_history.py
+
+# sleuth check --follow (online) beside offline sleuth check: throughput and peak memory
+bench-online: install
+	$(BIN)/python bench/bench_online.py
 
 bench-spark: install
 	$(BIN)/python bench/bench_spark.py

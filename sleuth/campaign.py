@@ -38,9 +38,9 @@ from sleuth.names import name_problem
 RECORD = "campaign.json"
 DIMENSIONS = ("workload", "target", "nemesis", "fault", "isolation", "seed")
 SETTINGS = {"time-limit": float, "concurrency": int, "rate": float, "keys": int,
-            "nemesis-interval": float, "runtime": str}
+            "nemesis-interval": float, "runtime": str, "online": bool, "fail-fast": bool}
 DEFAULTS = {"time-limit": 30.0, "concurrency": 10, "rate": 200.0, "keys": 8,
-            "nemesis-interval": 5.0, "runtime": None}
+            "nemesis-interval": 5.0, "runtime": None, "online": False, "fail-fast": False}
 
 
 class CampaignError(Exception):
@@ -64,10 +64,13 @@ class Run:
     nemesis_interval: float
     runtime: str | None
     expect: str  # "valid" | "invalid"
+    online: bool = False  # `sleuth run --online`: judged as it is recorded
+    fail_fast: bool = False  # `sleuth run --fail-fast`: ended at the first anomaly found online
 
     @classmethod
     def from_json(cls, d: dict) -> Run:
-        return cls(**{f.name: d[f.name] for f in fields(cls)})
+        """A recorded cell (a record written before a field existed gets its default)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ def expand(doc: dict, path: str) -> Campaign:
                       time_limit=settings["time-limit"], concurrency=settings["concurrency"],
                       rate=settings["rate"], keys=settings["keys"],
                       nemesis_interval=settings["nemesis-interval"], runtime=runtime,
-                      expect=expect or ("invalid" if fl else "valid"))
+                      expect=expect or ("invalid" if fl else "valid"),
+                      online=settings["online"] or settings["fail-fast"], fail_fast=settings["fail-fast"])
             if run.id in runs:
                 raise bad(where, f"run {run.id} is already in {runs[run.id][1]}")
             runs[run.id] = (run, where)
@@ -164,6 +168,11 @@ def _settings(table: dict, where: str, bad, extra: set[str]) -> dict:
         if k not in SETTINGS:
             raise bad(f"{where}.{k}", f"unknown key; one of {', '.join([*DIMENSIONS, *SETTINGS, 'expect'])}")
         typ = SETTINGS[k]
+        if typ is bool:
+            if not isinstance(v, bool):
+                raise bad(f"{where}.{k}", f"{v!r} is not true or false")
+            out[k] = v
+            continue
         if typ is str and not isinstance(v, str) or typ is not str and (
                 not isinstance(v, int | float) or isinstance(v, bool) or typ is int and not isinstance(v, int)):
             raise bad(f"{where}.{k}", f"{v!r} is not a {typ.__name__}")
@@ -317,7 +326,7 @@ def execute_run(run: Run, store: str, say) -> dict:
                     faults=tuple(run.fault.split(",")) if run.fault else (), isolation=run.isolation,
                     time_limit=run.time_limit, concurrency=run.concurrency, rate=run.rate, keys=run.keys,
                     seed=run.seed, store=store, nemesis_interval=run.nemesis_interval, name=run.id,
-                    progress=False)
+                    progress=False, online=run.online, fail_fast=run.fail_fast)
     try:
         rec = execute(cfg, say=say)  # a run record; sleuth's own failures come back as status 255
     except Exception as e:  # sleuth failed before the run could even start (no run directory)

@@ -79,6 +79,8 @@ class RunConfig:
     progress: bool = True
     shrink_budget: float = 20.0  # seconds to shrink an invalid history (0: never); docs/shrink.md
     drop_tables: bool = False  # a URL target: drop sleuth's own tables left by an earlier run first
+    online: bool = False  # judge the history as it is recorded (docs/online.md)
+    fail_fast: bool = False  # end the run at the first anomaly found online (implies online)
     extra: dict = field(default_factory=dict)
 
 
@@ -156,6 +158,7 @@ class Recorder:
         self.lock = threading.Lock()
         self.t0 = time.monotonic_ns()
         self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self.observer: Any = None  # called with each event as it is written (`_Online.put`)
 
     @property
     def index(self) -> int:
@@ -165,9 +168,11 @@ class Recorder:
         with self.lock:
             if self.writer.closed:
                 return
-            self.writer.append(time.monotonic_ns() - self.t0, typ, process, f, value, **extra)
+            e = self.writer.append(time.monotonic_ns() - self.t0, typ, process, f, value, **extra)
             if typ in self.counts and process != "nemesis":
                 self.counts[typ] += 1
+            if self.observer is not None:
+                self.observer(e)
 
     def close(self) -> None:
         with self.lock:
@@ -345,6 +350,69 @@ def plan(cfg: RunConfig) -> _Plan:
     return _Plan(cfg, target, kinds, workload, checks_for(workload, target, cfg.isolation), name)
 
 
+class _Online(threading.Thread):
+    """Judges the history as the recorder writes it (`sleuth run --online`): each event goes,
+    in the recorder's order, through a queue to this thread, which feeds the checker's online
+    engine (`sleuth.checker.online`); each anomaly it confirms is said at once, and with
+    `fail_fast` sets `stop`, which ends the load. The engine sees each value as the history
+    file holds it (a JSON round trip), so it judges what the final check will read."""
+
+    def __init__(self, checks: Checks, source: str, say, stop: threading.Event | None):
+        super().__init__(daemon=True, name="sleuth-online")
+        import queue
+
+        from sleuth.checker.online import Feed, engine_for
+        from sleuth.history import History
+
+        self.queue: Any = queue.SimpleQueue()
+        self.say, self.stop = say, stop
+        self.found: list[Any] = []
+        self.error: str | None = None
+        self.history = History([], source)
+        options = {"linearizable_keys": checks.linearizable_keys}
+        self.engine = engine_for(checks.checker, self.history, checks.model, self._found, options,
+                                 timestamps=checks.timestamps)
+        self.feed = Feed(self.history, self.engine) if self.engine is not None else None
+
+    def put(self, e: Any) -> None:
+        self.queue.put(e)
+
+    def close(self) -> None:
+        if self.is_alive():
+            self.queue.put(None)
+            self.join(10)
+
+    def run(self) -> None:
+        import queue
+
+        import orjson
+
+        loads, dumps = orjson.loads, orjson.dumps
+        while True:
+            try:
+                e = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                if self.feed is not None and self.error is None:
+                    self.engine.tick()
+                continue
+            if e is None:
+                return
+            if self.feed is None or self.error is not None:
+                continue
+            try:
+                self.feed.event(e.type, e.process, e.f, loads(dumps(e.value)), e.time, e.node, e.error, e.ts)
+            except Exception as x:  # noqa: BLE001 - online judging is a help; the final check decides
+                self.error = f"online checking stopped at line {self.feed.pos}: {_one_line(x)}"
+
+    def _found(self, f: Any) -> None:
+        self.found.append(f)
+        first = f.explanation.splitlines()[0] if f.explanation else ""
+        self.say(f"sleuth run: found {f.name} online at line {f.line}: {first}")
+        if self.stop is not None and not self.stop.is_set():
+            self.say("sleuth run: --fail-fast: stopping the load")
+            self.stop.set()
+
+
 class _Live:
     """The live part of a run: target up, load and nemesis, heal, final reads; and teardown,
     which must leave nothing running whatever happened before it."""
@@ -358,6 +426,7 @@ class _Live:
         self.schedule: Any = None
         self.notes: list[str] = []
         self.created: list[str] = []  # the tables this run created in the user's database
+        self.online: _Online | None = None
 
     def run(self) -> str | None:
         """Drive the run to its end; the reason it ended early, or None."""
@@ -365,13 +434,24 @@ class _Live:
         if self.signals.fired:
             return INTERRUPTED
         self._setup()
+        if self.cfg.online or self.cfg.fail_fast:
+            self.online = _Online(self.p.checks, self.rec.writer.path, self.say,
+                                  self.stop if self.cfg.fail_fast else None)
+            if self.online.engine is None:
+                self.notes.append(f"no online checking for {self.p.checks.checker} yet: judged at the end")
+            self.rec.observer = self.online.put
+            self.online.start()
         self._start_load()
-        _progress(self.cfg, self.rec, time.monotonic() + self.cfg.time_limit, self.stop, self.signals)
+        _progress(self.cfg, self.rec, time.monotonic() + self.cfg.time_limit, self.stop, self.signals,
+                  self.online)
         self._stop_load()
         if self.crashes:
             raise self.crashes[0]
         if self.signals.fired:
             return INTERRUPTED
+        if self.cfg.fail_fast and self.online is not None and self.online.found:
+            f = self.online.found[0]
+            return f"fail-fast: {f.name} found online at line {f.line}"
         self._recover()
         return INTERRUPTED if self.signals.fired else None
 
@@ -475,7 +555,8 @@ class _Live:
         """Stop the load and heal the nemesis if still on, close the history, keep the logs,
         stop every node. Each step runs even if one before it failed; the first failure is raised."""
         errors: list[BaseException] = []
-        for step in (self._stop_load, self.dog_stop.set, self.rec.close, self._drop_created,
+        for step in (self._stop_load, self.dog_stop.set, self.rec.close,
+                     lambda: self.online.close() if self.online is not None else None, self._drop_created,
                      lambda: self.target.collect_logs(store.nodes_dir(run_dir)), self.target.down):
             try:
                 step()
@@ -635,6 +716,15 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
             results = not_judged(reason)
     reason = results.get("reason", reason)
     results["reason"] = reason
+    if live is not None and live.online is not None:
+        results["online"] = {"found": [f.to_json() for f in live.online.found],
+                             "fail-fast": p.cfg.fail_fast}
+        if live.online.error:
+            notes.append(live.online.error)
+        for f in live.online.found[:5]:  # the report and the summary show notes
+            notes.append(f"found online: {f.name} at line {f.line}, which happened "
+                         f"{(f.time or 0) / 1e9:.3f} s into the run; found {f.found_at - started:.2f} s "
+                         "after the run started")
     if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0 and not signals.again:
         try:  # the smallest history that still fails, shown first in the report
             from sleuth import counterexample
@@ -680,7 +770,8 @@ def _counts_of(live: _Live | None) -> dict[str, int]:
     return {"ops": sum(c.values()), **c}
 
 
-def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, signals: Signals) -> None:
+def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, signals: Signals,
+              online: _Online | None = None) -> None:
     """Wait out the load (a tqdm bar on a terminal), until its end, a stop or a signal."""
     bar = None
     if cfg.progress:
@@ -694,7 +785,8 @@ def _progress(cfg: RunConfig, rec: Recorder, end: float, stop: threading.Event, 
             if bar is not None:
                 bar.n = int(min(cfg.time_limit, time.monotonic() - start))
                 c = rec.counts
-                bar.set_postfix_str(f"ok {c['ok']} fail {c['fail']} info {c['info']}")
+                found = "" if online is None else f" anomalies {len(online.found)}"
+                bar.set_postfix_str(f"ok {c['ok']} fail {c['fail']} info {c['info']}{found}")
                 bar.refresh()
     finally:
         if bar is not None:

@@ -12,12 +12,23 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import asdict
 
 import pytest
 from live import require_module
 
 from sleuth import exits
-from sleuth.campaign import expand, load, new_record, outcome, run_key, save, status
+from sleuth.campaign import (
+    CampaignError,
+    Run,
+    expand,
+    load,
+    new_record,
+    outcome,
+    run_key,
+    save,
+    status,
+)
 from sleuth.cluster.faults import FAULTS
 from sleuth.nemesis.faults import KINDS
 from sleuth.workloads.clients import WORKLOADS
@@ -513,3 +524,24 @@ def test_judge_labels_a_crashed_run_crashed_from_what_the_runner_writes(tmp_path
     assert p.returncode == exits.CRASHED and out["exit"] == exits.CRASHED, p.stderr
     assert [r["outcome"] for r in out["runs"]] == ["crashed"]
     assert out["counts"]["crashed"] == 1
+def test_cells_can_ask_for_online_checking_and_fail_fast(tmp_path):
+    """A soak cell of the nightly: judged as it runs, ended at its first anomaly."""
+    text = """
+[campaign]
+online = true
+
+[[matrix]]
+workload = "register"
+
+[[matrix]]
+workload = "list-append"
+fault = "write-ts-not-strict"
+fail-fast = true
+"""
+    c = load(write(tmp_path, text))
+    register, appends = c.runs
+    assert (register.online, register.fail_fast) == (True, False)
+    assert (appends.online, appends.fail_fast) == (True, True)
+    assert Run.from_json({k: v for k, v in asdict(register).items() if k not in ("online", "fail_fast")}).online is False
+    with pytest.raises(CampaignError, match=r"matrix\[1\]\.fail-fast.*not true or false"):
+        load(write(tmp_path, '[[matrix]]\nworkload = "register"\nfail-fast = 1\n'))

@@ -222,7 +222,15 @@ def _models_epilog() -> str:
               help="Judge on Spark (a history larger than this machine; JSON Lines file, directory of "
                    "shards, or campaign Parquet): embedded local[*], or the MASTER given "
                    "(local[N], spark://HOST:PORT). docs/spark.md.")
-def check(files, workload, model, timestamps, as_json, explain, report_dir, spark_master, **options) -> None:
+@click.option("--follow", is_flag=True,
+              help="Judge one history while it is being written (FILE, or - for standard input): "
+                   "anomalies are printed as they are found; the verdict comes when the history ends "
+                   "(its end marker, the end of standard input, --idle-timeout, or Ctrl-C). "
+                   "docs/online.md.")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="With --follow: the history has ended when the file has not grown for SECONDS.")
+def check(files, workload, model, timestamps, as_json, explain, report_dir, spark_master, follow,
+          idle_timeout, **options) -> None:
     """Judge histories (history.jsonl, history.edn, Jepsen text logs, JSON arrays).
 
     Exit status: 0 all valid; 1 some history invalid; 2 some unknown (could
@@ -238,6 +246,25 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         files, spark_master = (spark_master, *files), "local[*]"  # `--spark FILE`: the file is no master
     if not files:
         exits.die("missing argument FILES")
+    if idle_timeout is not None and not follow:
+        exits.die("--idle-timeout applies only with --follow")
+    if follow:
+        if len(files) != 1 or workload is None or report_dir or spark_master is not None:
+            exits.die("--follow takes one FILE (or - for standard input) and --workload, "
+                      "and no --report or --spark")
+        if files[0] != "-" and os.path.isdir(files[0]):
+            exits.die(f"--follow: {files[0]} is a directory; give the history file being written")
+        if files[0].endswith((".edn", ".txt", ".log")):
+            exits.die(f"--follow: {files[0]}: --follow reads JSON Lines histories only (Jepsen's files are "
+                      "judged whole, without --follow)")
+        spec = WORKLOADS[workload]
+        kwargs = _checker_options(spec, options)
+        judged_model = _model_for(spec, model)
+        if judged_model is not None:
+            kwargs["model"] = judged_model
+        from sleuth.cli.follow import follow_check
+
+        sys.exit(follow_check(files[0], spec, kwargs, idle_timeout, as_json, explain, timestamps))
     if spark_master is not None and (workload is None or report_dir or timestamps):
         exits.die("--spark needs --workload and takes no --report or --timestamps")
     if spark_master is not None:

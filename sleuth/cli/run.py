@@ -73,8 +73,14 @@ def clip(text: str, width: int) -> str:
                    "Without it a run refuses (exit 254) to start where one exists; it never touches other tables.")
 @click.option("--json", "as_json", is_flag=True,
               help="stdout carries one JSON object summarizing the run, nothing else (the summary goes to stderr).")
+@click.option("--online", is_flag=True,
+              help="Judge the history as it is recorded: anomalies are said as they are found "
+                   "(and counted in the progress line). docs/online.md.")
+@click.option("--fail-fast", is_flag=True,
+              help="At the first anomaly found online, stop the load, heal the faults, judge what was "
+                   "recorded, write the report and exit 1 (implies --online).")
 def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_interval, fault, isolation, time_limit, concurrency,
-        rate, keys, seed, store, shrink_budget, drop_tables, as_json) -> None:
+        rate, keys, seed, store, shrink_budget, drop_tables, as_json, online, fail_fast) -> None:
     """Run a workload against a live target under faults, check it, write a report.
 
     Exit status (docs/exit-status.md): 0 valid, 1 invalid, 2 unknown (could not decide,
@@ -91,7 +97,8 @@ def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_int
                     faults=tuple(_faults(fault)), isolation=isolation, time_limit=time_limit,
                     concurrency=concurrency, rate=rate, keys=keys, seed=seed, store=store,
                     nemesis_interval=nemesis_interval, progress=sys.stderr.isatty(),
-                    shrink_budget=shrink_budget, drop_tables=drop_tables)
+                    shrink_budget=shrink_budget, drop_tables=drop_tables, online=online or fail_fast,
+                    fail_fast=fail_fast)
     try:
         rec = execute(cfg, say=lambda m: click.echo(m, err=True))
     except Unsupported as e:

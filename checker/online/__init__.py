@@ -1,0 +1,168 @@
+"""Online checking: judging a history while it is being written.
+
+An engine reads a history one event at a time (`Feed.event`) and reports an
+anomaly (`Found`) as soon as the events so far *prove* it. The rule every
+engine here keeps is **prefix soundness**: an anomaly reported on a prefix
+of a history is an anomaly of every history that extends it, so it is never
+taken back when more lines arrive. Three things make that so:
+
+- an operation still pending (invoked, not completed) is treated as `info`:
+  it may take effect at any time after its invoke, or never. Nothing is
+  concluded from its effects until it completes; an edge that needs it to
+  have happened waits (list-append) or the search may leave it out
+  (registers);
+- what a prefix says of the order of versions is only what it proves: a
+  list-append read is a prefix of the key's final list, so the longest read
+  so far is a prefix of the final version order, and edges come from it
+  alone (appends no read has shown yet have no place online);
+- real-time order between two operations is known once the first completes
+  before the second is invoked, and never changes after.
+
+Cycles are found as their edges arrive, by keeping a topological order
+(`order.Order`, Pearce & Kelly); a cycle is named by the offline checker's
+own classification (`checker.txn.classify`) and reported only if the model
+judged forbids it.
+
+**Final pass.** What an engine cannot decide on a prefix (appends no read
+saw, cycles through an edge not added because it closed an earlier cycle,
+duplicate and garbage reads, Adya's label-based types, lost updates) is left
+to the offline checker, which `sleuth check --follow` runs on the whole
+history when it ends. The final verdict, anomaly types and exit status are
+therefore exactly the offline ones; the report says which anomalies were
+found online and which only at the end.
+
+Engines: `list_append`, `register` (and cas-register), `invariants`
+(counter, bank), and `timestamps` (the grey-box rules, around any of them).
+rw-register and source have none yet.
+
+**Memory.** The list-append engine keeps a window of recent transactions and
+forgets older ones (`list_append`, "Memory": flat over an unbounded history).
+The register engine cuts each key at its quiet moments (`register`, "Memory"). The final pass, being the offline checker, reads the whole
+history at the end, so `sleuth check --follow` as a whole needs offline's
+memory once the history ends (the engine's state is freed before it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.history import History, Op, Pairer
+
+
+@dataclass
+class Found:
+    """One anomaly found online."""
+
+    name: str  # the anomaly type, as the offline checker names it
+    line: int  # the line whose event confirmed it
+    time: int | None  # that event's time (ns since the run started): when it happened
+    found_at: float  # wall-clock time it was found (seconds since the epoch)
+    explanation: str
+    lines: list[int] = field(default_factory=list)  # the lines that prove it
+    rule: str | None = None  # the engine's rule that found it, when not a cycle of its graph
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"anomaly": self.name, "line": self.line, "time": self.time,
+               "found-at": round(self.found_at, 3), "lines": self.lines,
+               "explanation": self.explanation}
+        if self.rule:
+            out["rule"] = self.rule
+        return out
+
+
+class Feed:
+    """Pairs events into operations as they arrive (the offline `Pairer`: the same
+    per-process rules, the same errors) and hands each invoke and completion to an
+    engine. `history` is a History with no events whose `line_of` names lines."""
+
+    def __init__(self, history: History, engine: Any):
+        self.history = history
+        self.pairer = Pairer(history)
+        self.pairer.ops = _Count()  # type: ignore[assignment] - the engine keeps what it needs
+        self.engine = engine
+        self.pos = 0
+
+    def event(self, typ: str, process: Any, f: str, value: Any, time_: int, node: Any = None,
+              error: Any = None, ts: Any = None) -> None:
+        pos = self.pos
+        self.pos += 1
+        if process == "nemesis":
+            return
+        pairer = self.pairer
+        if typ == "invoke":
+            pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
+            self.engine.invoked(pairer.ops.last, time_)
+            return
+        op = pairer.in_flight.get(process)
+        pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
+        self.engine.completed(op, time_)
+
+
+class _Count:
+    """The Pairer's list of operations, counted and not kept (its length numbers them)."""
+
+    __slots__ = ("n", "last")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last: Op | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, op: Op) -> None:
+        self.n += 1
+        self.last = op
+
+
+def engine_for(workload: str, history: History, model: str | None, report: Callable[[Found], None],
+               options: dict[str, Any], timestamps: bool = False) -> Any | None:
+    """The online engine of `workload` (with `timestamps`, wrapped in the grey-box timestamp
+    rules), or None when there is none (then only the final pass judges)."""
+    engine = _engine(workload, history, model, report, options)
+    if timestamps:
+        from sleuth.checker.online.timestamps import Timestamps
+
+        return Timestamps(history, workload, report, engine)
+    return engine
+
+
+def _engine(workload: str, history: History, model: str | None, report: Callable[[Found], None],
+            options: dict[str, Any]) -> Any | None:
+    if workload == "list-append":
+        from sleuth.checker.online.list_append import Engine
+
+        return Engine(history, model or "strict-serializable", report)
+    if workload in ("register", "cas-register"):
+        from sleuth.checker.online.register import Engine as RegisterEngine
+
+        return RegisterEngine(history, report, keyed=workload == "register",
+                              initial_value=options.get("initial_value"),
+                              failed_cas_observes=bool(options.get("failed_cas_observes")))
+    if workload == "counter":
+        from sleuth.checker.online.invariants import Counter
+
+        return Counter(history, report)
+    if workload == "bank":
+        from sleuth.checker.online.invariants import Bank
+
+        return Bank(history, report, total=options.get("total"), no_negative=bool(options.get("no_negative")))
+    return None
+
+
+def now() -> float:
+    return time.time()
+
+
+def lines_of(history: History, ops: list[Op], line: int | None = None) -> list[int]:
+    """The invoke and completion lines of `ops`, and `line` (the one that confirmed the
+    anomaly), in order, once each."""
+    out: dict[int, None] = {} if line is None else {line: None}
+    for op in ops:
+        out[history.line_of(op.invoke_pos)] = None
+        if op.complete_pos is not None:
+            out[history.line_of(op.complete_pos)] = None
+    return sorted(out)

@@ -1,0 +1,543 @@
+"""List-append, online: dependency cycles and read anomalies as the history grows.
+
+The offline analysis (`checker.list_append`) takes each key's version order
+from its longest read. Online, a key's *known order* is the longest read so
+far: every read of a list is a prefix of the key's final list, so if the
+reads are compatible at all, the known order is a prefix of the final one,
+and everything derived from it below holds in every extension.
+
+Edges, added when certain (both ends *settled*: completed ok, or completed
+info and observed; an edge with a pending end waits for it to complete, and
+is dropped if it fails, exactly as the offline graph has no node for a
+failed transaction):
+
+- ww: the writers of consecutive elements of a known order (the final order
+  has the same two elements consecutive);
+- wr: the writer of a read's last element precedes the reader;
+- rw: a reader of m elements precedes the writer of element m+1, once the
+  known order has m+1 elements (a reader of the whole known order waits at
+  the key's *frontier* until it grows);
+- process: the previous transaction of the same process precedes the next;
+- real-time: T1 completed (ok) before T2 was invoked, encoded as the offline
+  graph does (`checker.graph`) with a chain of barrier nodes, one per run of
+  completions with no invoke between them, so it costs two edges per
+  transaction, not one per pair.
+
+Process and real-time edges are only added when the model forbids their
+cycles (`-process`, `-realtime`); with real-time edges, process edges are
+left out (each is also a real-time edge, so a cycle through one is found
+through the other, and named `-realtime`). Each edge goes into `order.Order`; one
+that would close a cycle is reported as that cycle (barrier runs read back
+as real-time edges), named by `checker.txn.classify`, if the model forbids
+its type, and not added.
+
+Why a reported cycle is an anomaly of every extension (prefix soundness):
+every edge above is an edge of the offline graph of the whole history, or a
+chain of barrier edges that the offline graph reads as real-time order,
+*provided* each key whose order gave an edge ends with compatible reads. If
+one does not, the offline check reports incompatible-order (or, when the
+longest read repeats an element, duplicate-elements) for that key. So the
+whole history is invalid for the model either way: the offline search is
+exact for the verdict (`checker.cycles`). Cycles are only reported for
+models that forbid incompatible-order (read committed and stronger); under
+weaker ones only non-cycle anomalies are reported online. The type named
+online is that of the cycle found; the final pass may name the history's
+cycles otherwise (it searches every type, and drops a key with incompatible
+reads), and its names are the verdict's.
+
+A lost or stale write is reported at the first read that misses it
+(`_missing`, with real-time edges only): T appended v to a key and completed
+ok before R began, and R's read of the key lacks v. Then T -rt-> R, and R
+-rw-> T: R's read is a prefix of the key's final list and v is not in it, so
+v comes after all of it (shown by a later read, or never: offline places an
+append no read saw after every element seen). Offline, that cycle runs
+through the key's version order from R's read to v; if that order holds an
+element of a failed transaction, offline cuts it there and reports the
+aborted read (G1a, dirty-update) instead, which the same models forbid.
+
+Non-cycle anomalies reported as they appear, each true of every extension:
+incompatible-order (two reads of a key, neither a prefix of the other),
+G1a (a read shows an append of a transaction that failed), G1b (a read ends
+at an append its writer, which did not fail, went on to append past),
+internal (a read that does not end with its own transaction's earlier
+appends). Left to the final pass: duplicate elements and garbage reads (a
+read showing an element whose append is not yet known: the key gets no more
+edges online), appends no read saw, future and fuzzy reads, lost updates,
+dirty updates, Adya's label-based types.
+
+Memory: the engine keeps the last `window` transactions (WINDOW, 100,000 by
+default) and forgets older ones: their nodes and edges, the barriers made
+before them, and every key that none of the kept transactions has named
+(its version order, writers and readers). Transactions still pending are
+kept whatever their age. So the engine's memory is flat over an unbounded
+run, whatever the length of the history (the final pass, which is the
+offline checker, still reads the whole history at the end).
+
+Why forgetting is sound: it only removes nodes, edges and known orders, and
+a cycle found in a subgraph is a cycle of the graph; an edge that would
+reach a forgotten transaction is dropped; a read of a forgotten key shows
+elements whose appends the engine no longer knows, so the key gets no more
+edges online (as for a read of an unknown append). What it costs: a cycle
+through a transaction more than `window` transactions old, or through a key
+untouched for that long, is found only by the final pass. With real-time
+order such a cycle needs an edge reaching that far back in time (a read of
+a version that old, or an operation pending that long), so a database that
+keeps up loses little. This is a bound by age, not the sharper rule one
+could prove for strict serializability (a transaction that completed before
+every pending invoke, all of whose appends have been superseded by known
+successors and read past by every reader since, can get no new incoming
+edge, and so lies on no future cycle); that rule is not implemented.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.checker import graph as g
+from sleuth.checker import models, txn
+from sleuth.checker.list_append import _reads_against_own, _show
+from sleuth.checker.online import Found, lines_of, now
+from sleuth.checker.online.order import Order
+from sleuth.history import History, Op, as_written
+
+MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
+WINDOW = 100_000  # transactions kept online (see "Memory" above)
+MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
+
+
+class Engine:
+    def __init__(self, history: History, model: str, report, window: int = WINDOW):
+        self.history = history
+        self.model = model = models.canonical(model)
+        self.report = report
+        self.cycles = models.forbids(model, "incompatible-order")
+        self.realtime = self.cycles and models.forbids(model, "G0-realtime")
+        # process order is real-time order (a process runs one operation at a time): with
+        # real-time edges, process edges would only repeat some of them
+        self.process = self.cycles and models.forbids(model, "G0-process") and not self.realtime
+        self.ops: dict[int, Op] = {}  # op id -> op, for the transactions kept
+        self.n = 0  # transactions invoked
+        self.window = window
+        self.low = 0  # transactions with lower ids are forgotten (unless still pending)
+        self.touched: dict[Any, int] = {}  # key -> the last transaction that named it
+        self.barriers: list[tuple[int, int]] = []  # (barrier, transactions invoked when it was made)
+        self.writer: dict[Any, dict[Any, int]] = {}  # key -> value -> op id
+        self.intermediate: dict[Any, set] = {}  # key -> values appended past in their own txn
+        self.order: dict[Any, list] = {}  # key -> known order (the longest read so far)
+        self.seen: dict[Any, set] = {}  # key -> its known order's elements
+        self.frontier: dict[Any, list[int]] = {}  # key -> readers of its whole known order
+        self.broken: set = set()  # keys left to the final pass
+        self.pending: set[int] = set()
+        self.waiting: dict[int, list[tuple]] = {}  # pending op id -> what waits for it to complete
+        self.graph = Order()
+        self.barrier = 0  # the newest barrier node (-1, -2, ...); 0: none yet
+        self.barrier_used = False  # something was invoked since it was made
+        self.before: dict[int, int] = {}  # op id -> the newest barrier when it was invoked
+        self.last_of: dict[Any, int] = {}  # process -> its last transaction in the graph
+        self.counts: dict[str, int] = {}
+        self.found: list[Found] = []
+        self.line = 0
+        self.time: int | None = None
+        self.reported_g1a: set = set()
+        self.acked: dict[Any, list[tuple[int, Any, int]]] = {}  # key -> (completion, value, txn) of ok appends
+        self.reported_missing: set = set()
+
+    # -- events ---------------------------------------------------------------
+
+    def invoked(self, op: Op, time: int) -> None:
+        i = op.id
+        self.ops[i] = op
+        self.n += 1
+        if self.n - self.low >= self.window + max(1, self.window // 4):
+            self._forget(self.n - self.window)
+        h = self.history
+        self.pending.add(i)
+        if self.cycles:
+            # a node from its invoke, so the order follows invocations: an edge to a
+            # transaction observed late is then no edge against the order (no edge reaches it
+            # before it completes; one that failed is dropped then)
+            self.graph.node(i)
+        if self.realtime and self.barrier:
+            self.before[i] = self.barrier
+            self.barrier_used = True
+        if op.f != "txn":
+            raise h.error(op.invoke_pos, f"list-append histories hold txn operations, not {op.f!r}")
+        value = op.invoke_value
+        if type(value) is not list:
+            raise h.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
+        own: dict = {}
+        writer = self.writer
+        try:
+            for mop in value:
+                if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
+                    raise h.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: expected [f, key, value]")
+                f, k, v = mop
+                self.touched[k] = i
+                if f == "append":
+                    wk = writer.get(k)
+                    if wk is None:
+                        writer[k] = {v: i}
+                    elif v in wk:
+                        other = self.ops.get(wk[v])
+                        also = "earlier" if other is None else f"at line {h.line_of(other.invoke_pos)}"
+                        raise h.error(op.invoke_pos, f"value {v!r} appended to key {k!r} twice (also "
+                                                     f"{also}); list-append needs unique values")
+                    else:
+                        wk[v] = i
+                    if k in own:
+                        self.intermediate.setdefault(k, set()).add(own[k])
+                    own[k] = v
+                elif f != "r":
+                    raise h.error(op.invoke_pos, f"unknown micro-op {f!r} in {as_written(mop)!r} "
+                                                 "(expected append or r)")
+                else:
+                    hash(k)
+        except TypeError:
+            raise h.error(op.invoke_pos, "keys and appended values must be scalars: "
+                                         f"{as_written(value)!r}") from None
+
+    def completed(self, op: Op, time: int) -> None:
+        i = op.id
+        self.pending.discard(i)
+        self.line = self.history.line_of(op.complete_pos)
+        self.time = time
+        typ = op.type
+        if typ == "fail":
+            self.before.pop(i, None)
+            if i in self.graph:
+                self.graph.forget(i)  # no edge has reached it: edges wait for their ends to complete
+            for item in self.waiting.pop(i, ()):
+                if item[0] == "seen":  # a read showed an append of this txn: G1a
+                    self._g1a(*item[1:])
+            return
+        self._settled(i)
+        if typ == "ok":
+            if self.realtime:
+                if not self.barrier or self.barrier_used:
+                    b = self.barrier - 1
+                    self.graph.node(b)
+                    if self.barrier:
+                        self.graph.add(self.barrier, b, g.REALTIME)
+                    self.barrier, self.barrier_used = b, False
+                    self.barriers.append((b, self.n))
+                self._edge(i, self.barrier, g.REALTIME)
+        for item in self.waiting.pop(i, ()):
+            if item[0] == "edge":
+                self._edge(*item[1:])
+            elif item[0] == "g1b":
+                self._g1b(*item[1:])
+        if typ == "ok":
+            if self.realtime:
+                acked, pos = self.acked, op.complete_pos
+                for f, k, v in op.value if type(op.value) is list else ():
+                    if f == "append":
+                        acked.setdefault(k, []).append((pos, v, i))
+            self._reads(op)
+
+    # -- reads ----------------------------------------------------------------
+
+    def _reads(self, op: Op) -> None:
+        h, i = self.history, op.id
+        value = op.value
+        if type(value) is not list:
+            return  # offline names the problem (a completion's value that is not micro-ops)
+        keys = set()
+        reads = []
+        for mop in value:
+            if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
+                raise h.error(op.complete_pos, f"bad micro-op {as_written(mop)!r}: expected [f, key, value]")
+            f, k, v = mop
+            keys.add(k)
+            if f == "r":
+                if v is None:
+                    v = []
+                elif type(v) is not list:
+                    raise h.error(op.complete_pos, f"read of key {k!r} returned {v!r}, not a list")
+                reads.append((k, v))
+        if len(keys) < len(value):
+            reads = []
+            for k, read, n, r, problem in _reads_against_own(value):
+                if problem == "internal":
+                    self._emit("internal", [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
+                                                 "but its own earlier micro-ops imply a list ending with "
+                                                 "its own appends")
+                    continue
+                reads.append((k, r))
+        touched = self.touched
+        for k, r in reads:
+            touched[k] = i
+            try:
+                self._read(i, k, r)
+            except TypeError:  # an unhashable element: offline names it
+                self.broken.add(k)
+
+    def _read(self, i: int, k: Any, r: list) -> None:
+        if k in self.broken:
+            return
+        if self.realtime and k in self.acked:
+            self._missing(i, k, r)
+        o = self.order.get(k)
+        if o is None:
+            o = self.order[k] = []
+            self.seen[k] = set()
+            self.frontier[k] = []
+        m, n = len(r), len(o)
+        if m <= n:
+            if o[:m] != r:
+                return self._incompatible(i, k, r, o)
+        else:
+            if r[:n] != o:
+                return self._incompatible(i, k, r, o)
+            new = r[n:]
+            seen, wk = self.seen[k], self.writer.get(k, {})
+            if len(set(new)) != len(new) or not seen.isdisjoint(new) or not all(v in wk for v in new):
+                self.broken.add(k)  # duplicates or an unknown append: the final pass judges
+                return
+            o.extend(new)
+            seen.update(new)
+            ws = [wk[v] for v in o[max(n - 1, 0):]]
+            for a, b in zip(ws, ws[1:]):
+                self._edge(a, b, g.WW)
+            for reader in self.frontier[k]:
+                self._edge(reader, wk[o[n]], g.RW)
+            self.frontier[k] = []
+            for v in new:
+                w = wk[v]
+                if w in self.pending:
+                    self.waiting.setdefault(w, []).append(("seen", k, v, i, r))
+                else:
+                    self._seen_settled(k, v, i, r)
+        if m:
+            last = self.writer[k][r[-1]]
+            self._edge(last, i, g.WR)
+            if r[-1] in self.intermediate.get(k, ()) and last != i:
+                if last in self.pending:
+                    self.waiting.setdefault(last, []).append(("g1b", k, r[-1], i, r))
+                elif last in self.ops and self.ops[last].type != "fail":
+                    self._g1b(k, r[-1], i, r)
+        if m < len(o):
+            self._edge(i, self.writer[k][o[m]], g.RW)
+        else:
+            self.frontier[k].append(i)
+
+    def _missing(self, i: int, k: Any, r: list) -> None:
+        """A read without an append that was acknowledged before the reader began (a lost or
+        stale write): T -rt-> R, and R -rw-> T because lists only grow (R's read is a prefix
+        of the key's final list, without T's element, which comes after all of it, whether
+        a later read shows it or none does). A cycle in every extension; the offline check
+        finds it through the order of the key's versions (appends no read saw come after
+        every one seen)."""
+        began = self.ops[i].invoke_pos
+        rset = None
+        for done, v, t in self.acked[k]:
+            if done > began:
+                break
+            if rset is None:
+                rset = set(r)
+            if v not in rset and (k, v) not in self.reported_missing:
+                self.reported_missing.add((k, v))
+                ta, tr = self.ops.get(t), self.ops[i]
+                if ta is None:  # forgotten
+                    continue
+                cycle = [(t, i, g.REALTIME), (i, t, g.RW)]
+                name = txn.classify(cycle)
+                if not models.forbids(self.model, name):
+                    return
+                self.counts[name] = self.counts.get(name, 0) + 1
+                if self.counts[name] > MAX_REPORTS:
+                    return
+                h = self.history
+                self._emit(name, [ta, tr],
+                           f"{name}: {txn.BASE_SENTENCE['G-single']}, closed by real-time order; 2 transactions.\n"
+                           f"{txn.txn_label(h, ta)} < {txn.txn_name(tr)} (realtime) because "
+                           f"{self._why(t, i, g.REALTIME)}.\n"
+                           f"{txn.txn_label(h, tr)} < {txn.txn_name(ta)} (rw) because {txn.txn_name(tr)} read key "
+                           f"{k!r} = {_show(r)} without {v!r}, which {txn.txn_name(ta)} appended and committed "
+                           "before it began (lists only grow: that append comes after everything the read saw; "
+                           "a lost write if no read ever shows it, a stale read if one does).\n"
+                           f"So {txn.txn_name(ta)} would have to come before itself: no serial order exists.",
+                           counted=True, rule=MISSING)
+
+    def _seen_settled(self, k: Any, v: Any, i: int, r: list) -> None:
+        """A read (by op i, of key k, = r) showed v, whose writer has completed: G1a if it failed."""
+        w = self.ops.get(self.writer.get(k, {}).get(v))
+        if w is not None and w.type == "fail":
+            self._g1a(k, v, i, r)
+
+    def _g1a(self, k: Any, v: Any, i: int, r: list) -> None:
+        if (k, v) in self.reported_g1a:
+            return
+        h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
+        if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            return
+        self.reported_g1a.add((k, v))
+        self._emit("G1a", [self.ops[i], w],
+                   f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, observing {v!r}, appended "
+                   f"by {txn.txn_label(h, w)}, which failed (aborted read)")
+
+    def _g1b(self, k: Any, v: Any, i: int, r: list) -> None:
+        h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
+        if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            return
+        self._emit("G1b", [self.ops[i], w],
+                   f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, ending at {v!r}, an "
+                   f"intermediate append of {txn.txn_label(h, w)}, which went on to append past it "
+                   "(intermediate read)")
+
+    def _incompatible(self, i: int, k: Any, r: list, o: list) -> None:
+        self.broken.add(k)
+        h = self.history
+        self._emit("incompatible-order", [self.ops[i]],
+                   f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)} but an earlier read "
+                   f"showed {_show(o)}: neither is a prefix of the other, so the key's elements have no "
+                   "single order")
+
+    # -- the graph ----------------------------------------------------------
+
+    def _settled(self, i: int) -> None:
+        """Transaction i completed ok or info: its real-time and process predecessors."""
+        gr = self.graph
+        if i not in gr:
+            return
+        b = self.before.pop(i, None)
+        if b is not None and b in gr:  # (a barrier forgotten meanwhile: the edge is dropped)
+            self._add(b, i, g.REALTIME)
+        if self.process:
+            p = self.ops[i].process
+            prev = self.last_of.get(p)
+            if prev is not None and prev in gr:
+                self._add(prev, i, g.PROCESS)
+            self.last_of[p] = i
+
+    def _edge(self, a: int, b: int, kind: int) -> None:
+        """Add a -> b once both have happened (a, b: op ids, or barriers < 0)."""
+        if a == b or not self.cycles:
+            return
+        pending = self.pending
+        if a in pending or b in pending:
+            self.waiting.setdefault(a if a in pending else b, []).append(("edge", a, b, kind))
+            return
+        gr = self.graph
+        order = gr.ord
+        if a not in order or b not in order:  # failed, or forgotten (a barrier too)
+            return
+        if order[a] < order[b]:  # agrees with the order: the common case, inline
+            gr.out[a].append((b, kind))
+            gr.into[b].append(a)
+        else:
+            self._add(a, b, kind)
+
+    def _add(self, a: int, b: int, kind: int) -> None:
+        cycle = self.graph.add(a, b, kind)
+        if cycle is not None:
+            self._cycle(cycle)
+
+    def _cycle(self, path: list[tuple[int, int, int]]) -> None:
+        # start at a transaction, then read each run through barriers as one real-time edge
+        at = next(j for j, (a, _, _) in enumerate(path) if a >= 0)
+        path = path[at:] + path[:at]
+        cycle: list[tuple[int, int, int]] = []
+        start = None
+        for a, b, kind in path:
+            if a >= 0 and b >= 0:
+                cycle.append((a, b, kind))
+            elif a >= 0:
+                start = a
+            elif b >= 0:
+                cycle.append((start, b, g.REALTIME))
+        name = txn.classify(cycle)
+        if not models.forbids(self.model, name):
+            return
+        self.counts[name] = self.counts.get(name, 0) + 1
+        if self.counts[name] > MAX_REPORTS:
+            return
+        h, ops = self.history, self.ops
+        steps = [f"{txn.txn_label(h, ops[a])} < {txn.txn_name(ops[b])} ({g.KIND_NAMES[k]}) because "
+                 f"{self._why(a, b, k)}." for a, b, k in cycle]
+        text = (f"{name}: {txn.BASE_SENTENCE[name.split('-realtime')[0].split('-process')[0]]}; "
+                f"{len(cycle)} transactions.\n" + "\n".join(steps)
+                + f"\nSo {txn.txn_name(ops[cycle[0][0]])} would have to come before itself: "
+                  "no serial order exists.")
+        self._emit(name, [ops[a] for a, _, _ in cycle], text, counted=True)
+
+    def _why(self, a: int, b: int, kind: int) -> str:
+        ta, tb = self.ops[a], self.ops[b]
+        na, nb = txn.txn_name(ta), txn.txn_name(tb)
+        h = self.history
+        if kind == g.REALTIME:
+            return (f"{na} completed (line {h.line_of(ta.complete_pos)}) before {nb} began "
+                    f"(line {h.line_of(tb.invoke_pos)})")
+        if kind == g.PROCESS:
+            return f"both ran on process {ta.process}, and {nb} began after {na} completed"
+        appends_a = [(k, v) for f, k, v in ta.invoke_value if f == "append"]
+        appends_b = [(k, v) for f, k, v in tb.invoke_value if f == "append"]
+        if kind == g.WW:
+            for k, v in appends_a:
+                o = self.order.get(k, [])
+                for k2, w in appends_b:
+                    if k2 == k and v in self.seen.get(k, ()) and w in self.seen[k] \
+                            and o.index(w) == o.index(v) + 1:
+                        return f"{nb} appended {w!r} to key {k!r} right after {na}'s append of {v!r}"
+        if kind == g.WR:
+            for f, k, r in tb.value:
+                if f == "r" and r and self.writer.get(k, {}).get(r[-1]) == a:
+                    return f"{nb} observed {na}'s append of {r[-1]!r} to key {k!r} (read {_show(r)})"
+        if kind == g.RW:
+            for f, k, r in ta.value:
+                o = self.order.get(k)
+                if f != "r" or o is None:
+                    continue
+                for k2, w in appends_b:
+                    if k2 == k and len(r or ()) < len(o) and o[len(r or ())] == w:
+                        return (f"{na} read key {k!r} = {_show(r or [])}, missing {w!r}, which {nb} "
+                                "appended next (so it was not yet there)")
+        return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+    def _emit(self, name: str, ops: list[Op], explanation: str, counted: bool = False,
+              rule: str | None = None) -> None:
+        if not models.forbids(self.model, name):
+            return
+        if not counted:
+            self.counts[name] = self.counts.get(name, 0) + 1
+        found = Found(name, self.line, self.time, now(), explanation, lines_of(self.history, ops, self.line),
+                      rule)
+        self.found.append(found)
+        self.report(found)
+
+    def _forget(self, low: int) -> None:
+        """Forget the transactions below `low` that are not pending, the keys no transaction
+        from `low` on has named, and the barriers made before `low` (the newest excepted);
+        see "Memory" above. Forgetting only removes nodes, edges and version orders, so it
+        never makes a cycle; an edge that would reach a forgotten transaction is dropped,
+        and a read of a forgotten key finds elements whose appends are unknown, so the key
+        is left to the final pass."""
+        gr, ops, pending, before = self.graph, self.ops, self.pending, self.before
+        for i in range(self.low, low):
+            if i in pending or i not in ops:
+                continue
+            del ops[i]
+            before.pop(i, None)
+            if i in gr:
+                gr.forget(i)
+        self.low = low
+        for k in [k for k, t in self.touched.items() if t < low]:
+            del self.touched[k]
+            for d in (self.writer, self.order, self.seen, self.frontier, self.intermediate, self.acked):
+                d.pop(k, None)
+            self.broken.discard(k)
+        keep = 0
+        for b, made in self.barriers:
+            if made >= low or b == self.barrier:
+                break
+            gr.forget(b)
+            keep += 1
+        del self.barriers[:keep]
+        for p in [p for p, i in self.last_of.items() if i < low]:
+            del self.last_of[p]
+
+    def tick(self, force: bool = False) -> None:
+        """Nothing to do between events: everything is judged as it arrives."""
+
+    def stats(self) -> dict[str, Any]:
+        return {"txns": self.n, "kept": len(self.ops), "nodes": len(self.graph), "edges": self.graph.edges(),
+                "keys-left-to-final-pass": len(self.broken)}

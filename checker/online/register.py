@@ -1,0 +1,206 @@
+"""Registers, online: linearizability per key, re-checked as the key's history grows.
+
+Each key's operations so far are searched with the offline checker's own
+search (`checker.linearizable.search`, after `register_models.prune_crashed`),
+an operation still pending treated as `info` (it may take effect at any time
+after its invoke, or never; a pending read constrains nothing).
+
+Why a key found non-linearizable on a prefix is non-linearizable in every
+extension: take a linearization of the whole history and keep, of the
+prefix's operations, those it places before the prefix ends. Every operation
+completed in the prefix is among them (its point lies before its
+completion); an operation pending at the prefix's end is either among them
+(it took effect inside the prefix) or not (the prefix may treat it as never
+having happened: that is what `info` allows); operations invoked after the
+prefix are all placed after it. So that initial segment of the linearization
+is a linearization of the prefix with pending operations as info. None
+exists, so no linearization of the whole history does either.
+
+When: a key is searched again once its history has doubled since its last
+search (so all its searches cost about twice one search of the whole key),
+and, while the reader has caught up with the writer (`tick`), once it has
+any new completed operation and `INTERVAL` seconds have passed since its
+last search: an anomaly is then reported within about `INTERVAL` seconds of
+the line that completes it. A key found invalid is reported once and not searched
+again; a key whose search runs out of its budget is left to the final pass.
+
+Memory: after each search that finds a key linearizable, the key is *cut*
+at its latest solo operation (`_cut`: one that nothing overlaps, so the
+state after it is known) and starts again from that state, keeping only the
+crashed writes before it (they may still take effect). So a key keeps the
+operations since its last quiet moment, plus its crashed writes: flat for a
+key that has quiet moments, growing by its crashed writes (which a run with
+crashes has, about one write in twenty in the simulations). A key that is
+never quiet (always some operation in flight) keeps everything; so does
+every key of an engine that is not searched (the dict of keys itself grows
+with the keys named).
+"""
+
+from __future__ import annotations
+
+import time as _time
+from typing import Any
+
+from sleuth.checker import linearizable as lin
+from sleuth.checker import register_models as rm
+from sleuth.checker.online import Found, lines_of, now
+from sleuth.history import History, Op
+
+INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
+GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
+MIN_NEW = 64  # ... and by at least this many completions
+
+
+class Engine:
+    def __init__(self, history: History, report, keyed: bool = True, initial_value: Any = None,
+                 failed_cas_observes: bool = False):
+        self.history = history
+        self.report = report
+        self.keyed = keyed
+        self.failed_cas_observes = failed_cas_observes
+        self.model = lin.REGISTER
+        self.initial = self.model.init(initial_value)
+        self.by_key: dict[Any, list[Op]] = {}
+        self.key_of: dict[int, Any] = {}  # pending op id -> its key
+        self.made: dict[int, lin.Call] = {}  # completed op id -> its call (built once)
+        self.ops = 0
+        self.dirty: dict[Any, int] = {}  # key -> completions since its last search
+        self.searched: dict[Any, tuple[int, float]] = {}  # key -> (ops then, when)
+        self.bad: set = set()
+        self.unknown: set = set()
+        self.found: list[Found] = []
+        self.counts: dict[str, int] = {}
+        self.searches = 0
+        self.cuts = 0
+        self.last: dict[Any, tuple[int, int]] = {}  # key -> (line, time) of its last observation
+        self.start: dict[Any, Any] = {}  # key -> its state at its cut (`_cut`), if it has one
+
+    def invoked(self, op: Op, time: int) -> None:
+        key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
+        self.key_of[op.id] = key
+        self.ops += 1
+        self.by_key.setdefault(key, []).append(op)
+
+    def completed(self, op: Op, time: int) -> None:
+        rm.parse_op(self.history, op, self.keyed)  # validates the completion
+        key = self.key_of.pop(op.id)
+        if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
+            if key not in self.bad and key not in self.unknown:
+                self.last[key] = (self.history.line_of(op.complete_pos), time)
+                self.dirty[key] = self.dirty.get(key, 0) + 1
+                n, when = self.searched.get(key, (0, 0.0))
+                if self.dirty[key] >= max(MIN_NEW, n // GROWTH):
+                    self._search(key)
+
+    def tick(self, force: bool = False) -> None:
+        """Search the keys that have waited INTERVAL seconds (every one, with `force`)."""
+        t = _time.monotonic()
+        for key in list(self.dirty):
+            if force or t - self.searched.get(key, (0, 0.0))[1] >= INTERVAL:
+                self._search(key)
+
+    def _calls(self, key: Any) -> list[lin.Call]:
+        calls = []
+        h, keyed, fco = self.history, self.keyed, self.failed_cas_observes
+        made = self.made
+        for op in self.by_key[key]:
+            c = made.get(op.id)
+            if c is not None:
+                calls.append(c)
+                continue
+            f = op.f
+            if op.type == "fail":
+                if not (fco and f == "cas"):
+                    continue
+                f = rm.FAILED_CAS
+            elif op.type == "info" and f == "read":
+                continue  # pending or crashed: constrains nothing (a completed one: no call)
+            _, iv, okv = rm.parse_op(h, op, keyed)
+            c = lin.Call(op, f, iv, okv, op.invoke_pos, None if op.type == "info" else op.complete_pos)
+            calls.append(c)
+            if op.id not in self.key_of:  # completed: its call will not change
+                made[op.id] = c
+        return calls
+
+    def _search(self, key: Any) -> None:
+        self.dirty.pop(key, None)
+        self.searched[key] = (len(self.by_key[key]), _time.monotonic())
+        initial = self.start.get(key, self.initial)
+        kept, _ = rm.prune_crashed(self._calls(key), initial)
+        self.searches += 1
+        out = lin.search(kept, self.model, initial, lin.QUICK_CONFIGURATIONS, count_producers=False)
+        if out.valid == lin.UNKNOWN:
+            out = lin.search(kept, self.model, initial, lin.MAX_CONFIGURATIONS)
+        if out.valid is True:
+            self._cut(key)
+        if out.valid == lin.UNKNOWN:
+            self.unknown.add(key)  # left to the final pass
+            return
+        if out.valid is False:
+            self.bad.add(key)
+            example = lin.explain_failure(self.history, key, out, self.model, initial)
+            ops = [c.op for c in out.calls if c.op is not None]
+            self.counts["nonlinearizable"] = self.counts.get("nonlinearizable", 0) + 1
+            line, time = self.last[key]
+            found = Found("nonlinearizable", line, time, now(), example["explanation"],
+                          lines_of(self.history, [o for o in ops if _named(example, o, self.history)], line))
+            self.found.append(found)
+            self.report(found)
+
+    def _cut(self, key: Any) -> None:
+        """After a search found the key's operations so far linearizable: drop those before
+        its latest *solo* operation, one that completed ok after every relevant operation
+        invoked before it had completed, and before any later one was invoked, and start the
+        key from the state it left. Crashed writes and cas invoked before it are kept (they
+        may take effect later, or never); failed ops and crashed reads constrain nothing.
+
+        Sound: in any linearization of the key's whole history, everything the cut drops
+        comes before the solo operation, which comes before everything after it; so the
+        state after it is the one it leaves (the value written or read, the cas's new
+        value), and the rest of the linearization linearizes the kept operations from that
+        state (a crashed op that took effect before the cut is kept as never taking effect).
+        So a key found non-linearizable from the cut is non-linearizable whole."""
+        ops = self.by_key[key]
+        fco, pending = self.failed_cas_observes, self.key_of
+        latest = -1  # the latest completion among the relevant ops before the candidate
+        blocked = False  # some relevant op before the candidate is still pending
+        cut = None
+        for j, op in enumerate(ops):
+            relevant = op.type == "ok" or (fco and op.type == "fail" and op.f == "cas") or op.id in pending
+            if op.type == "ok" and not blocked and op.id not in pending and latest < op.invoke_pos \
+                    and (j + 1 == len(ops) or ops[j + 1].invoke_pos > op.complete_pos):
+                cut = j
+            if relevant:
+                if op.id in pending:
+                    blocked = True
+                else:
+                    latest = max(latest, op.complete_pos)
+        if cut is None:
+            return
+        op = ops[cut]
+        _, iv, okv = rm.parse_op(self.history, op, self.keyed)
+        state = okv if op.f == "read" else iv if op.f == "write" else iv[1]
+        crashed = [o for o in ops[:cut] if o.type == "info" and o.f != "read" and o.id not in pending]
+        for o in ops[:cut + 1]:
+            self.made.pop(o.id, None)
+        self.made.update({o.id: c for o, c in zip(crashed, self._calls_of(crashed), strict=True)})
+        self.by_key[key] = crashed + ops[cut + 1:]
+        self.start[key] = state
+        self.cuts += 1
+        self.searched[key] = (len(self.by_key[key]), self.searched[key][1])  # growth counts from here
+
+    def _calls_of(self, ops: list[Op]) -> list[lin.Call]:
+        return [lin.Call(o, o.f, rm.parse_op(self.history, o, self.keyed)[1], rm.UNKNOWN, o.invoke_pos, None)
+                for o in ops]
+
+    def stats(self) -> dict[str, Any]:
+        return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
+                "kept": sum(map(len, self.by_key.values())),
+                "keys-left-to-final-pass": len(self.unknown)}
+
+
+def _named(example: dict, op: Op, history: History) -> bool:
+    """Is `op` the stuck op or in its window (the lines that prove the violation)?"""
+    line = history.line_of(op.invoke_pos)
+    named = [example.get("op") or {}, *example.get("window", [])]
+    return any(d.get("line") == line for d in named)

@@ -1,0 +1,148 @@
+"""`sleuth check --follow`: judge a history while it is being written.
+
+Events go to the workload's online engine (`sleuth.checker.online`) as they
+are read (`sleuth.follow`); each anomaly it confirms is printed at once
+(with --json, one object per anomaly, `"event": "anomaly"`). When the
+history ends, the offline checker judges the whole of it (the *final pass*),
+so the summary, the --json record and the exit status are exactly those of
+`sleuth check` on the same lines; the record adds `"online"`: how the
+history ended, which anomaly types were found online (with the first line
+of each) and which only in the final pass.
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import sys
+import time
+from typing import Any
+
+import click
+
+import sleuth.cli as cli
+from sleuth import exits
+from sleuth.checker import Workload
+from sleuth.checker.online import Feed, Found, engine_for
+from sleuth.history import History, HistoryError
+from sleuth.interrupts import deferred
+
+
+def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout: float | None,
+                 as_json: bool, explain: bool, timestamps: bool) -> int:
+    """Follow `path`, report online, judge at the end; the exit status."""
+    from sleuth import follow as fl
+    from sleuth.cli.check import _print_result, emit, error_record, judge_file
+
+    if cli.PROGRAM:
+        gc.disable()  # nothing here builds reference cycles (as `sleuth check`)
+        cli.FAST_EXIT = True
+    shown = "<stdin>" if path == "-" else path
+    history = History([], shown)
+    found: list[Found] = []
+    t0 = time.time()
+    cpu0 = time.process_time()
+
+    def report(f: Found) -> None:
+        found.append(f)
+        with deferred():
+            if as_json:
+                emit({"file": shown, "event": "anomaly", "online": True, **f.to_json(),
+                      "seconds": round(f.found_at - t0, 3)})
+            else:
+                click.echo(f"{shown}:{f.line}: found {f.name} (online, {f.found_at - t0:.2f} s in)")
+                if explain:
+                    click.echo("    " + f.explanation.replace("\n", "\n    "))
+                click.echo("    lines: " + ", ".join(map(str, f.lines[:40]))
+                           + (" …" if len(f.lines) > 40 else ""))
+            sys.stdout.flush()
+
+    options = {k: v for k, v in kwargs.items() if k != "model"}
+    engine = engine_for(spec.name, history, kwargs.get("model"), report, options, timestamps=timestamps)
+    if engine is None:
+        click.echo(f"sleuth: note: no online engine for {spec.name} yet: the history is judged when it "
+                   "ends", err=True)
+        feed = None
+    else:
+        feed = Feed(history, engine)
+    lines = fl.Lines(history)
+    counter = [0]
+
+    def on_event(typ, process, f, value, time_, node, error, ts, lineno) -> None:
+        if feed is None:
+            counter[0] += 1
+            return
+        lines.note(feed.pos, lineno)
+        feed.event(typ, process, f, value, time_, node, error, ts)
+
+    tick = engine.tick if engine is not None else (lambda: None)
+    try:
+        followed = fl.follow(path, spec.micro_ops, on_event, tick, idle_timeout)
+    except HistoryError as e:
+        return _bad(shown, str(e), as_json)
+    try:
+        if followed.partial:
+            click.echo(f"sleuth: note: {shown}: its last line was not whole when the history ended "
+                       f"({followed.ended_by}); it is left out", err=True)
+        online_seconds = followed.seconds
+        online_cpu = time.process_time() - cpu0
+        online_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+        engine_stats = engine.stats() if engine is not None else {}
+        # The engine's state is not needed again: freed before the final pass reads the
+        # history again, so the two are not held at once (nothing in it is a reference cycle)
+        feed = engine = tick = history = lines = None
+        try:
+            status, record, result, _ = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
+        except KeyboardInterrupt:
+            if as_json:
+                emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))
+            exits.die("interrupted", exits.UNKNOWN)
+    finally:
+        fl.remove(followed)
+    record = _renamed(record, followed.path, shown)
+    if result is None:
+        if as_json:
+            emit(record)
+        click.echo(f"sleuth: error: {record['error']}", err=True)
+        return status
+    results = result.to_json()
+    first: dict[str, int] = {}
+    for f in found:
+        first.setdefault(f.name, f.line)
+    at_end = [t for t in results.get("anomaly-types", []) if t not in first]
+    online = {"ended-by": followed.ended_by, "events": followed.events,
+              "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
+              "only-at-end": at_end, "seconds": round(online_seconds, 3),
+              "cpu-seconds": round(online_cpu, 3), "max-rss-mib": round(online_rss),
+              "stats": engine_stats}
+    record["online"] = online
+    with deferred():
+        if as_json:
+            emit(record)
+        else:
+            _print_result(shown, results, explain)
+            click.echo(f"    ended by: {followed.ended_by}, after {followed.events} events in "
+                       f"{online_seconds:.2f} s")
+            if first:
+                click.echo("    found online: " + ", ".join(f"{t} (line {ln})" for t, ln in first.items()))
+            if at_end:
+                click.echo("    found only in the final pass: " + ", ".join(at_end))
+    return status
+
+
+def _renamed(record: dict[str, Any], path: str, shown: str) -> dict[str, Any]:
+    """The final pass's record, naming the history as the user did (not a copy's path)."""
+    record = {**record, "file": shown}
+    if "error" in record and path != shown:
+        record["error"] = record["error"].replace(path, shown)
+    return record
+
+
+def _bad(shown: str, message: str, as_json: bool) -> int:
+    from sleuth.cli.check import emit, error_record
+
+    if as_json:
+        emit(error_record(shown, message, exits.BAD_INPUT))
+    click.echo(f"sleuth: error: {message}", err=True)
+    return exits.BAD_INPUT
+

@@ -1,0 +1,362 @@
+"""Online checking is prefix-sound (sleuth.checker.online): an anomaly the online
+engines report after any prefix of a history is an anomaly of the whole history, by
+brute force and by the offline checker.
+
+Random small histories (the brute-force corpora of tests/test_cycles_bruteforce.py and
+tests/test_linearizable.py) are fed to an engine one event at a time; after every
+event (every prefix) whatever it has reported must hold of the full history: each model
+forbidding a reported type has no serial order by brute force and is judged invalid
+offline, and the prefix alone (its pending operations as info) is invalid offline too.
+"""
+
+import random
+
+import pytest
+from brute import serial_order_exists
+from test_cycles_bruteforce import brute_txns, generate, to_history
+from test_linearizable import brute_force, random_history
+
+from sleuth.checker import cycles, list_append, models
+from sleuth.checker.linearizable import check_cas_register, check_register
+from sleuth.checker.online import Feed, engine_for
+from sleuth.checker.online.list_append import MISSING
+from sleuth.checker.online.list_append import Engine as ListAppendEngine
+from sleuth.checker.online.order import Order
+from sleuth.history import Event, History
+
+BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
+ONLINE_MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
+NON_CYCLE = ("G1a", "G1b", "internal", "incompatible-order")
+CYCLE_TYPES = set(cycles.TYPES)
+
+
+def online(events, workload, model=None, window=None, **options):
+    """Feed `events` one at a time; what was found, and how many after each event.
+    `window`: list-append keeps only that many transactions (forgetting older ones)."""
+    h = History([], "h")
+    found = []
+    if window is not None:
+        engine = ListAppendEngine(h, model, found.append, window=window)
+    else:
+        engine = engine_for(workload, h, model, found.append, options)
+    feed = Feed(h, engine)
+    marks = []
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+        engine.tick(force=True)  # every prefix searched (registers batch their searches)
+        marks.append(len(found))
+    return found, marks
+
+
+def prefix(events, n):
+    return History([Event(i, e.time, e.type, e.process, e.f, e.value) for i, e in enumerate(events[:n])], "p")
+
+
+def test_order_finds_cycles_and_keeps_a_topological_order():
+    rnd = random.Random(7)
+    for _ in range(300):
+        n = rnd.randint(2, 12)
+        o = Order()
+        for v in range(n):
+            o.node(v)
+        kept = set()
+        for _ in range(rnd.randint(1, 30)):
+            a, b = rnd.randrange(n), rnd.randrange(n)
+            cycle = o.add(a, b, 0)
+            reach = _reaches(kept, b, a)
+            if a == b:
+                assert cycle is None
+                continue
+            assert (cycle is not None) is reach
+            if cycle is None:
+                kept.add((a, b))
+            else:  # a real path b ~> a of kept edges, then a -> b
+                assert cycle[-1][:2] == (a, b) and cycle[0][0] == b
+                assert all((x, y) in kept for x, y, _ in cycle[:-1])
+                assert all(cycle[i][1] == cycle[i + 1][0] for i in range(len(cycle) - 1))
+            assert all(o.ord[x] < o.ord[y] for x, y in kept)
+
+
+def _reaches(edges, a, b):
+    seen, stack = {a}, [a]
+    while stack:
+        x = stack.pop()
+        if x == b:
+            return True
+        for s, d in edges:
+            if s == x and d not in seen:
+                seen.add(d)
+                stack.append(d)
+    return False
+
+
+def aborted_reads(rnd, txns):
+    """Some transactions that took effect are reported failed (their appends were
+    read: aborted reads, G1a), as a database that acknowledges wrongly would."""
+    return [(p, s, e, "fail", m) if typ == "ok" and p != 9 and rnd.random() < 0.25
+            and any(f == "append" for f, _, _ in m) else (p, s, e, typ, m) for p, s, e, typ, m in txns]
+
+
+@pytest.mark.parametrize("kind, window", [("final-read", None), ("no-final-read", None),
+                                          ("aborted-reads", None), ("final-read", 2), ("aborted-reads", 3)])
+def test_list_append_every_prefix_is_sound(kind, window):
+    """`window`: the engine forgets all but the last few transactions (and their keys) as it
+    goes: still sound."""
+    reported = 0
+    for seed in range(100 if window else 150):
+        rnd = random.Random(50_000 + seed)
+        txns = generate(rnd, final_read=kind != "no-final-read", txns=(3, 7))
+        if kind == "aborted-reads":
+            txns = aborted_reads(rnd, txns)
+        h = to_history(txns)
+        offline = {m: list_append.check(h, m) for m in ONLINE_MODELS}
+        brute = {m: serial_order_exists(brute_txns(txns), m) for m in BRUTE_MODELS}
+        for model in ONLINE_MODELS:
+            found, marks = online(h.events, "list-append", model, window)
+            reported += bool(found)
+            for f in found:
+                where = (seed, model, f.name, f.explanation, [e.to_dict() for e in h.events])
+                assert models.forbids(model, f.name), where
+                for m in ONLINE_MODELS:
+                    if models.forbids(m, f.name):
+                        assert offline[m].valid is False, where
+                        if m in brute:
+                            assert brute[m] is False, where
+                if f.name in NON_CYCLE:
+                    assert f.name in offline[model].anomaly_types, where
+                elif f.rule == MISSING:  # a read without an acknowledged append: offline finds
+                    # the cycle through the key's versions, or, when an element of a failed
+                    # transaction cuts that order, the aborted read
+                    assert set(offline[model].anomaly_types) & (CYCLE_TYPES | {"G1a", "dirty-update"}), where
+                else:  # a cycle: offline finds one too (it may name it otherwise: it looks for
+                    #     one cycle of each type per component, and names the one it finds)
+                    assert set(offline[model].anomaly_types) & CYCLE_TYPES, where
+            for n, count in enumerate(marks, 1):
+                if count and (n == 1 or marks[n - 2] < count):  # something new at this prefix
+                    assert list_append.check(prefix(h.events, n), model).valid is False, (seed, model, n)
+    assert reported > (10 if window else 40)  # the engines do find things: the test is not vacuous
+
+
+def test_list_append_g1a_and_g1b_online():
+    """Adya's aborted read (G1a) and intermediate read (G1b), by hand."""
+    ev = [("invoke", 0, [["append", "x", 1]]), ("fail", 0, [["append", "x", 1]]),
+          ("invoke", 1, [["r", "x", None]]), ("ok", 1, [["r", "x", [1]]]),
+          ("invoke", 2, [["append", "y", 1], ["append", "y", 2]]), ("ok", 2, [["append", "y", 1], ["append", "y", 2]]),
+          ("invoke", 3, [["r", "y", None]]), ("ok", 3, [["r", "y", [1]]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    found, marks = online(events, "list-append", "read-committed")
+    assert [(f.name, f.line) for f in found] == [("G1a", 4), ("G1b", 8)]
+    assert marks == [0, 0, 0, 1, 1, 1, 1, 2]
+    offline = list_append.check(History(events, "h"), "read-committed")
+    assert {"G1a", "G1b"} <= set(offline.anomaly_types)
+
+
+def test_g1a_waits_for_the_writer_to_fail():
+    """A read of a pending append is no anomaly until its writer fails."""
+    ev = [("invoke", 0, [["append", "x", 1]]), ("invoke", 1, [["r", "x", None]]),
+          ("ok", 1, [["r", "x", [1]]]), ("fail", 0, [["append", "x", 1]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    found, marks = online(events, "list-append", "serializable")
+    assert marks == [0, 0, 0, 1] and found[0].name == "G1a" and found[0].line == 4
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["cas-register", "register"])
+def test_registers_every_prefix_is_sound(keyed):
+    rnd = random.Random(4747 + keyed)
+    check = check_register if keyed else check_cas_register
+    reported = 0
+    for n in range(400):
+        initial = rnd.choice([None, 0])
+        events, ops = random_history(rnd, keyed, initial)
+        found, marks = online(events, "register" if keyed else "cas-register", initial_value=initial)
+        if not found:
+            continue
+        reported += 1
+        where = (n, initial, [e.to_dict() for e in events])
+        assert brute_force(ops, initial) is False, where
+        assert check(History(events, "h"), initial_value=initial).valid is False, where
+        first = next(i for i, c in enumerate(marks, 1) if c)
+        assert check(prefix(events, first), initial_value=initial).valid is False, where
+    assert reported > 50
+
+
+def test_no_cycle_through_a_transaction_that_then_fails():
+    """T0 is pending while reads order it (ww T0->T2 on x, wr T2->R on y, rw R->T0 on x):
+    a cycle only if T0 happened. It fails: no cycle (offline has none), only the aborted read."""
+    ev = [("invoke", 0, [["append", "x", 1]]),
+          ("invoke", 2, [["append", "x", 2], ["append", "y", 1]]), ("ok", 2, [["append", "x", 2], ["append", "y", 1]]),
+          ("invoke", 3, [["r", "y", None], ["r", "x", None]]), ("ok", 3, [["r", "y", [1]], ["r", "x", []]]),
+          ("invoke", 4, [["r", "x", None]]), ("ok", 4, [["r", "x", [1, 2]]]),
+          ("fail", 0, [["append", "x", 1]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    offline = list_append.check(History(events, "h"), "serializable")
+    assert not set(offline.anomaly_types) & CYCLE_TYPES and "G1a" in offline.anomaly_types
+    found, marks = online(events, "list-append", "serializable")
+    assert [f.name for f in found] == ["G1a"] and marks[-2] == 0
+    # had it completed ok, the same lines close a G-single at its completion
+    ok = events[:-1] + [Event(7, 7, "ok", 0, "txn", [["append", "x", 1]])]
+    found, _ = online(ok, "list-append", "serializable")
+    assert [(f.name, f.line) for f in found] == [("G-single", 8)]
+
+
+def test_list_append_memory_is_flat_over_a_long_stream(tmp_path):
+    """A 30,000-transaction simulated history through a 2,000-transaction window: what the
+    engine keeps (operations, nodes, edges, version orders, keys) is no larger after 30,000
+    than after 10,000."""
+    from sleuth.follow import follow
+    from sleuth.workloads.sim_list_append import write_sim
+
+    path = tmp_path / "h.jsonl"
+    write_sim(str(path), "stale-reads", 30_000, seed=4)
+    h = History([], str(path))
+    found = []
+    engine = ListAppendEngine(h, "strict-serializable", found.append, window=2000)
+    feed = Feed(h, engine)
+    sizes = {}
+
+    def size():
+        return {"ops": len(engine.ops), "nodes": len(engine.graph), "edges": engine.graph.edges(),
+                "order": sum(map(len, engine.order.values())), "keys": len(engine.touched),
+                "writers": sum(map(len, engine.writer.values())), "waiting": len(engine.before)}
+
+    def on_event(typ, process, f, value, time_, node, error, ts, line):
+        feed.event(typ, process, f, value, time_, node, error, ts)
+        if engine.n in (10_000, 30_000) and engine.n not in sizes:
+            sizes[engine.n] = size()
+
+    follow(str(path), ("append", "r"), on_event, lambda: None, idle_timeout=0.05)
+    early, late = sizes[10_000], sizes[30_000]
+    assert all(late[k] <= 1.2 * early[k] + 10 for k in early), (early, late)
+    assert 2000 <= early["ops"] <= 2000 * 1.25 + 20 and early["edges"] > 2000, early
+    assert found  # stale reads are still caught online within the window
+
+
+def test_counter_every_prefix_is_sound():
+    """+1 adds, random reads: whatever the engine reports after any prefix is a read no set
+    of adds could give in the whole history (brute force), and offline reports it."""
+    from test_counter import achievable, random_ops
+    from test_counter import history as counter_history
+
+    from sleuth.checker.counter import check_counter
+
+    rnd = random.Random(4711)
+    reported = 0
+    for n in range(400):
+        ops = random_ops(rnd, [1])
+        h = counter_history(ops)
+        found, marks = online(h.events, "counter")
+        reported += bool(found)
+        reads = {o[3]: o for o in ops if o[1] == "read"}  # by start time (each read its own)
+        offline = check_counter(h)
+        for f in found:
+            assert f.name in offline.anomaly_types, (n, ops)
+            first = next(i for i, c in enumerate(marks, 1) if c)
+            assert check_counter(prefix(h.events, first)).valid is False, (n, ops)
+        if found:
+            assert any(o[2] not in achievable(ops, o) for o in reads.values()), (n, ops)
+    assert reported > 50
+
+
+def test_bank_total_is_offline_s_and_reads_are_judged_as_they_complete():
+    from sleuth.checker.bank import check_bank
+
+    t = {"from": 0, "to": 1, "amount": 5}
+    ev = [("invoke", 0, "read", None), ("invoke", 1, "transfer", t), ("invoke", 2, "read", None),
+          ("ok", 2, "read", {"0": 5, "1": 15}),   # completes first, but read 0 was invoked first
+          ("ok", 0, "read", {"0": 10, "1": 10}),  # the total: 20 (as offline takes it)
+          ("ok", 1, "transfer", t), ("invoke", 3, "read", None), ("ok", 3, "read", {"0": 5, "1": 10})]
+    events = [Event(i, i, typ, p, f, v) for i, (typ, p, f, v) in enumerate(ev)]
+    found, marks = online(events, "bank")
+    assert [(f.name, f.line) for f in found] == [("wrong-total", 8)] and marks[4] == 0
+    assert check_bank(History(events, "h")).anomaly_types == ["wrong-total"]
+
+
+@pytest.mark.parametrize("crash_rate", [0.0, 0.05])
+def test_register_memory_is_flat_where_keys_have_quiet_moments(crash_rate):
+    """30,000 operations on 5 keys: each key is cut at its quiet moments, so what the engine
+    keeps after 30,000 is no more than after 10,000 (without crashes), or grows only by the
+    crashed writes it must keep (with them), and stays a small part of the whole."""
+    from sleuth.workloads.sim_register import simulate
+
+    events, _ = simulate(ops=30_000, processes=5, keys=5, crash_rate=crash_rate, seed=8)
+    h = History([], "h")
+    found = []
+    engine = engine_for("register", h, None, found.append, {})
+    feed = Feed(h, engine)
+    kept = {}
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+        if engine.ops in (10_000, 30_000) and engine.ops not in kept:
+            kept[engine.ops] = engine.stats()["kept"]
+    assert not found and engine.cuts > 100
+    crashed = sum(e.type == "info" and e.f != "read" for e in events)
+    assert kept[30_000] <= 1.5 * kept[10_000] + crashed, kept
+    assert kept[30_000] < 2000 + crashed, kept
+
+
+def random_ts_history(rnd):
+    """Register operations on three processes with the timestamps a grey-box target reports:
+    mostly rising with real time, sometimes stale or repeated."""
+    evs, free, clock, ids = [], [0, 0, 0], 0, [0, 1, 2]
+    for _ in range(rnd.randint(3, 12)):
+        c = rnd.randrange(3)
+        s = free[c] + rnd.randint(0, 4)
+        e = s + rnd.randint(1, 6)
+        free[c] = e + 1
+        clock += rnd.randint(0, 3)
+        f = rnd.choice(["read", "write"])
+        typ = rnd.choices(["ok", "info", "fail"], [8, 1, 1])[0]
+        ts = clock - rnd.choice([0, 0, 0, 1, 2, 5]) if typ == "ok" else None
+        p = ids[c]
+        evs.append((s, 0, "invoke", p, f, [0, None if f == "read" else rnd.randrange(3)], None))
+        if typ != "info":
+            evs.append((e, 1, typ, p, f, [0, rnd.randrange(3)], ts))
+        else:
+            ids[c] += 3
+    evs.sort(key=lambda x: (x[0], x[1]))
+    return [Event(i, t, typ, p, f, v, ts=ts) for i, (t, _, typ, p, f, v, ts) in enumerate(evs)]
+
+
+def test_timestamp_rules_online_are_offline_s_on_every_prefix():
+    """Each operation is judged at its completion as the offline sweep judges it: after every
+    prefix, what was found is what offline finds in that prefix (types and counts)."""
+    from sleuth.checker import timestamps
+
+    rnd = random.Random(31)
+    reported = 0
+    for n in range(300):
+        events = random_ts_history(rnd)
+        h = History([], "h")
+        found = []
+        engine = engine_for("register", h, None, found.append, {}, timestamps=True)
+        feed = Feed(h, engine)
+        for k, e in enumerate(events, 1):
+            feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+            got = [f.name for f in found if f.name in ("write-ts-not-above-read", "read-ts-below-write",
+                                                       "ts-backwards")]
+            want = timestamps.check(prefix_with_ts(events, k), "register").stats["violations"]
+            assert {t: got.count(t) for t in set(got)} == want, (n, k, [e.to_dict() for e in events])
+        reported += bool(found)
+    assert reported > 50
+
+
+def prefix_with_ts(events, n):
+    return History([Event(i, e.time, e.type, e.process, e.f, e.value, ts=e.ts) for i, e in enumerate(events[:n])],
+                   "p")
+
+
+def test_a_lost_write_is_found_at_the_first_read_that_misses_it():
+    """T0's append is acknowledged; T1, begun after, reads the key without it, and no read ever
+    shows it (a lost write): reported at T1's completion, not at the end."""
+    ev = [("invoke", 0, [["append", "x", 1]]), ("ok", 0, [["append", "x", 1]]),
+          ("invoke", 1, [["append", "x", 2]]), ("ok", 1, [["append", "x", 2]]),
+          ("invoke", 2, [["r", "x", None]]), ("ok", 2, [["r", "x", [2]]]),
+          ("invoke", 3, [["r", "x", None]]), ("ok", 3, [["r", "x", [2]]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    found, marks = online(events, "list-append", "strict-serializable")
+    assert [(f.name, f.line, f.rule) for f in found] == [("G-single-realtime", 6, MISSING)]
+    assert "without 1" in found[0].explanation
+    offline = list_append.check(History(events, "h"), "strict-serializable")
+    assert offline.valid is False and set(offline.anomaly_types) & CYCLE_TYPES
+    # serializable allows it (no real-time order): nothing reported online
+    assert online(events, "list-append", "serializable")[0] == []
