@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import time
 from typing import Any
 
@@ -75,8 +74,6 @@ def session(master: str | None):
 
     from sleuth.checker.spark.shard_history import spark_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     want = master or "local[*]"
     active = SparkSession.getActiveSession()
     if active is not None and active.sparkContext.master == want:
