@@ -212,6 +212,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     from sleuth.checker.spark import aggregate, consolidate, durability
 
     meta = run_meta(run_dirs, campaign)
+    out_dir = os.path.abspath(out_dir)  # the executors' working directory is not the driver's
     os.makedirs(out_dir, exist_ok=True)
     if not meta:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in aggregate.COLUMNS.items()})
