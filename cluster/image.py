@@ -161,8 +161,10 @@ def wheelhouse(project_root: str, into: str, names=NODE_PACKAGES, extras: tuple[
     h = hashlib.sha256(open(reqs, "rb").read())
     for path in sorted(glob.glob(os.path.join(into, "*.whl"))):
         h.update(os.path.basename(path).encode())
-        if os.path.basename(path).startswith("sleuth-"):
-            h.update(open(path, "rb").read())
+        if os.path.basename(path).startswith("sleuth-"):  # its files, not the zip's timestamps
+            with zipfile.ZipFile(path) as z:
+                for name in sorted(z.namelist()):
+                    h.update(name.encode() + b"\0" + z.read(name))
     return h.hexdigest()[:12]
 
 

@@ -60,24 +60,33 @@ def default_shares() -> list[str]:
 
 
 def dockerfile(base: str) -> str:
-    from sleuth.cluster.image import install_command
+    """The base, a venv at /opt/sleuth with sleuth's requirements (`deps/`: a layer docker keeps
+    while they are unchanged), then sleuth itself (`sleuth/`: the layer a change of sleuth rebuilds)."""
+    from sleuth.cluster.image import NODE_REQUIREMENTS
 
-    return (f"FROM {base}\nCOPY wheels /wheels\n"
-            f"RUN python3 -m venv /opt/sleuth && {install_command('/opt/sleuth/bin/pip', '/wheels')} "
+    pip = "/opt/sleuth/bin/pip install -q --no-compile --no-index"
+    return (f"FROM {base}\nCOPY deps /wheels\n"
+            f"RUN python3 -m venv /opt/sleuth && {pip} --find-links /wheels -r /wheels/{NODE_REQUIREMENTS} "
             f"&& rm -rf /wheels && ln -s /opt/sleuth/lib/python3*/site-packages/pyspark {SPARK_HOME}\n"
+            f"COPY sleuth /wheels\nRUN {pip} --no-deps --find-links /wheels sleuth && rm -rf /wheels\n"
             f"ENV PATH=/opt/sleuth/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "
             f"SPARK_HOME={SPARK_HOME} HOME=/root\n")
 
 
 def ensure_image(root: str | None = None, progress=print) -> str:
     """The Spark image's tag (`sleuth-spark:<hash>`), built unless it exists."""
+    import glob
+
     from sleuth.cluster import image
 
     base = image.ensure_base(progress, SPARK_PACKAGES, "sleuth-spark-base")
     with tempfile.TemporaryDirectory(prefix="sleuth-spark-image-") as ctx:
-        wheels = os.path.join(ctx, "wheels")
-        os.makedirs(wheels)
-        digest = image.wheelhouse(root or project_root(), wheels, names=None, extras=("spark",), pin=True)
+        deps, own = os.path.join(ctx, "deps"), os.path.join(ctx, "sleuth")
+        os.makedirs(deps)
+        os.makedirs(own)
+        digest = image.wheelhouse(root or project_root(), deps, names=None, extras=("spark",), pin=True)
+        for w in glob.glob(os.path.join(deps, "sleuth-*.whl")):
+            os.rename(w, os.path.join(own, os.path.basename(w)))
         text = dockerfile(base)
         tag = f"sleuth-spark:{hashlib.sha256((base + digest + text).encode()).hexdigest()[:12]}"
         if image._exists(tag):
