@@ -55,7 +55,30 @@ def cluster(tmp_path_factory):
     assert not client.networks.list(names=[meta["name"]])
 
 
-def test_campaign_of_real_runs_gives_the_runs_own_verdicts(cluster):
+DRIVER = """
+import json, os, socket, sys
+from sleuth.checker.spark.jobs import judge_runs
+from sleuth.checker.spark.shard_history import spark_session
+
+master, out, scratch, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+spark = spark_session(master, "sleuth-test")  # judge_runs reuses this session
+
+def task(it):  # a file in the executor's own /tmp
+    with open(scratch, "w") as f:
+        f.write(socket.gethostname())
+    yield socket.gethostname()
+
+hosts = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(task).collect()))
+t = judge_runs(runs, out, campaign="test", master=master, say=lambda m: None)
+cols = ["run_dir", "valid", "anomaly_types", "run_valid", "spark_agrees", "durability", "ops"]
+print(json.dumps({"hosts": hosts, "table": json.loads(t[cols].to_json(orient="records"))}))
+"""
+
+
+@pytest.fixture(scope="module")
+def judged(cluster):
+    """A campaign of real runs judged by `judge_runs` on the cluster, in a driver process whose
+    session first had every task write a file into its executor's /tmp."""
     from test_spark_jobs import sim_run, sleuth_run
 
     from sleuth.workloads import sim_list_append
@@ -67,16 +90,19 @@ def test_campaign_of_real_runs_gives_the_runs_own_verdicts(cluster):
             sleuth_run(store, env, "--runtime", "local", "-w", "list-append", "--seed", "0"),
             sim_run(os.path.join(root, "sims"), "si", "list-append", "strict-serializable",
                     lambda p: sim_list_append.write_sim(p, "snapshot-isolation", 1500, seed=3))]
-    code = ("import json, sys; from sleuth.checker.spark.jobs import judge_runs; "
-            "t = judge_runs(sys.argv[3:], sys.argv[2], campaign='test', master=sys.argv[1], say=lambda m: None); "
-            "print(t[['run_dir', 'valid', 'anomaly_types', 'run_valid', 'spark_agrees', 'durability', 'ops']]"
-            ".to_json(orient='records'))")
+    scratch = f"/tmp/sleuth-test-scratch-{os.getpid()}"
     t = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", code, cluster["master"], os.path.join(root, "out"), *runs],
+    p = subprocess.run([sys.executable, "-c", DRIVER, cluster["master"], os.path.join(root, "out"), scratch, *runs],
                        capture_output=True, text=True, timeout=600, env=env)
-    print(f"judge_runs on the cluster: {time.monotonic() - t:.1f} s", file=sys.stderr)
+    print(f"session and judge_runs on the cluster: {time.monotonic() - t:.1f} s", file=sys.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
-    table = {r["run_dir"]: r for r in json.loads(p.stdout.strip().splitlines()[-1])}
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    return {"runs": runs, "scratch": scratch, "hosts": out["hosts"],
+            "table": {r["run_dir"]: r for r in out["table"]}}
+
+
+def test_campaign_of_real_runs_gives_the_runs_own_verdicts(judged):
+    table, runs = judged["table"], judged["runs"]
     for d in runs:
         with open(os.path.join(d, "results.json")) as f:
             own = json.load(f)
@@ -110,36 +136,21 @@ def test_sim_history_gives_the_single_process_verdict(cluster):
     assert b["valid"] is False and b["anomaly-types"] == a["anomaly-types"] and a["anomaly-types"]
 
 
-def test_a_workers_scratch_is_its_own(cluster):
-    """A task writes a file into its worker's /tmp: the driver does not see it, nor does the
-    other worker, and the file is there in the task's own container."""
+def test_a_workers_scratch_is_its_own(cluster, judged):
+    """Each task wrote a file into its worker's /tmp, then the campaign's jobs ran in the same
+    session: the driver does not see the file, each worker holds only its own."""
     import docker
 
-    root = cluster["root"]
-    name = f"sleuth-i46-scratch-{os.getpid()}"
-    code = f"""
-import os, socket, sys
-from sleuth.checker.spark.shard_history import spark_session
-spark = spark_session(sys.argv[1], "scratch")
-def task(it):
-    open("/tmp/{name}", "w").write(socket.gethostname())
-    yield socket.gethostname()
-hosts = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(task).collect()))
-print(",".join(hosts))
-spark.stop()
-"""
-    p = subprocess.run([sys.executable, "-c", code, cluster["master"]], capture_output=True, text=True,
-                       timeout=300, env=driver_env(root))
-    assert p.returncode == 0, p.stderr[-3000:]
-    hosts = p.stdout.strip().splitlines()[-1].split(",")
-    assert set(hosts) <= {"worker-1", "worker-2"} and hosts, hosts
-    assert not os.path.exists(f"/tmp/{name}")  # the driver's /tmp
+    hosts, scratch = judged["hosts"], judged["scratch"]
+    assert hosts and set(hosts) <= {"worker-1", "worker-2"}, hosts
+    assert not os.path.exists(scratch)  # the driver's /tmp
     client = docker.from_env()
-    workers = [c for c in cluster["meta"]["containers"] if "-worker-" in c]
     seen = {}
-    for c in workers:
-        r = client.containers.get(c).exec_run(["cat", f"/tmp/{name}"])
-        seen["worker-" + c.rsplit("-", 1)[-1]] = r.output.decode() if r.exit_code == 0 else None
+    for c in cluster["meta"]["containers"]:
+        if "-worker-" in c:
+            r = client.containers.get(c).exec_run(["cat", scratch])
+            seen["worker-" + c.rsplit("-", 1)[-1]] = r.output.decode() if r.exit_code == 0 else None
+    assert len(seen) == 2
     for host, content in seen.items():
         assert content == (host if host in hosts else None), seen  # each holds only its own
 
