@@ -92,12 +92,13 @@ def judged(cluster):
                     lambda p: sim_list_append.write_sim(p, "snapshot-isolation", 1500, seed=3))]
     scratch = f"/tmp/sleuth-test-scratch-{os.getpid()}"
     t = time.monotonic()
-    p = subprocess.run([sys.executable, "-c", DRIVER, cluster["master"], os.path.join(root, "out"), scratch, *runs],
-                       capture_output=True, text=True, timeout=600, env=env)
+    # the campaign's directory relative to the driver's working directory, which no executor shares
+    p = subprocess.run([sys.executable, "-c", DRIVER, cluster["master"], "out", scratch, *runs],
+                       capture_output=True, text=True, timeout=600, env=env, cwd=root)
     print(f"session and judge_runs on the cluster: {time.monotonic() - t:.1f} s", file=sys.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    return {"runs": runs, "scratch": scratch, "hosts": out["hosts"],
+    return {"runs": runs, "root": root, "scratch": scratch, "hosts": out["hosts"],
             "table": {r["run_dir"]: r for r in out["table"]}}
 
 
@@ -113,6 +114,7 @@ def test_campaign_of_real_runs_gives_the_runs_own_verdicts(judged):
         assert row["spark_agrees"] and row["ops"] > 0, d
     assert [table[os.path.realpath(d)]["valid"] for d in runs] == ["false", "true", "false"]
     assert table[os.path.realpath(runs[1])]["durability"] == "ok"  # the audit read the nodes' data
+    assert os.path.exists(os.path.join(judged["root"], "out", "campaign.parquet"))
 
 
 def test_sim_history_gives_the_single_process_verdict(cluster):
@@ -126,8 +128,8 @@ def test_sim_history_gives_the_single_process_verdict(cluster):
                          text=True, timeout=600, env=env)
     single = time.monotonic() - t
     t = time.monotonic()
-    on = subprocess.run([SLEUTH, "check", "--spark", cluster["master"], history, "-w", "list-append", "--json"],
-                        capture_output=True, text=True, timeout=900, env=env)
+    on = subprocess.run([SLEUTH, "check", "--spark", cluster["master"], "si.jsonl", "-w", "list-append", "--json"],
+                        capture_output=True, text=True, timeout=900, env=env, cwd=root)  # a relative path
     print(f"{SIM_TXNS} txns: sleuth check {single:.1f} s, on the cluster {time.monotonic() - t:.1f} s",
           file=sys.stderr)
     assert one.returncode == 1, one.stderr[-2000:]
