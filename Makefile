@@ -55,13 +55,22 @@ bench-spark: install
 	$(BIN)/python bench/bench_spark_history.py
 
 # A standalone Spark master and worker on 127.0.0.1 (docs/spark.md); pids in $(SPARK_STATE).
+# CLUSTER=docker: a master and two workers in containers, sharing only $(SPARK_SHARE)
+# (default $SLEUTH_HOME and the current directory); state in $(SPARK_STATE)-docker.
 SPARK_STATE ?= $(or $(SLEUTH_HOME),$(HOME)/.sleuth)/spark
 SPARK_PORT  ?= 7077
+CLUSTER     ?= local
+SPARK_SHARE ?=
+ifeq ($(CLUSTER),docker)
+SPARK_ARGS = --docker --state $(SPARK_STATE)-docker $(foreach d,$(SPARK_SHARE),--share $(d))
+else
+SPARK_ARGS = --state $(SPARK_STATE)
+endif
 spark-up: install
-	$(BIN)/python -m sleuth.checker.spark.standalone up --state $(SPARK_STATE) --port $(SPARK_PORT)
+	$(BIN)/python -m sleuth.checker.spark.standalone up $(SPARK_ARGS) $(if $(filter docker,$(CLUSTER)),,--port $(SPARK_PORT))
 
 spark-down: install
-	$(BIN)/python -m sleuth.checker.spark.standalone down --state $(SPARK_STATE)
+	$(BIN)/python -m sleuth.checker.spark.standalone down $(SPARK_ARGS)
 
 # ruff, then the layer contracts (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: install

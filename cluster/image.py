@@ -83,8 +83,9 @@ def mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def ensure_base(progress=print) -> str:
-    tag = "sleuth-base:" + hashlib.sha256(" ".join(PACKAGES).encode()).hexdigest()[:12]
+def ensure_base(progress=print, packages: list[str] = PACKAGES, name: str = "sleuth-base") -> str:
+    """A Debian bookworm image of `packages` (debootstrap, `docker import`), tagged by their hash."""
+    tag = f"{name}:" + hashlib.sha256(" ".join(packages).encode()).hexdigest()[:12]
     if _exists(tag):
         return tag
     if not shutil.which("debootstrap"):
@@ -95,7 +96,7 @@ def ensure_base(progress=print) -> str:
     with tempfile.TemporaryDirectory(prefix="sleuth-rootfs-") as tmp:
         root = os.path.join(tmp, "rootfs")
         progress(f"building the base root filesystem with debootstrap from {mirror()} (about a minute) …")
-        _run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", "bookworm", root, mirror()])
+        _run(["debootstrap", "--variant=minbase", f"--include={','.join(packages)}", "bookworm", root, mirror()])
         shutil.rmtree(os.path.join(root, "var/cache/apt/archives"), ignore_errors=True)
         tar = os.path.join(tmp, "rootfs.tar")
         _run(["tar", "-C", root, "-cf", tar, "."])
@@ -104,11 +105,13 @@ def ensure_base(progress=print) -> str:
     return tag
 
 
-def node_requirements(sleuth_wheel: str) -> list[str]:
+def node_requirements(sleuth_wheel: str, names=NODE_PACKAGES, extras: tuple[str, ...] = ()) -> list[str]:
     """sleuth's own requirements (the wheel's Requires-Dist) of the packages a node needs.
 
     A Requires-Dist value is `name[extras] specifiers[; marker]` (PEP 508); the name is
-    all we match on, and a requirement with a marker (an extra's) is none of a node's."""
+    all we match on, and a requirement with a marker (an extra's) is none of a node's.
+    `names=None`: every requirement without a marker, and those of the given `extras`
+    (`extra == "spark"`), in the wheel's order."""
     with zipfile.ZipFile(sleuth_wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
         lines = z.read(meta).decode().splitlines()
@@ -117,28 +120,51 @@ def node_requirements(sleuth_wheel: str) -> list[str]:
         if line.startswith("Requires-Dist:"):
             req = line.split(":", 1)[1].strip()
             name = re.match(r"[A-Za-z0-9._-]+", req).group(0).lower()
-            if name in NODE_PACKAGES and ";" not in req:
+            if names is None:
+                m = re.search(r"""extra\s*==\s*["']([^"']+)["']""", req)
+                if ";" not in req or (m and m.group(1) in extras):
+                    out[name] = req.split(";")[0].strip()
+            elif name in names and ";" not in req:
                 out[name] = req
-    missing = set(NODE_PACKAGES) - set(out)
+    if names is None:
+        return list(out.values())
+    missing = set(names) - set(out)
     if missing:
         raise ImageError(f"sleuth's metadata does not require {', '.join(sorted(missing))}")
-    return [out[n] for n in NODE_PACKAGES]
+    return [out[n] for n in names]
 
 
-def wheelhouse(project_root: str, into: str) -> str:
+def pinned(req: str) -> str:
+    """`req` pinned to the version installed here (the driver's: Spark's executors must run
+    the same pyspark, pandas and pyarrow as the driver), or as it is if none is installed."""
+    from importlib import metadata
+
+    name, extras = re.match(r"([A-Za-z0-9._-]+)(\[[^\]]*\])?", req).groups()
+    try:
+        return f"{name}{extras or ''}=={metadata.version(name)}"
+    except metadata.PackageNotFoundError:
+        return req
+
+
+def wheelhouse(project_root: str, into: str, names=NODE_PACKAGES, extras: tuple[str, ...] = (),
+               pin: bool = False) -> str:
     """The sleuth wheel (no dependencies) and wheels of what a node needs, with the list
-    of those in `node-requirements.txt`; returns their content hash."""
+    of those in `node-requirements.txt`; returns their content hash. `names`, `extras`: as
+    `node_requirements`; `pin`: at the versions installed here (`pinned`)."""
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", into, project_root])
     (sleuth_wheel,) = glob.glob(os.path.join(into, "sleuth-*.whl"))
     reqs = os.path.join(into, NODE_REQUIREMENTS)
+    wanted = node_requirements(sleuth_wheel, names, extras)
     with open(reqs, "w") as f:
-        f.write("".join(r + "\n" for r in node_requirements(sleuth_wheel)))
+        f.write("".join((pinned(r) if pin else r) + "\n" for r in wanted))
     _run([sys.executable, "-m", "pip", "wheel", "-q", "-w", into, "-r", reqs])
     h = hashlib.sha256(open(reqs, "rb").read())
     for path in sorted(glob.glob(os.path.join(into, "*.whl"))):
         h.update(os.path.basename(path).encode())
-        if os.path.basename(path).startswith("sleuth-"):
-            h.update(open(path, "rb").read())
+        if os.path.basename(path).startswith("sleuth-"):  # its files, not the zip's timestamps
+            with zipfile.ZipFile(path) as z:
+                for name in sorted(z.namelist()):
+                    h.update(name.encode() + b"\0" + z.read(name))
     return h.hexdigest()[:12]
 
 

@@ -41,7 +41,6 @@ import logging
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 from typing import Any
@@ -81,8 +80,8 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
                 raise
             raise HistoryError(path, None if e.line is None else history.line_of(e.line - 1), e.problem) from None
     input_files(path)  # a missing input is bad input before a JVM starts
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if not (master or DEFAULT_MASTER).startswith("local"):
+        path = os.path.abspath(path)  # the executors' working directory is not ours
     t0 = time.perf_counter()
     told = say
 
@@ -93,6 +92,8 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
     with _jvm_log_off(spark), _interrupts(spark):
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
+        if not spark.sparkContext.master.startswith("local"):
+            _readable_on_executors(spark, path)
         ops_dir, meta = load_ops(spark, path, say)
         judged = _judge(spark, path, ops_dir, meta, workload, options, say)
         out = _read(judged)
@@ -103,6 +104,34 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         if workload in hk.REGISTERS:
             return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
         return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
+
+
+def _readable_on_executors(spark, path: str) -> None:
+    """On a cluster, the input must be readable and its cache directory writable at the same
+    path on every executor (storage every worker mounts): a task per core looks, so that a
+    worker that cannot is bad input named here, not a stack trace from the pairing job."""
+    files = input_files(path)
+    cache = cache_dir(path)
+
+    def look(batches):
+        import socket
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        bad = [f for f in files if not os.access(f, os.R_OK)]
+        if not os.access(cache, os.W_OK):
+            bad.append(cache)
+        yield pa.RecordBatch.from_pydict({"host": [socket.gethostname()] * len(bad), "path": bad},
+                                         schema=pa.schema([("host", pa.string()), ("path", pa.string())]))
+
+    rows = per_task(spark, spark.sparkContext.defaultParallelism, look, "host STRING, path STRING")
+    if rows:
+        host, what = rows[0]["host"], rows[0]["path"]
+        kind = "write the cache directory" if what == cache else "read"
+        raise HistoryError(path, None, f"the Spark executor on {host} cannot {kind} {what}: a cluster's "
+                           "workers must mount the input and its directory at the same path as this host")
 
 
 @contextlib.contextmanager

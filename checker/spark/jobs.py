@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import time
 from typing import Any
 
@@ -75,8 +74,6 @@ def session(master: str | None):
 
     from sleuth.checker.spark.shard_history import spark_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors need this venv's sleuth
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     want = master or "local[*]"
     active = SparkSession.getActiveSession()
     if active is not None and active.sparkContext.master == want:
@@ -214,6 +211,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     from sleuth.checker.spark import aggregate, consolidate, durability
 
     meta = run_meta(run_dirs, campaign)
+    out_dir = os.path.abspath(out_dir)  # the executors' working directory is not the driver's
     os.makedirs(out_dir, exist_ok=True)
     if not meta:
         return pd.DataFrame({c: pd.Series(dtype=t) for c, t in aggregate.COLUMNS.items()})

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import glob
 import os
+import socket
+import sys
 
 
 class SparkUnavailable(RuntimeError):
@@ -24,6 +26,32 @@ class SparkUnavailable(RuntimeError):
 
 
 LOG_LEVEL = "ERROR"  # the JVM's log level in sleuth's sessions: its errors, not its chatter
+
+
+def local_master(master: str) -> bool:
+    return master.startswith("local")
+
+
+def executor_python(master: str) -> str:
+    """The Python the executors run: this interpreter on a local master (its venv has sleuth);
+    on a cluster `python3` on the workers' PATH (their own installation: the containers' venv,
+    `make spark-up`'s worker runs with this venv first on its PATH); `PYSPARK_PYTHON` overrides."""
+    return os.environ.get("PYSPARK_PYTHON") or (sys.executable if local_master(master) else "python3")
+
+
+def driver_address(master: str) -> str | None:
+    """The address the executors reach the driver at: the one this host sends from towards the
+    master (a cluster in containers reaches the host at the host's address on its network);
+    None for a local master, or when SPARK_LOCAL_IP chooses it."""
+    if local_master(master) or os.environ.get("SPARK_LOCAL_IP") or not master.startswith("spark://"):
+        return None
+    host = master[len("spark://"):].split(",")[0].rsplit(":", 1)[0]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((host, 7077))  # UDP: no packet sent, only the route chosen
+            return s.getsockname()[0]
+        except OSError:
+            return None
 
 
 def spark_session(master: str = "local[*]", app: str = "sleuth"):
@@ -37,9 +65,19 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.ui.showConsoleProgress", "false"))
-    if master.startswith(("local", "spark://127.")):  # a cluster on this machine reaches us here
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    spark = builder.getOrCreate()
+    host = "127.0.0.1" if master.startswith(("local", "spark://127.")) else driver_address(master)
+    if host:  # where the executors reach the driver (a cluster on this machine: loopback)
+        builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
+    # pyspark reads the executors' Python from the environment when the context starts
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = executor_python(master)
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if saved is None:
+            del os.environ["PYSPARK_PYTHON"]
+        else:
+            os.environ["PYSPARK_PYTHON"] = saved
     spark.sparkContext.setLogLevel(LOG_LEVEL)
     return spark
 

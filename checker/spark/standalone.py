@@ -93,6 +93,7 @@ def up(state: str | None = None, port: int = 7077, cores: int | None = None,
     meta = {"master": f"spark://{HOST}:{port}", "port": port, "ui_port": free_port(),
             "worker_ui_port": free_port(), "pids": {}}
     env = {**os.environ, "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable,
+           "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
            "SPARK_LOG_DIR": state, "SPARK_WORKER_DIR": os.path.join(state, "work")}
     argv = {
         "master": [spark_class(), MASTER_CLASS, "--host", HOST, "--port", str(port),
@@ -159,16 +160,30 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m sleuth.checker.spark.standalone")
     ap.add_argument("command", choices=("up", "down"))
-    ap.add_argument("--state", default=None, help="state directory (default $SLEUTH_HOME/spark)")
+    ap.add_argument("--state", default=None,
+                    help="state directory (default $SLEUTH_HOME/spark, with --docker $SLEUTH_HOME/spark-docker)")
     ap.add_argument("--port", type=int, default=7077)
     ap.add_argument("--cores", type=int, default=None)
+    ap.add_argument("--docker", action="store_true",
+                    help="a master and two workers in containers (checker/spark/cluster_docker.py)")
+    ap.add_argument("--share", action="append", default=None, metavar="DIR",
+                    help="with --docker: a directory mounted at its own path in every container "
+                         "(repeatable; default $SLEUTH_HOME and the current directory)")
+    ap.add_argument("--workers", type=int, default=2, help="with --docker: how many workers")
     a = ap.parse_args(argv)
     try:
-        if a.command == "up":
+        if a.docker:
+            from sleuth.checker.spark import cluster_docker
+
+            if a.command == "up":
+                cluster_docker.up(a.state, a.share, a.workers, a.cores or 1)
+            else:
+                cluster_docker.down(a.state)
+        elif a.command == "up":
             up(a.state, a.port, a.cores)
         else:
             down(a.state)
-    except RuntimeError as e:
+    except Exception as e:  # RuntimeError, the image's build, the Docker API
         print(f"spark {a.command}: {e}", file=sys.stderr)
         return 255
     return 0
