@@ -97,21 +97,21 @@ class Kill(Fault):
         return self.victims
 
 
-class KillAll(Fault):
-    """Jepsen's coordinated crash: SIGKILL every node of every role at once, then restart each.
-    The target's `restart` brings a cluster back from a crash of every node (Galera: bootstrap
-    from the node that recovered the most)."""
+def every_node(target: Target) -> list[str]:
+    """Every node of every role of `target`, each once, in role order."""
+    return list(dict.fromkeys(n for role in target.roles for n in target.nodes(role)))
+
+
+class KillAll(Kill):
+    """Jepsen's coordinated crash: SIGKILL every node of every role at once, then restart each
+    (Kill's heal). The target's `restart` brings a cluster back from a crash of every node
+    (Galera: bootstrap from the node that recovered the most)."""
     start_fs, stop_f = ("kill-all",), "restart-all"
 
     def start(self, rnd: random.Random) -> Any:
-        self.victims = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
+        self.victims = every_node(self.target)
         for n in self.victims:
             self.target.kill(n)
-        return self.victims
-
-    def stop(self) -> Any:
-        for n in self.victims:
-            self.target.restart(n)
         return self.victims
 
 
@@ -229,7 +229,7 @@ class Partition(Fault):
     GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")  # the reference's
 
     def start(self, rnd: random.Random) -> Any:
-        nodes = list(dict.fromkeys(n for role in self.target.roles for n in self.target.nodes(role)))
+        nodes = every_node(self.target)
         # a cluster of peers (Galera) says which grudges mean something on it (no oracle there)
         grudges = self.target.grudges() if hasattr(self.target, "grudges") else self.GRUDGES
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first

@@ -38,6 +38,8 @@ import time
 import urllib.request
 import uuid
 
+from sleuth.checker.spark.standalone import _load  # one reader of a cluster's state file
+
 SPARK_PACKAGES = ["python3", "python3-venv", "openjdk-17-jre-headless", "procps", "ca-certificates"]
 PREFIX = "sleuth-spark-"
 LABEL = "sleuth-spark"
@@ -99,12 +101,6 @@ def ensure_image(root: str | None = None, progress=print) -> str:
     return tag
 
 
-def _load(state: str) -> dict | None:
-    try:
-        with open(os.path.join(state, "cluster.json")) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        return None
 
 
 def _ip(container, network: str) -> str:
