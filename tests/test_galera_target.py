@@ -290,7 +290,8 @@ def _partitioned_run(store, tmpdir: str, interval: str = "2") -> tuple[subproces
 def test_partitioned_run_interrupted_leaves_no_node_and_no_rule(tmp_path, own_tmp):
     """Partitions are iptables rules between the nodes' addresses; an interrupt (SIGINT, as a CI
     timeout sends) in the middle of one still heals it and stops every node."""
-    p, cut = _partitioned_run(tmp_path / "store", own_tmp)
+    # a partition held 10 s: the rules are read while it holds, however slowly this poll runs
+    p, cut = _partitioned_run(tmp_path / "store", own_tmp, interval="10")
     try:
         rules = subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout
         assert rules.count(f"-s {BLOCK}.") >= 2 * len(cut), rules  # both ways, every cut pair

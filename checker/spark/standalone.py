@@ -67,21 +67,43 @@ def _master_json(meta: dict) -> dict:
         return json.load(r)
 
 
-def _wait(what: str, ok, timeout: float, log: str) -> None:
+class _PortTaken(RuntimeError):
+    """A process died before it was ready: the ports chosen for it were taken meanwhile."""
+
+
+def _wait(what: str, ok, timeout: float, log: str, proc: subprocess.Popen | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             if ok():
                 return
-        except OSError:
+        except (OSError, ValueError):  # not listening yet, or another server's page on that port
             pass
+        if proc is not None and proc.poll() is not None:
+            raise _PortTaken(f"spark {what} exited before it was ready (see {log})")
         time.sleep(0.5)
     raise RuntimeError(f"spark {what} not ready after {timeout:.0f} s (see {log})")
 
 
 def up(state: str | None = None, port: int = 7077, cores: int | None = None,
        timeout: float = 90.0, say=print) -> str:
-    """Start master and worker unless they run; return the master URL."""
+    """Start master and worker unless they run; return the master URL.
+
+    The web UI ports are free when chosen, but another process may bind one before the JVM
+    does (the JVMs take seconds to start). Spark would then move to the next port silently and
+    the readiness check would ask someone else's server; so Spark may not move
+    (`spark.port.maxRetries=0`), the check asks for this master's own URL, and a process
+    that died for a taken port is started again on fresh ones (three tries)."""
+    for attempt in range(3):
+        try:
+            return _up(state, port, cores, timeout, say)
+        except _PortTaken:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _up(state: str | None, port: int, cores: int | None, timeout: float, say) -> str:
     state = state or default_state()
     meta = _load(state)
     if meta and all(_alive(p) for p in meta["pids"].values()):
@@ -94,7 +116,8 @@ def up(state: str | None = None, port: int = 7077, cores: int | None = None,
             "worker_ui_port": free_port(), "pids": {}}
     env = {**os.environ, "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable,
            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-           "SPARK_LOG_DIR": state, "SPARK_WORKER_DIR": os.path.join(state, "work")}
+           "SPARK_LOG_DIR": state, "SPARK_WORKER_DIR": os.path.join(state, "work"),
+           "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0", "SPARK_WORKER_OPTS": "-Dspark.port.maxRetries=0"}
     argv = {
         "master": [spark_class(), MASTER_CLASS, "--host", HOST, "--port", str(port),
                    "--webui-port", str(meta["ui_port"])],
@@ -112,10 +135,11 @@ def up(state: str | None = None, port: int = 7077, cores: int | None = None,
             with open(os.path.join(state, "cluster.json"), "w") as f:
                 json.dump(meta, f)
             if role == "master":
-                _wait("master", lambda: _master_json(meta).get("status") == "ALIVE", timeout, log)
+                _wait("master", lambda: _master_json(meta).get("url") == meta["master"]
+                      and _master_json(meta).get("status") == "ALIVE", timeout, log, p)
             else:
                 _wait("worker", lambda: len([w for w in _master_json(meta).get("workers", [])
-                                              if w.get("state") == "ALIVE"]) > 0, timeout, log)
+                                              if w.get("state") == "ALIVE"]) > 0, timeout, log, p)
     except BaseException:
         down(state, say=lambda m: None)
         raise
