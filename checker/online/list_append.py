@@ -339,12 +339,8 @@ class Engine:
                 ta, tr = self.ops.get(t), self.ops[i]
                 if ta is None:  # forgotten
                     continue
-                cycle = [(t, i, g.REALTIME), (i, t, g.RW)]
-                name = txn.classify(cycle)
-                if not models.forbids(self.model, name):
-                    return
-                self.counts[name] = self.counts.get(name, 0) + 1
-                if self.counts[name] > MAX_REPORTS:
+                name = self._admit([(t, i, g.REALTIME), (i, t, g.RW)])
+                if name is None:
                     return
                 h = self.history
                 self._emit(name, [ta, tr],
@@ -445,11 +441,8 @@ class Engine:
                 start = a
             elif b >= 0:
                 cycle.append((start, b, g.REALTIME))
-        name = txn.classify(cycle)
-        if not models.forbids(self.model, name):
-            return
-        self.counts[name] = self.counts.get(name, 0) + 1
-        if self.counts[name] > MAX_REPORTS:
+        name = self._admit(cycle)
+        if name is None:
             return
         h, ops = self.history, self.ops
         steps = [f"{txn.txn_label(h, ops[a])} < {txn.txn_name(ops[b])} ({g.KIND_NAMES[k]}) because "
@@ -492,6 +485,15 @@ class Engine:
                         return (f"{na} read key {k!r} = {_show(r or [])}, missing {w!r}, which {nb} "
                                 "appended next (so it was not yet there)")
         return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+    def _admit(self, cycle: list) -> str | None:
+        """The name of `cycle` if it is to be reported: the model forbids it and fewer than
+        MAX_REPORTS of that name were reported (counted here); else None."""
+        name = txn.classify(cycle)
+        if not models.forbids(self.model, name):
+            return None
+        self.counts[name] = self.counts.get(name, 0) + 1
+        return name if self.counts[name] <= MAX_REPORTS else None
 
     def _emit(self, name: str, ops: list[Op], explanation: str, counted: bool = False,
               rule: str | None = None) -> None:
