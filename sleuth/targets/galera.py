@@ -368,9 +368,27 @@ class GaleraTarget(MySQLTarget):
         for n in nodes[1:]:
             n.launch(bootstrap=False)
         for n in nodes[1:]:
-            n.wait(self.count, 120)
+            self._join(n, progress)
         self.formed_in = time.monotonic() - t0
         progress(f"galera: cluster of {self.count} synced in {self.formed_in:.1f}s")
+
+    def _join(self, n: GaleraNode, progress, tries: int = 3) -> None:
+        """Wait until `n` is synced in the new cluster. A joiner whose state transfer fails aborts
+        (SIGABRT: two joiners taking their first state from one donor at once, on a loaded
+        machine, now and then): it holds nothing yet, so it starts again from an empty data
+        dir, at most `tries` times in all; a node still running but not synced in time is not
+        retried."""
+        for attempt in range(1, tries + 1):
+            try:
+                n.wait(self.count, 120)
+                return
+            except RuntimeError:
+                if attempt == tries or n.proc is None or n.proc.poll() is None:
+                    raise
+                progress(f"galera: {n.name} exited while joining ({n.proc.returncode}); starting it again")
+                shutil.rmtree(n.datadir, ignore_errors=True)
+                os.makedirs(n.datadir)
+                n.launch(bootstrap=False)
 
     def down(self) -> None:
         try:
