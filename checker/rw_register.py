@@ -63,6 +63,65 @@ def parse_txn(history: History, op: Op) -> list[tuple[str, Key, Any]]:
     return value
 
 
+class TxnReads:
+    """What one committed transaction's micro-ops say by themselves (`txn_reads`)."""
+
+    __slots__ = ("anomalies", "first_read", "last_write")
+
+    def __init__(self) -> None:
+        self.anomalies: list[tuple[str, Key, Any, Any]] = []  # (name, key, read, other value)
+        self.first_read: dict[Key, Any] = {}  # key -> its external read (the first access a read)
+        self.last_write: dict[Key, Any] = {}  # key -> the transaction's last write to it
+
+
+def txn_reads(value: list) -> TxnReads:
+    """One committed transaction, alone: its external reads (its first access to a key
+    is a read, not of its own later write), its last write per key, and the anomalies its
+    own micro-ops prove: `internal` (a read after its own write that does not show it;
+    other: what it wrote), `fuzzy-read` (a key read twice, two values, no own write
+    between; other: the first), `future-read` (a read of a value it writes itself only
+    later). Offline (`Analysis._scan_reads`) and online (`checker.online.rw_register`)
+    judge a transaction by this one function."""
+    out = TxnReads()
+    writes = {(k, v) for f, k, v in value if f == "w"}
+    touched: set = set()
+    state: dict[Key, Any] = {}
+    own: set = set()  # keys whose state is this transaction's own write
+    for f, k, v in value:
+        if f == "r":
+            if k in state:
+                if v != state[k] and k in own:
+                    out.anomalies.append(("internal", k, v, state[k]))
+                elif v != state[k]:  # another committed write in between: P2
+                    out.anomalies.append(("fuzzy-read", k, v, state[k]))
+            elif k not in touched:
+                if v is not None and (k, v) in writes:  # its own later write
+                    out.anomalies.append(("future-read", k, v, None))
+                    touched.add(k)
+                    state[k] = v
+                    continue
+                out.first_read[k] = v
+            state[k] = v
+        else:
+            state[k] = v
+            own.add(k)
+            out.last_write[k] = v
+        touched.add(k)
+    return out
+
+
+FACT_FIELD = {"internal": "expected", "fuzzy-read": "earlier"}  # the other value's field in an example
+
+
+def txn_anomaly_text(name: str, label: str, k: Key, v: Any, other: Any) -> str:
+    """The sentence for one of `txn_reads`' anomalies of the transaction `label`."""
+    if name == "internal":
+        return f"{label} read key {k!r} = {v!r}, but it had itself written {other!r} to it"
+    if name == "fuzzy-read":
+        return f"{label} read key {k!r} twice and saw {other!r}, then {v!r} (a non-repeatable read)"
+    return f"{label} read key {k!r} = {v!r}, which it wrote itself only after that read (a read from its own future)"
+
+
 class Analysis:
     """The version orders, graph and anomalies of one rw-register history.
 
@@ -138,44 +197,20 @@ class Analysis:
         for i, (op, value) in enumerate(zip(ops, self.mops, strict=True)):
             if op.type != "ok":
                 continue
-            first_read: dict[Key, Any] = {}
-            touched: set = set()
-            state: dict[Key, Any] = {}
-            own: set = set()  # keys whose state is this transaction's own write
-            for f, k, v in value:
-                if f == "r":
-                    if k in state:
-                        if v != state[k] and k in own:
-                            self._add("internal", {
-                                "key": k, "op": self._op(i), "read": v, "expected": state[k],
-                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, but it had "
-                                               f"itself written {state[k]!r} to it"})
-                        elif v != state[k]:  # another committed write in between: P2
-                            # the read saw a version too: judged as one (G1a, G1b), though
-                            # it gives no edge (the first read of a key is the external one)
-                            self.later_reads.setdefault((k, v), []).append(i)
-                            self._add("fuzzy-read", {
-                                "key": k, "op": self._op(i), "read": v, "earlier": state[k],
-                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} twice and saw "
-                                               f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
-                    elif k not in touched:
-                        if v is not None and self.writer.get((k, v)) == i:  # its own later write
-                            self._add("future-read", {
-                                "key": k, "op": self._op(i), "read": v,
-                                "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, which it "
-                                               "wrote itself only after that read (a read from its own future)"})
-                            touched.add(k)
-                            state[k] = v
-                            continue
-                        first_read[k] = v
-                        self.ext_reads.setdefault((k, v), []).append(i)
-                    state[k] = v
-                else:
-                    state[k] = v
-                    own.add(k)
-                touched.add(k)
-            for k, v in first_read.items():
-                w = next((w for f, kk, w in reversed(value) if f == "w" and kk == k), _NONE)
+            facts = txn_reads(value)
+            for name, k, v, other in facts.anomalies:
+                if name == "fuzzy-read":
+                    # the read saw a version too: judged as one (G1a, G1b), though it gives
+                    # no edge (the first read of a key is the external one)
+                    self.later_reads.setdefault((k, v), []).append(i)
+                example = {"key": k, "op": self._op(i), "read": v}
+                if name in FACT_FIELD:
+                    example[FACT_FIELD[name]] = other
+                label = txn.txn_label(self.history, op)
+                self._add(name, {**example, "explanation": txn_anomaly_text(name, label, k, v, other)})
+            for k, v in facts.first_read.items():
+                self.ext_reads.setdefault((k, v), []).append(i)
+                w = facts.last_write.get(k, _NONE)
                 if w is not _NONE:
                     if wfr_keys:
                         self.succ.setdefault((k, v), set()).add(w)
