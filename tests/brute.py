@@ -17,12 +17,15 @@ import itertools
 INF = float("inf")
 
 
-def serial_order_exists(txns, model: str) -> bool:
+def serial_order_exists(txns, model: str, registers: bool = False) -> bool:
+    """`registers`: the txns are rw-register's (micro-ops w and r; a read returns the one
+    value the key holds, None before any write) instead of list-append's."""
     ok = [t for t in txns if t[3] == "ok"]
-    maybe = [t for t in txns if t[3] == "info" and any(m[0] == "append" for m in t[4])]
+    write = "w" if registers else "append"
+    maybe = [t for t in txns if t[3] == "info" and any(m[0] == write for m in t[4])]
     for n in range(len(maybe) + 1):
         for chosen in itertools.combinations(maybe, n):
-            if _search(ok + list(chosen), model):
+            if _search(ok + list(chosen), model, _run_registers if registers else _run):
                 return True
     return False
 
@@ -37,7 +40,7 @@ def _before(a, b, model) -> bool:
     return False
 
 
-def _search(group, model) -> bool:
+def _search(group, model, run) -> bool:
     n = len(group)
     preds = [[j for j in range(n) if j != i and _before(group[j], group[i], model)] for i in range(n)]
 
@@ -47,7 +50,7 @@ def _search(group, model) -> bool:
         for i in range(n):
             if i in placed or any(j not in placed for j in preds[i]):
                 continue
-            new = _run(group[i], state)
+            new = run(group[i], state)
             if new is not None and go(placed | {i}, new):
                 return True
         return False
@@ -62,5 +65,16 @@ def _run(txn, state):
         if f == "append":
             state[k] = state.get(k, ()) + (v,)
         elif txn[3] == "ok" and tuple(v or ()) != state.get(k, ()):
+            return None
+    return state
+
+
+def _run_registers(txn, state):
+    """rw-register's `_run`: a write sets the key, a read must return what it holds."""
+    state = dict(state)
+    for f, k, v in txn[4]:
+        if f == "w":
+            state[k] = v
+        elif txn[3] == "ok" and v != state.get(k):
             return None
     return state

@@ -136,6 +136,15 @@ def _engine(workload: str, history: History, model: str | None, report: Callable
         from sleuth.checker.online.list_append import Engine
 
         return Engine(history, model or "strict-serializable", report)
+    if workload == "rw-register":
+        from sleuth.checker.online.rw_register import Engine as RwRegisterEngine
+
+        return RwRegisterEngine(history, model or "strict-serializable", report,
+                                wfr_keys=options.get("wfr_keys", True) is not False)
+    if workload == "source":
+        from sleuth.checker.online.source import Source
+
+        return Source(history, report)
     if workload in ("register", "cas-register"):
         from sleuth.checker.online.register import Engine as RegisterEngine
 

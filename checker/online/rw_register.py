@@ -1,0 +1,257 @@
+"""rw-register, online: dependency cycles and read anomalies as the history grows.
+
+The offline analysis (`checker.rw_register`) knows a key's versions only
+where they are certain: values are unique per key, so a read names the one
+write it saw (its *writer*), and a committed transaction that read v from k
+and then wrote w to k puts v before w (writes follow reads, on by default;
+`--no-wfr-keys` turns it off, here too). Every one of those facts is a fact
+of one or two transactions, true in every history that extends the lines
+that show them; so each edge below, once its ends have settled, is an edge
+of the offline graph of every extension:
+
+- wr: the writer of (k, v) precedes each committed transaction whose
+  external read of k (its first access to k a read) returned v. The writer
+  is known from its invoke, even one invoked after the read (then the edge
+  comes with that invoke: a read of a future write);
+- ww: with the pair v < w (a committed T read v from k, then wrote w), the
+  writer of v precedes T, the writer of w;
+- rw: with the same pair, every committed reader of (k, v) precedes T. A
+  reader of nil precedes T when T read nil and wrote k.
+
+An edge waits until both ends have settled and is dropped if one fails, as
+the offline graph has no node for a failed transaction; an info transaction
+has an edge out only if a read saw its write, which makes it a node offline
+(an *observed* one). `deps.Deps` holds the graph, adds process and
+real-time order for models that need them, and reports each cycle as its
+last edge arrives, named as offline names it, if the model forbids it.
+
+Left out online: the offline rule that readers of nil precede the writers
+of every value with no known predecessor. Whether a value has a known
+predecessor can change as the history grows (a later transaction may read
+u and write it), so that edge is not yet certain on a prefix; the cycles
+that need it are found by the final pass. So are the orders that
+`--linearizable-keys` and `--sequential-keys` add (the engine ignores those
+options: fewer edges, still sound).
+
+Non-cycle anomalies, each true of every extension:
+
+- internal, fuzzy-read, future-read: one committed transaction's own
+  micro-ops prove them, at its completion, judged by the very function the
+  offline scan uses (`rw_register.txn_reads`);
+- lost-update: a second committed transaction that read the same (k, v) and
+  then wrote k;
+- G1a: a committed read of a value whose writer failed (reported when both
+  are known: the read, or the writer's failure, whichever comes last);
+- G1b: a committed read of a value its writer, which did not fail, went on
+  to overwrite within the same transaction.
+
+Left to the final pass: garbage reads (a value no transaction has written
+*yet*: a later invoke may write it, and then the read is a read of a future
+write, which offline judges through the cycle it makes), the cycles above,
+and Adya's label-based types (G-cursor, G-monotonic, G-update), which
+offline finds by searching every component with edge labels.
+
+Memory: the engine keeps every transaction it has seen (no window yet): its
+memory grows with the history, as the offline check's does. A window like
+the list-append engine's (forget transactions older than the newest N) would
+be sound here by the same argument, forgetting only removes nodes and
+edges, but it is not implemented.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sleuth.checker import graph as g
+from sleuth.checker import models, txn
+from sleuth.checker.online import Found
+from sleuth.checker.online.deps import Deps
+from sleuth.checker.rw_register import parse_txn, txn_anomaly_text, txn_reads
+from sleuth.history import History, HistoryError, Op
+
+_NONE = object()
+
+
+class Engine:
+    def __init__(self, history: History, model: str, report, wfr_keys: bool = True):
+        self.history = history
+        self.model = models.canonical(model)
+        self.wfr = wfr_keys
+        self.deps = Deps(history, self.model, report, self._why)
+        self.ops = self.deps.ops
+        self.found: list[Found] = self.deps.found
+        self.n = 0
+        self.writer: dict[tuple, int] = {}  # (k, v) -> the txn that writes it
+        self.final: set[tuple] = set()  # (k, v) that are their writer's last write to k
+        self.readers: dict[tuple, list[int]] = {}  # (k, v) -> committed external readers
+        self.succ: dict[tuple, set] = {}  # (k, v) -> values known to follow v
+        self.writing: dict[tuple, list[int]] = {}  # (k, v) -> committed txns that read v, then wrote k
+        self.unwritten: dict[tuple, list[int]] = {}  # (k, v) -> readers of a value no invoke has written yet
+        self.watch: dict[int, list[tuple]] = {}  # pending writer -> reads of its values, judged at its end
+        self.judged: set[tuple] = set()  # (k, v) judged for G1a / G1b (once each, as offline)
+        self.bad: dict[int, HistoryError] = {}  # txn -> its invoke value's error (raised unless ok fixes it)
+
+    # -- events ---------------------------------------------------------------
+
+    def invoked(self, op: Op, time: int) -> None:
+        self.n += 1
+        h = self.history
+        if op.f != "txn":
+            raise h.error(op.invoke_pos, f"rw-register histories hold txn operations, not {op.f!r}")
+        self.deps.invoked(op)
+        try:
+            value = parse_txn(h, op)  # pending: its invoke value, as offline reads a pending txn
+        except HistoryError as e:
+            self.bad[op.id] = e  # offline reads an ok txn's completion value instead
+            return
+        self._index(op, value)
+
+    def completed(self, op: Op, time: int) -> None:
+        i = op.id
+        err = self.bad.pop(i, None)
+        if err is not None:
+            if op.type != "ok":
+                raise err
+            self._index(op, parse_txn(self.history, op))
+        self.deps.completed(op, time)
+        watched = self.watch.pop(i, ())
+        for k, v, r in watched:
+            self._judge(k, v, i, r)
+        if op.type == "ok":
+            try:
+                self._reads(op)
+            except TypeError:  # an unhashable value: offline names it
+                pass
+
+    # -- writes and reads -------------------------------------------------------
+
+    def _index(self, op: Op, value: list) -> None:
+        """Who writes what (values are unique per key: offline's error, at the same line)."""
+        h, i, writer = self.history, op.id, self.writer
+        last: dict = {}
+        try:
+            for f, k, v in value:
+                if f != "w":
+                    continue
+                j = writer.get((k, v))
+                if j is not None and j != i:
+                    also = self.ops.get(j)
+                    where = "earlier" if also is None else f"at line {h.line_of(also.invoke_pos)}"
+                    raise h.error(op.invoke_pos, f"value {v!r} written to key {k!r} twice (also {where}); "
+                                                 "rw-register needs unique values")
+                if j is None:
+                    writer[(k, v)] = i
+                    for r in self.unwritten.pop((k, v), ()):  # reads of it came first
+                        self.deps.edge(i, r, g.WR)
+                        self._observed(k, v, i, r)
+                    for w in self.succ.get((k, v), ()):
+                        self._ww(k, v, w)
+                last[k] = v
+        except TypeError:
+            return  # an unhashable key or value: offline names it
+        self.final.update(last.items())
+
+    def _reads(self, op: Op) -> None:
+        i, deps = op.id, self.deps
+        facts = txn_reads(op.value)
+        for name, k, v, other in facts.anomalies:
+            deps.emit(name, [op], txn_anomaly_text(name, txn.txn_label(self.history, op), k, v, other))
+            if name == "fuzzy-read" and v is not None:  # a version seen too (G1a, G1b)
+                w = self.writer.get((k, v))
+                if w is not None:
+                    self._observed(k, v, w, i)
+        for k, v in facts.first_read.items():
+            kv = (k, v)
+            self.readers.setdefault(kv, []).append(i)
+            if v is not None:
+                w = self.writer.get(kv)
+                if w is None:
+                    self.unwritten.setdefault(kv, []).append(i)
+                else:
+                    deps.edge(w, i, g.WR)
+                    self._observed(k, v, w, i)
+            for after in self.succ.get(kv, ()):
+                t = self.writer.get((k, after))
+                if t is not None:
+                    deps.edge(i, t, g.RW)
+            last = facts.last_write.get(k, _NONE)
+            if last is _NONE:
+                continue
+            writing = self.writing.setdefault(kv, [])
+            writing.append(i)
+            if len(writing) == 2:  # once per (k, v), as offline's one example
+                names = ", ".join(txn.txn_label(self.history, self.ops[t]) for t in writing)
+                deps.emit("lost-update", [self.ops[t] for t in writing],
+                          f"{names} all read key {k!r} = {v!r} and then wrote it; whichever committed "
+                          "later should have seen the other's write")
+            if self.wfr and last not in self.succ.setdefault(kv, set()):
+                self.succ[kv].add(last)
+                self._ww(k, v, last)
+                t = self.writer.get((k, last))
+                if t is not None:
+                    for r in self.readers[kv]:
+                        deps.edge(r, t, g.RW)
+
+    def _ww(self, k: Any, v: Any, w: Any) -> None:
+        """The pair v < w of key k: the writer of v precedes the writer of w."""
+        if v is None:
+            return
+        a, b = self.writer.get((k, v)), self.writer.get((k, w))
+        if a is not None and b is not None:
+            self.deps.edge(a, b, g.WW)
+
+    def _observed(self, k: Any, v: Any, w: int, r: int) -> None:
+        """Committed txn r read (k, v), written by w: G1a or G1b once w's outcome is known."""
+        if (k, v) in self.judged:
+            return
+        if w in self.deps.pending:
+            self.watch.setdefault(w, []).append((k, v, r))
+        else:
+            self._judge(k, v, w, r)
+
+    def _judge(self, k: Any, v: Any, w: int, r: int) -> None:
+        if (k, v) in self.judged:
+            return
+        self.judged.add((k, v))
+        h, tw, tr = self.history, self.ops[w], self.ops[r]
+        if tw.type == "fail":
+            self.deps.emit("G1a", [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, written by "
+                                            f"{txn.txn_label(h, tw)}, which failed (aborted read)")
+        elif (k, v) not in self.final:
+            self.deps.emit("G1b", [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, an intermediate "
+                                            f"write of {txn.txn_label(h, tw)}, which wrote {k!r} again later "
+                                            "(intermediate read)")
+
+    # -- explanations ------------------------------------------------------------
+
+    def _why(self, a: int, b: int, kind: int) -> str:
+        ta, tb = self.ops[a], self.ops[b]
+        na, nb = txn.txn_name(ta), txn.txn_name(tb)
+        writes_b = {k: w for f, k, w in _mops(tb) if f == "w"}
+        if kind == g.WR:
+            for f, k, v in _mops(tb):
+                if f == "r" and v is not None and self.writer.get((k, v)) == a:
+                    return f"{nb} read key {k!r} = {v!r}, written by {na}"
+        if kind == g.WW:
+            for f, k, v in _mops(ta):
+                if f == "w" and k in writes_b and writes_b[k] in self.succ.get((k, v), ()):
+                    return (f"{na} wrote key {k!r} = {v!r} before {nb} wrote {writes_b[k]!r} ({nb} read {v!r} "
+                            f"from {k!r} and then wrote {writes_b[k]!r})")
+        if kind == g.RW:
+            for k, v in txn_reads(_mops(ta)).first_read.items():
+                w = writes_b.get(k, _NONE)
+                if w is not _NONE and w in self.succ.get((k, v), ()):
+                    seen = "nil (never written)" if v is None else repr(v)
+                    return (f"{na} read key {k!r} = {seen}, which {nb} overwrote with {w!r} ({nb} read {seen} "
+                            f"from {k!r} and then wrote {w!r})")
+        return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+    def tick(self, force: bool = False) -> None:
+        """Nothing to do between events: everything is judged as it arrives."""
+
+    def stats(self) -> dict[str, Any]:
+        return {"txns": self.n, **self.deps.stats(), "reads-of-unwritten-values": len(self.unwritten)}
+
+
+def _mops(op: Op) -> list:
+    return op.value if op.type == "ok" else op.invoke_value

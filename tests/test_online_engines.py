@@ -1,0 +1,340 @@
+"""The rw-register and source online engines are prefix-sound, as tests/test_online.py shows
+for list-append and registers: fed one event at a time, whatever they have reported after
+any prefix is an anomaly of the whole history (by brute force over serial orders, and
+offline) and of the prefix alone (offline, its pending operations as info).
+"""
+
+import json
+import random
+import select
+import subprocess
+
+import orjson
+import pytest
+from brute import serial_order_exists
+from test_check_follow import SLEUTH, end_marker
+from test_cycles_bruteforce import to_history, transactions
+from test_online import online, prefix
+
+from sleuth.checker import cycles, models, rw_register
+from sleuth.checker.source import check_source
+from sleuth.history import Event, History
+
+BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
+MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
+CYCLE_TYPES = set(cycles.TYPES)
+
+
+def rw_txns(rnd):
+    """Three to six rw-register transactions on x and y (one in ten failing, one in ten
+    crashing), executed in a random serial order half the time (reads see what that
+    order left, so strict models often hold), else reading any value some transaction
+    wrote, nil, or now and then one nobody wrote."""
+    txns = [list(t) for t in transactions(rnd, ["x", "y"], (3, 6), write="w")]
+    written = {k: [v for t in txns for f, kk, v in t[4] if f == "w" and kk == k] for k in "xy"}
+    serial = rnd.random() < 0.5
+    state: dict = {}
+    for t in sorted(txns, key=lambda t: rnd.uniform(t[1], t[2])) if serial else txns:
+        own: dict = {}
+        out = []
+        for f, k, v in t[4]:
+            if f == "w":
+                own[k] = v
+            elif k in own:
+                v = own[k]
+            elif serial:
+                v = state.get(k)
+            else:
+                v = rnd.choice([None, *written[k], 99] if rnd.random() < 0.1 else [None, *written[k]])
+            out.append([f, k, v])
+        t[4] = out
+        if serial and (t[3] == "ok" or (t[3] == "info" and rnd.random() < 0.5)):
+            state.update(own)
+    return [tuple(t) for t in txns]
+
+
+def brute_txns(txns):
+    return [(p, s, e, typ, mops if typ == "ok" else [[f, k, None if f == "r" else v] for f, k, v in mops])
+            for p, s, e, typ, mops in txns]
+
+
+def test_rw_register_every_prefix_is_sound():
+    reported = types = 0
+    names = set()
+    for seed in range(150):
+        rnd = random.Random(47_000 + seed)
+        txns = rw_txns(rnd)
+        h = to_history(txns)
+        offline = {m: rw_register.check(h, m) for m in MODELS}
+        brute = {m: serial_order_exists(brute_txns(txns), m, registers=True) for m in BRUTE_MODELS}
+        for model in MODELS:
+            found, marks = online(h.events, "rw-register", model)
+            reported += bool(found)
+            for f in found:
+                names.add(f.name)
+                where = (seed, model, f.name, f.explanation, txns)
+                assert models.forbids(model, f.name), where
+                for m in MODELS:
+                    if models.forbids(m, f.name):
+                        assert offline[m].valid is False, where
+                        if m in brute:
+                            assert brute[m] is False, where
+                if f.name in CYCLE_TYPES:  # offline finds a cycle there too (it may name it otherwise)
+                    assert set(offline[model].anomaly_types) & CYCLE_TYPES, where
+                else:
+                    assert f.name in offline[model].anomaly_types, where
+                types += f.name in offline[model].anomaly_types
+            for n, count in enumerate(marks, 1):
+                if count and (n == 1 or marks[n - 2] < count):  # something new at this prefix
+                    assert rw_register.check(prefix(h.events, n), model).valid is False, (seed, model, n, txns)
+    assert reported > 100 and types > 100, (reported, types)
+    # cycles, G1a/G1b and the transactions' own anomalies all occur: the test is not vacuous
+    assert {"G1a", "G1b", "G1c", "G-single-realtime", "future-read"} <= names, names
+
+
+def ev(rows, f="txn"):
+    """[(type, process, value)] -> events, each at its own time."""
+    return [Event(i, i, t, p, f, v) for i, (t, p, v) in enumerate(rows)]
+
+
+def test_rw_register_read_skew_is_found_at_the_line_that_closes_it():
+    """T1 read x = 1 and wrote x = 2 and y = 1 (writes follow reads: 1 < 2 in x);
+    T2 saw T1's y but the x before it: G-single, at T2's completion (line 6)."""
+    rows = [("invoke", 0, [["w", "x", 1]]), ("ok", 0, [["w", "x", 1]]),
+            ("invoke", 1, [["r", "x", None], ["w", "x", 2], ["w", "y", 1]]),
+            ("ok", 1, [["r", "x", 1], ["w", "x", 2], ["w", "y", 1]]),
+            ("invoke", 2, [["r", "y", None], ["r", "x", None]]), ("ok", 2, [["r", "y", 1], ["r", "x", 1]])]
+    found, marks = online(ev(rows), "rw-register", "serializable")
+    assert [(f.name, f.line) for f in found] == [("G-single", 6)] and marks == [0, 0, 0, 0, 0, 1]
+    assert "T2 read key 'x' = 1, which T1 overwrote with 2" in found[0].explanation, found[0].explanation
+    assert "G-single" in rw_register.check(History(ev(rows), "h"), "serializable").anomaly_types
+    assert online(ev(rows), "rw-register", "serializable", wfr_keys=False)[0] == []  # as offline
+
+
+def test_rw_register_g1a_waits_for_the_writer_and_a_future_write_closes_a_cycle():
+    # a read of a pending write is nothing until the writer fails
+    rows = [("invoke", 0, [["w", "x", 1]]), ("invoke", 1, [["r", "x", None]]), ("ok", 1, [["r", "x", 1]]),
+            ("fail", 0, [["w", "x", 1]])]
+    found, marks = online(ev(rows), "rw-register", "read-committed")
+    assert [(f.name, f.line) for f in found] == [("G1a", 4)] and marks == [0, 0, 0, 1]
+    # a read of a value whose write is invoked only after the read completed: under strict
+    # serializability the write must follow the read (real time) and precede it (wr)
+    rows = [("invoke", 0, [["r", "x", None]]), ("ok", 0, [["r", "x", 5]]),
+            ("invoke", 1, [["w", "x", 5]]), ("ok", 1, [["w", "x", 5]])]
+    found, _ = online(ev(rows), "rw-register", "strict-serializable")
+    assert [(f.name, f.line) for f in found] == [("G1c-realtime", 4)]
+    assert rw_register.check(History(ev(rows), "h"), "strict-serializable").valid is False
+    # the same read with no such write ever: a garbage read, which only the end can tell
+    assert online(ev(rows[:2]), "rw-register", "strict-serializable")[0] == []
+
+
+# -- source ------------------------------------------------------------------------
+
+
+def source_history(rnd):
+    """Appends (some failing, some crashing) of values 1.. to an upstream log, numbered in
+    commit order, with reads, real-time-recent reads, acks and a final read; the cluster's
+    view lags, and now and then repeats, skips or invents a row, or shows a row out of place."""
+    evs, log, t = [], [], 0
+    ids = [0, 1, 2]  # a client's process id: a fresh one after a crash (info), as Jepsen's
+    pending: dict = {}  # client -> its completion, still to come
+    lsn = value = 0
+    for _ in range(rnd.randint(3, 9)):
+        c = rnd.randrange(3)
+        if c in pending:
+            typ, f, out = pending.pop(c)
+            evs.append((t, typ, ids[c], f, out))
+        else:
+            f = rnd.choice(["append", "append", "read", "rtr-read", "ack"])
+            if f == "append":
+                value += 1
+                evs.append((t, "invoke", ids[c], f, value))
+                fate = rnd.choices(["ok", "fail", "info"], [8, 1, 1])[0]
+                if fate != "fail":
+                    log.append(value)
+                    lsn += 10
+                if fate == "info":
+                    ids[c] += 3
+                else:
+                    out = {"v": value, "n": len(log), "lsn": lsn, "after": lsn} if fate == "ok" else value
+                    pending[c] = (fate, f, out)
+            else:
+                evs.append((t, "invoke", ids[c], f, None))
+                if f == "ack":
+                    pending[c] = ("ok", f, max(0, lsn - 10 * rnd.randint(0, 2)))
+                else:
+                    pending[c] = ("ok", f, _view(rnd, log))
+        t += 1
+    for c, (typ, f, out) in pending.items():
+        if rnd.random() < 0.7:
+            evs.append((t, typ, ids[c], f, out))
+            t += 1
+    evs.append((t, "invoke", 9, "final-read", None))
+    evs.append((t + 1, "ok", 9, "final-read", _view(rnd, log)))
+    return [Event(i, tt, typ, p, f, v) for i, (tt, typ, p, f, v) in enumerate(evs)]
+
+
+def _view(rnd, log):
+    """What a read shows: the log or a prefix of it (lag), with a fault now and then."""
+    rows = [[n, v] for n, v in enumerate(log, 1)][: len(log) if rnd.random() < 0.6 else rnd.randint(0, len(log))]
+    fault = rnd.random()
+    if rows and fault < 0.08:
+        rows.append(list(rnd.choice(rows)))  # a change ingested twice
+    elif len(rows) > 1 and fault < 0.16:
+        del rows[rnd.randrange(len(rows) - 1)]  # a change skipped
+    elif fault < 0.2:
+        rows.append([len(rows) + 1, 1000 + len(rows)])  # a row no append wrote
+    elif len(rows) > 1 and fault < 0.24:
+        rows[0], rows[1] = [1, rows[1][1]], [2, rows[0][1]]  # two values under swapped numbers
+    return rows
+
+
+def test_source_every_prefix_is_sound():
+    reported = 0
+    names = set()
+    for seed in range(400):
+        events = source_history(random.Random(4_700 + seed))
+        whole = check_source(History(events, "h"))
+        found, marks = online(events, "source")
+        reported += bool(found)
+        for f in found:
+            names.add(f.name)
+            assert f.name in whole.anomaly_types, (seed, f.name, f.explanation, [e.to_dict() for e in events])
+        for n, count in enumerate(marks, 1):
+            if count and (n == 1 or marks[n - 2] < count):
+                got = check_source(prefix(events, n))
+                new = {f.name for f in found[marks[n - 2] if n > 1 else 0:count]}
+                assert new <= set(got.anomaly_types), (seed, n, new, got.anomaly_types)
+    assert reported > 100, reported
+    assert {"duplicate-change", "skipped-change", "invented-change", "stale-rtr-read", "lost-change"} <= names, names
+
+
+def test_source_a_lost_change_is_found_at_the_final_read():
+    rows = [("invoke", 0, "append", 1), ("ok", 0, "append", {"v": 1, "n": 1, "lsn": 5, "after": 5}),
+            ("invoke", 1, "read", None), ("ok", 1, "read", []),  # a plain read may lag
+            ("invoke", 2, "final-read", None), ("ok", 2, "final-read", [])]
+    events = [Event(i, i, t, p, f, v) for i, (t, p, f, v) in enumerate(rows)]
+    found, marks = online(events, "source")
+    # a final read is real-time recent too: stale as well, as offline says
+    assert [(f.name, f.line) for f in found] == [("lost-change", 6), ("stale-rtr-read", 6)], found
+    assert marks == [0, 0, 0, 0, 0, 2]
+    assert check_source(History(events, "h")).anomaly_types == ["lost-change", "stale-rtr-read"]
+
+
+@pytest.mark.parametrize("workload", ["rw-register", "source"])
+def test_engines_refuse_what_offline_refuses(workload):
+    from sleuth.checker import WORKLOADS
+    from sleuth.checker.online import Feed, engine_for
+    from sleuth.history import HistoryError
+
+    h = History([], "h")
+    feed = Feed(h, engine_for(workload, h, None, lambda f: None, {}))
+    with pytest.raises(HistoryError) as online_error:
+        feed.event("invoke", 0, "bogus", None, 0)
+    with pytest.raises(HistoryError) as offline_error:
+        WORKLOADS[workload].checker()(History([Event(0, 0, "invoke", 0, "bogus", None)], "h"))
+    assert str(online_error.value) == str(offline_error.value) and str(online_error.value).startswith("h:1: ")
+
+
+def test_source_an_ack_rule_online_waits_for_appends_still_pending():
+    """The ack confirmed LSN 20; when the read completes only n=1 (after 10) is known at or
+    below it, but the pending append commits n=2 at LSN 15. The read shows 2 and not 1:
+    offline, the acknowledged number is 2, which the read shows (a skipped change, not an
+    acknowledged one missing), so online must not call it acknowledged-not-visible."""
+    rows = [("invoke", 0, "append", 1), ("ok", 0, "append", {"v": 1, "n": 1, "lsn": 10, "after": 10}),
+            ("invoke", 1, "append", 2), ("invoke", 2, "ack", None), ("ok", 2, "ack", 20),
+            ("invoke", 3, "read", None), ("ok", 3, "read", [[2, 2]]),
+            ("ok", 1, "append", {"v": 2, "n": 2, "lsn": 15, "after": 15})]
+    events = [Event(i, i, t, p, f, v) for i, (t, p, f, v) in enumerate(rows)]
+    found, _ = online(events, "source")
+    assert [(f.name, f.line) for f in found] == [("skipped-change", 7)], found
+    assert check_source(History(events, "h")).anomaly_types == ["skipped-change"]
+
+
+# -- through `sleuth check --follow` ---------------------------------------------------
+
+
+def serial_rw(n, rnd):
+    """`n` rw-register transactions one after another (strictly serializable): each reads
+    one of five keys and writes another, or writes one."""
+    state, out, value = {}, [], 0
+    for i in range(n):
+        a, b = rnd.sample(range(5), 2)
+        value += 1
+        mops = [["r", a, state.get(a)], ["w", b, value]] if i % 2 else [["w", b, value]]
+        state[b] = value
+        out.append({"type": "invoke", "process": i % 3, "f": "txn",
+                    "value": [[f, k, None if f == "r" else v] for f, k, v in mops]})
+        out.append({"type": "ok", "process": i % 3, "f": "txn", "value": mops})
+    return out
+
+
+def serial_source(n):
+    out, log = [], []
+    for i in range(n):
+        if i % 2:
+            out += [{"type": "invoke", "process": 0, "f": "append", "value": i},
+                    {"type": "ok", "process": 0, "f": "append",
+                     "value": {"v": i, "n": len(log) + 1, "lsn": i, "after": i}}]
+            log.append([len(log) + 1, i])
+        else:
+            out += [{"type": "invoke", "process": 1, "f": "rtr-read", "value": None},
+                    {"type": "ok", "process": 1, "f": "rtr-read", "value": list(log)}]
+    return out
+
+
+def planted_stream(workload):
+    """2,000 lines of a valid history, then an anomaly completed at a known line, then more:
+    (lines, that line, the anomaly)."""
+    if workload == "rw-register":
+        events = serial_rw(1000, random.Random(1))
+        # read skew on fresh keys: T1 read x = 1, wrote x = 2 and y = 1; T2 saw y = 1, x = 1
+        skew = [(90, [["w", "x", 1]], [["w", "x", 1]]),
+                (91, [["r", "x", None], ["w", "x", 2], ["w", "y", 1]], [["r", "x", 1], ["w", "x", 2], ["w", "y", 1]]),
+                (92, [["r", "y", None], ["r", "x", None]], [["r", "y", 1], ["r", "x", 1]])]
+        plant = [e for p, inv, ok in skew for e in ({"type": "invoke", "process": p, "f": "txn", "value": inv},
+                                                    {"type": "ok", "process": p, "f": "txn", "value": ok})]
+        rest, name = serial_rw(300, random.Random(2)), "G-single"
+        rest = [{**e, "value": [[f, k + 10, v + 10_000 if f == "w" else (v if v is None else v + 10_000)]
+                               for f, k, v in e["value"]]} for e in rest]
+    else:
+        events = serial_source(1000)
+        log = events[-1]["value"] if events[-1]["f"] == "rtr-read" else events[-3]["value"]
+        plant = [{"type": "invoke", "process": 5, "f": "rtr-read", "value": None},
+                 {"type": "ok", "process": 5, "f": "rtr-read", "value": log[:-1]}]  # misses the last change
+        rest, name = [e for e in serial_source(1000)[-600:] if e["f"] == "rtr-read"][:300], "stale-rtr-read"
+        rest = [{**e, "value": log} for e in rest]
+    events = events + plant + rest + [end_marker(0)]
+    lines = [orjson.dumps({"index": i, "time": i * 1000, **e}) + b"\n" for i, e in enumerate(events)]
+    return lines, 2000 + len(plant), name
+
+
+@pytest.mark.parametrize("workload", ["rw-register", "source"])
+def test_planted_anomaly_is_reported_before_the_stream_ends(workload, tmp_path):
+    lines, bad_line, name = planted_stream(workload)
+    proc = subprocess.Popen([SLEUTH, "check", "-w", workload, "--follow", "-", "--json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"".join(lines[:bad_line]))
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 30)  # bounded: no hang if nothing comes
+        assert ready, "nothing reported while the stream was open"
+        first = orjson.loads(proc.stdout.readline())  # the anomaly, while the writer still writes
+        proc.stdin.write(b"".join(lines[bad_line:]))
+        proc.stdin.close()
+        rest = proc.stdout.read().splitlines()
+        status = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert first["event"] == "anomaly" and first["anomaly"] == name and first["line"] == bad_line, first
+    assert first["time"] == (bad_line - 1) * 1000  # when it happened: its completing line's time
+    record = orjson.loads(rest[-1])
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"".join(lines))
+    offline = json.loads(subprocess.run([SLEUTH, "check", "-w", workload, str(path), "--json"],
+                                        capture_output=True, text=True, timeout=120).stdout)
+    assert status == 1 and record["valid"] is False
+    assert record["anomaly-types"] == offline["anomaly-types"] and name in record["anomaly-types"]
+    assert record["online"]["found"][0] == {"anomaly": name, "first-line": bad_line}
