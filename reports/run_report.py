@@ -195,6 +195,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     example = (results.get("anomalies", {}).get(first[0]) or [{}])[0] if first else {}
     _timeline(run_dir, ops, windows, focus=(first[0], _lines_named(example)) if first else None)
     lower = any((a["found"] or "").startswith(AT_LEAST) for a in anomalies)  # the legend of the mark
+    when = _when_found(results, history, test.get("started"))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
     page = env.get_template("run.html.j2").render(
@@ -204,10 +205,30 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
         judged=was_judged(results),
         timestamps=results.get("timestamps"), faults=fault_counts(nemesis), shrunk=shrunk,
         nodes=by_node(ops), nemesis_lines=nemesis_lines(nemesis),
-        page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None)
+        page_width=RUN_PAGE_WIDTH, lower_bound=AT_LEAST if lower else None, when=when)
     out = store.report_path(run_dir)
     with open(out, "w") as f:
         f.write(page)
+    return out
+
+
+def _when_found(results: dict, history: History, started: float | None) -> list[dict] | None:
+    """For a run judged online (`sleuth run --online`): each anomaly type, when it happened and
+    whether it was found online (and when) or only at the end (`checker.online.when`); None
+    for a run judged only at the end."""
+    online = results.get("online")
+    if not isinstance(online, dict):
+        return None
+    from sleuth.checker.online.when import timeline
+
+    rows = online.get("anomalies")
+    if rows is None:  # a results.json written before this record had it
+        rows = timeline(results, history, online.get("found", []), float("nan"))
+    out = []
+    for r in rows:
+        at = r.get("found-at")
+        after = None if started is None or at is None or at != at else at - started
+        out.append({**r, "found-after": after})
     return out
 
 

@@ -717,8 +717,12 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     reason = results.get("reason", reason)
     results["reason"] = reason
     if live is not None and live.online is not None:
-        results["online"] = {"found": [f.to_json() for f in live.online.found],
-                             "fail-fast": p.cfg.fail_fast}
+        from sleuth.checker.online.when import timeline
+
+        found_json = [f.to_json() for f in live.online.found]
+        results["online"] = {"found": found_json, "fail-fast": p.cfg.fail_fast,
+                             # each anomaly type: when it happened and when it was found (online or at the end)
+                             "anomalies": timeline(results, history, found_json, time.time())}
         if live.online.error:
             notes.append(live.online.error)
         for f in live.online.found[:5]:  # the report and the summary show notes

@@ -24,6 +24,7 @@ import sleuth.cli as cli
 from sleuth import exits
 from sleuth.checker import Workload
 from sleuth.checker.online import Feed, Found, engine_for
+from sleuth.checker.online.when import timeline
 from sleuth.history import History, HistoryError
 from sleuth.interrupts import deferred
 
@@ -92,7 +93,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
         # history again, so the two are not held at once (nothing in it is a reference cycle)
         feed = engine = tick = history = lines = None
         try:
-            status, record, result, _ = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
+            status, record, result, judged = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
         except KeyboardInterrupt:
             if as_json:
                 emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))
@@ -114,7 +115,9 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
               "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
               "only-at-end": at_end, "seconds": round(online_seconds, 3),
               "cpu-seconds": round(online_cpu, 3), "max-rss-mib": round(online_rss),
-              "stats": engine_stats}
+              "stats": engine_stats,
+              # each anomaly type: when it happened (its last operation) and when it was found
+              "anomalies": timeline(results, judged, [f.to_json() for f in found], time.time())}
     record["online"] = online
     with deferred():
         if as_json:
