@@ -31,13 +31,17 @@ history when it ends. The final verdict, anomaly types and exit status are
 therefore exactly the offline ones; the report says which anomalies were
 found online and which only at the end.
 
-Engines: `list_append`, `register` (and cas-register), `invariants`
-(counter, bank), and `timestamps` (the grey-box rules, around any of them).
-rw-register and source have none yet.
+Engines: `list_append`, `rw_register` (on `deps`, the dependency graph
+online), `register` (and cas-register), `invariants` (counter, bank),
+`source`, and `timestamps` (the grey-box rules, around any of them). `when`
+says, for each anomaly type of a verdict, when it happened and whether it was
+found online or only in the final pass.
 
 **Memory.** The list-append engine keeps a window of recent transactions and
 forgets older ones (`list_append`, "Memory": flat over an unbounded history).
-The register engine cuts each key at its quiet moments (`register`, "Memory"). The final pass, being the offline checker, reads the whole
+The register engine cuts each key at its quiet moments (`register`, "Memory").
+The rw-register engine keeps every transaction (no window yet), source the
+log its reads show. The final pass, being the offline checker, reads the whole
 history at the end, so `sleuth check --follow` as a whole needs offline's
 memory once the history ends (the engine's state is freed before it).
 """
