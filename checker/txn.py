@@ -225,6 +225,11 @@ def process_edges(process: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order[:-1][same], order[1:][same]
 
 
+EMPTY_GRAPH_NOTE = ("no dependency between transactions could be inferred (no read saw another "
+                    "transaction's write, and no order of versions is known): valid, but the history "
+                    "says nothing about isolation (Elle calls it unknown: empty-transaction-graph)")
+
+
 def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int], str],
             non_cycle: dict[str, list[dict]], model: str, stats: dict[str, Any],
             cycle_search_timeout: float | None = None, edge_labels: Callable | None = None,
@@ -280,9 +285,7 @@ def analyze(history: History, gr: Graph, explain_data: Callable[[int, int, int],
     else:
         valid = True
         if gr.edge_count() == 0 and sum(op.type == "ok" for op in txns) > 1:
-            notes.append("no dependency between transactions could be inferred (no read saw another "
-                         "transaction's write, and no order of versions is known): valid, but the history "
-                         "says nothing about isolation (Elle calls it unknown: empty-transaction-graph)")
+            notes.append(EMPTY_GRAPH_NOTE)
     stats = {**stats, "txns": n, "edges": gr.edge_count(), "on-cycles": 0 if oc is None else len(oc.ids),
              "components": 0 if oc is None else len(oc.sizes),
              "largest-component": max(oc.sizes) if oc is not None else 0,

@@ -37,13 +37,14 @@ online), `register` (and cas-register), `invariants` (counter, bank),
 says, for each anomaly type of a verdict, when it happened and whether it was
 found online or only in the final pass.
 
-**Memory.** The list-append engine keeps a window of recent transactions and
-forgets older ones (`list_append`, "Memory": flat over an unbounded history).
-The register engine cuts each key at its quiet moments (`register`, "Memory").
-The rw-register engine keeps every transaction (no window yet), source the
-log its reads show. The final pass, being the offline checker, reads the whole
-history at the end, so `sleuth check --follow` as a whole needs offline's
-memory once the history ends (the engine's state is freed before it).
+**Memory.** The list-append engine forgets the sources of its graph and
+records a *gap* for any edge that later arrives into a forgotten node
+(`list_append`, "Memory"); with no gap and nothing found, its verdict is
+offline's and `sleuth check --follow` skips the offline pass
+(`Engine.certified`). The register engine cuts each key at its quiet
+moments (`register`, "Memory"); its final pass is the offline checker. The
+rw-register engine keeps every transaction (no forgetting yet), source the
+log its reads show; their final pass is the offline checker too.
 """
 
 from __future__ import annotations

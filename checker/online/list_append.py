@@ -65,33 +65,74 @@ read showing an element whose append is not yet known: the key gets no more
 edges online), appends no read saw, future and fuzzy reads, lost updates,
 dirty updates, Adya's label-based types.
 
-Memory: the engine keeps the last `window` transactions (WINDOW, 100,000 by
-default) and forgets older ones: their nodes and edges, the barriers made
-before them, and every key that none of the kept transactions has named
-(its version order, writers and readers). Transactions still pending are
-kept whatever their age. So the engine's memory is flat over an unbounded
-run, whatever the length of the history (the final pass, which is the
-offline checker, still reads the whole history at the end).
+Memory (the forgetting rule). A transaction is forgotten only when it is a
+*source* of the online graph: every edge into it came from a transaction
+already forgotten. Forgetting a source never hides a cycle, now or later,
+as long as no edge into it arrives afterwards: a cycle through it would
+need an edge into it. So an edge that arrives later is handled by its ends:
 
-Why forgetting is sound: it only removes nodes, edges and known orders, and
-a cycle found in a subgraph is a cycle of the graph; an edge that would
-reach a forgotten transaction is dropped; a read of a forgotten key shows
-elements whose appends the engine no longer knows, so the key gets no more
-edges online (as for a read of an unknown append). What it costs: a cycle
-through a transaction more than `window` transactions old, or through a key
-untouched for that long, is found only by the final pass. With real-time
-order such a cycle needs an edge reaching that far back in time (a read of
-a version that old, or an operation pending that long), so a database that
-keeps up loses little. This is a bound by age, not the sharper rule one
-could prove for strict serializability (a transaction that completed before
-every pending invoke, all of whose appends have been superseded by known
-successors and read past by every reader since, can get no new incoming
-edge, and so lies on no future cycle); that rule is not implemented.
+- into a forgotten transaction (from any node, kept or forgotten): it might
+  close a cycle the engine can no longer see. It is not guessed at: the
+  engine records a *gap*, and the final verdict then comes from the offline
+  pass;
+- from a forgotten node into a kept one: dropped. Proof that nothing is
+  missed: take a cycle through some forgotten node, and S its node
+  forgotten first. The edge into S on the cycle was added before S was
+  forgotten (then its source was forgotten earlier: S was a source among
+  the kept; contradiction) or arrived after (a gap). So without gaps no
+  cycle passes through a forgotten node, and neither does the dropped edge.
+  (An earlier draft dropped edges between two forgotten nodes silently: a
+  cycle among forgotten nodes closed later would have been missed.)
+
+Which sources are forgotten is a choice of memory, not of soundness: at each
+sweep (`_sweep`, when what is kept has doubled since the last, at least
+`sweep` transactions), the transactions that completed before every pending
+transaction was invoked and have no edge in from a kept node, taken in
+topological order, so a source's forgetting makes its successors sources in
+the same pass; the barriers older than the newest, by the same rule. (An
+rw edge still to come from a reader waiting at a key's frontier is not yet
+an edge: if it arrives while its reader is kept, it is a gap; by then the
+reader is usually forgotten too, and the edge dropped.) Why a strict serializable database's history
+stays flat under it: every edge into T arrives by the time everything
+invoked before T completed has completed (wr edges at the reader's
+completion, real-time and process edges at T's own, ww and rw edges when a
+read orders T's append), except an edge from a transaction invoked after T
+completed, which real-time order makes a cycle (T precedes it), and which
+therefore never arrives in a valid history. Under models without real-time
+order the same rule forgets, but a valid history may then read an old
+version whose writer is forgotten (a stale read is allowed there): a gap,
+and the final pass is offline's. A history that keeps a transaction pending
+forever keeps everything invoked after it.
+
+A key is forgotten when every transaction that named it is: its version
+order becomes a summary (`dead`: the order's length and hash, and the
+appends no read had shown yet, with their writers' status), some 100 bytes
+a key, so a later read of it (a final read) is checked: the same prefix,
+then only appends it knew; anything else is a gap. Real-time edges are
+kept for every model that gets cycles online (so that cycles a weaker model
+allows are seen, as offline sees them: their edge then leaves a gap).
+
+**Certified verdicts.** When the history ends (`finish`), the edges offline
+adds for appends no read saw are presented, and `certified()` is true when
+the engine found nothing, named nothing it left unreported (a type the
+model allows is a gap too: offline lists it), and has no gap. Then the
+offline checker would find no anomaly of any type: every edge of the
+offline graph was presented online (the derivations above are offline's,
+edge by edge, including the real-time order), none closed a cycle, none was
+lost to forgetting, and the non-cycle anomalies offline looks for are
+either checked here or recorded as gaps when their conditions appear
+(fuzzy and future reads, lost-update candidates, garbage and duplicate
+elements, a read of a failed or intermediate append of a forgotten key,
+two or more appends no read saw on one key, whose orders the offline search
+tries both ways). `sleuth check --follow` then takes the verdict from the
+engine and skips the offline pass; otherwise it runs it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from sleuth.checker import graph as g
 from sleuth.checker import models, txn
@@ -101,24 +142,34 @@ from sleuth.checker.online.order import Order
 from sleuth.history import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
-WINDOW = 100_000  # transactions kept online (see "Memory" above)
+SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 
 
 class Engine:
-    def __init__(self, history: History, model: str, report, window: int = WINDOW):
+    def __init__(self, history: History, model: str, report, sweep: int = SWEEP):
         self.history = history
         self.model = model = models.canonical(model)
         self.report = report
         self.cycles = models.forbids(model, "incompatible-order")
-        self.realtime = self.cycles and models.forbids(model, "G0-realtime")
+        # real-time edges for every model that gets cycles: offline's graph has them whatever
+        # the model, so a cycle a weaker model allows is seen (a gap: offline lists it)
+        self.realtime = self.cycles
         # process order is real-time order (a process runs one operation at a time): with
         # real-time edges, process edges would only repeat some of them
-        self.process = self.cycles and models.forbids(model, "G0-process") and not self.realtime
+        self.process = False
         self.ops: dict[int, Op] = {}  # op id -> op, for the transactions kept
         self.n = 0  # transactions invoked
-        self.window = window
-        self.low = 0  # transactions with lower ids are forgotten (unless still pending)
+        self.sweep = sweep
+        self.next_sweep = sweep  # sweep when this many transactions are kept
+        self.forgotten = 0
+        self.gaps: dict[str, int] = {}  # why the final verdict needs the offline pass -> how often
+        self.dead: dict[Any, bytes] = {}  # forgotten key -> its summary (`_forget_key`)
+        self.unseen_status: dict[Any, dict] = {}  # key -> unseen value -> (status, id) of a forgotten writer
+        self.observed: set[int] = set()  # info (or then pending) writers some read showed
+        self.lost: dict[Any, dict] = {}  # key -> (length, last) of a version read and appended past -> txn
+        self.ok = 0
+        self.data_edges = 0
         self.touched: dict[Any, int] = {}  # key -> the last transaction that named it
         self.barriers: list[tuple[int, int]] = []  # (barrier, transactions invoked when it was made)
         self.writer: dict[Any, dict[Any, int]] = {}  # key -> value -> op id
@@ -148,8 +199,8 @@ class Engine:
         i = op.id
         self.ops[i] = op
         self.n += 1
-        if self.n - self.low >= self.window + max(1, self.window // 4):
-            self._forget(self.n - self.window)
+        if len(self.ops) >= self.next_sweep:
+            self._sweep()
         h = self.history
         self.pending.add(i)
         if self.cycles:
@@ -172,8 +223,12 @@ class Engine:
                 if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
                     raise h.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: expected [f, key, value]")
                 f, k, v = mop
-                self.touched[k] = i
+                if k not in self.dead:  # (a forgotten key's reads are checked against its summary)
+                    self.touched[k] = i
                 if f == "append":
+                    if k in self.dead:  # a forgotten key appended to again: its order is gone
+                        self._gap("append to a forgotten key")
+                        self.broken.add(k)
                     wk = writer.get(k)
                     if wk is None:
                         writer[k] = {v: i}
@@ -212,6 +267,7 @@ class Engine:
             return
         self._settled(i)
         if typ == "ok":
+            self.ok += 1
             if self.realtime:
                 if not self.barrier or self.barrier_used:
                     b = self.barrier - 1
@@ -256,7 +312,21 @@ class Engine:
                 reads.append((k, v))
         if len(keys) < len(value):
             reads = []
+            own: dict = {}
+            for f, k, v in value:
+                if f == "append":
+                    own.setdefault(k, []).append(v)
             for k, read, n, r, problem in _reads_against_own(value):
+                mine = own.get(k, ())
+                if read and len(mine) > n and any(v in read for v in mine[n:]):
+                    self._gap("future-read")  # offline names it (a read showing its own later append)
+                if problem == "fuzzy-read":
+                    self._gap("fuzzy-read")
+                if mine and problem != "internal":  # read this version and appended past it
+                    version = (len(r), r[-1] if r else None)
+                    other = self.lost.setdefault(k, {}).setdefault(version, i)
+                    if other != i:
+                        self._gap("lost-update")
                 if problem == "internal":
                     self._emit("internal", [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
                                                  "but its own earlier micro-ops imply a list ending with "
@@ -265,14 +335,19 @@ class Engine:
                 reads.append((k, r))
         touched = self.touched
         for k, r in reads:
-            touched[k] = i
             try:
+                if k in self.dead and k not in self.broken:
+                    self._read_dead(i, k, r)
+                    continue
+                touched[k] = i
                 self._read(i, k, r)
             except TypeError:  # an unhashable element: offline names it
+                self._gap("unhashable element")
                 self.broken.add(k)
 
     def _read(self, i: int, k: Any, r: list) -> None:
         if k in self.broken:
+            self._gap("read of a key left to the final pass")
             return
         if self.realtime and k in self.acked:
             self._missing(i, k, r)
@@ -292,6 +367,7 @@ class Engine:
             seen, wk = self.seen[k], self.writer.get(k, {})
             if len(set(new)) != len(new) or not seen.isdisjoint(new) or not all(v in wk for v in new):
                 self.broken.add(k)  # duplicates or an unknown append: the final pass judges
+                self._gap("duplicate or unknown element")
                 return
             o.extend(new)
             seen.update(new)
@@ -301,8 +377,18 @@ class Engine:
             for reader in self.frontier[k]:
                 self._edge(reader, wk[o[n]], g.RW)
             self.frontier[k] = []
+            ops = self.ops
             for v in new:
                 w = wk[v]
+                wo = ops.get(w)
+                if wo is None:
+                    st = self.unseen_status.get(k, {}).get(v, ("ok",))[0]
+                    if st == "info":
+                        self.observed.add(self.unseen_status[k][v][1])
+                    elif st == "fail":
+                        self._gap("G1a with a forgotten end")
+                elif w in self.pending or wo.type == "info":
+                    self.observed.add(w)
                 if w in self.pending:
                     self.waiting.setdefault(w, []).append(("seen", k, v, i, r))
                 else:
@@ -365,6 +451,7 @@ class Engine:
             return
         h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
         if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            self._gap("G1a with a forgotten end")
             return
         self.reported_g1a.add((k, v))
         self._emit("G1a", [self.ops[i], w],
@@ -374,6 +461,7 @@ class Engine:
     def _g1b(self, k: Any, v: Any, i: int, r: list) -> None:
         h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
         if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
+            self._gap("G1b with a forgotten end")
             return
         self._emit("G1b", [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, ending at {v!r}, an "
@@ -415,7 +503,11 @@ class Engine:
             return
         gr = self.graph
         order = gr.ord
+        if kind != g.REALTIME and kind != g.PROCESS:
+            self.data_edges += 1
         if a not in order or b not in order:  # failed, or forgotten (a barrier too)
+            if b < 0 or b not in self.ops:  # into a forgotten node (from any node: see "Memory")
+                self._gap("edge into a forgotten transaction")
             return
         if order[a] < order[b]:  # agrees with the order: the common case, inline
             gr.out[a].append((b, kind))
@@ -491,6 +583,7 @@ class Engine:
         MAX_REPORTS of that name were reported (counted here); else None."""
         name = txn.classify(cycle)
         if not models.forbids(self.model, name):
+            self._gap(f"{name} (allowed by the model)")  # its edge is not added; offline lists it
             return None
         self.counts[name] = self.counts.get(name, 0) + 1
         return name if self.counts[name] <= MAX_REPORTS else None
@@ -498,6 +591,7 @@ class Engine:
     def _emit(self, name: str, ops: list[Op], explanation: str, counted: bool = False,
               rule: str | None = None) -> None:
         if not models.forbids(self.model, name):
+            self._gap(f"{name} (allowed by the model)")
             return
         if not counted:
             self.counts[name] = self.counts.get(name, 0) + 1
@@ -506,40 +600,155 @@ class Engine:
         self.found.append(found)
         self.report(found)
 
-    def _forget(self, low: int) -> None:
-        """Forget the transactions below `low` that are not pending, the keys no transaction
-        from `low` on has named, and the barriers made before `low` (the newest excepted);
-        see "Memory" above. Forgetting only removes nodes, edges and version orders, so it
-        never makes a cycle; an edge that would reach a forgotten transaction is dropped,
-        and a read of a forgotten key finds elements whose appends are unknown, so the key
-        is left to the final pass."""
-        gr, ops, pending, before = self.graph, self.ops, self.pending, self.before
-        for i in range(self.low, low):
-            if i in pending or i not in ops:
+    # -- memory (see "Memory" above) -------------------------------------------
+
+    def _gap(self, why: str) -> None:
+        """Something the engine did not decide: the final verdict needs the offline pass."""
+        self.gaps[why] = self.gaps.get(why, 0) + 1
+
+    def _sweep(self) -> None:
+        """Forget the sources described under "Memory", in topological order (a source
+        forgotten makes its successors sources in the same pass), then the keys every
+        namer of which is forgotten. Next sweep when what is kept has doubled."""
+        ops, gr, pending = self.ops, self.graph, self.pending
+        oldest = min((ops[p].invoke_pos for p in pending), default=None)
+        ord_ = gr.ord
+        cands = [i for i, op in ops.items()
+                 if i not in pending and op.complete_pos is not None
+                 and (oldest is None or op.complete_pos < oldest)]
+        cands += [b for b, _ in self.barriers if b != self.barrier]
+        cands.sort(key=lambda n: ord_.get(n, -1))  # failed transactions (no node) first
+        into = gr.into
+        for n in cands:
+            if n < 0:
+                if not into[n]:
+                    gr.forget(n)
                 continue
-            del ops[i]
-            before.pop(i, None)
-            if i in gr:
-                gr.forget(i)
-        self.low = low
-        for k in [k for k, t in self.touched.items() if t < low]:
-            del self.touched[k]
-            for d in (self.writer, self.order, self.seen, self.frontier, self.intermediate, self.acked):
-                d.pop(k, None)
-            self.broken.discard(k)
-        keep = 0
-        for b, made in self.barriers:
-            if made >= low or b == self.barrier:
-                break
-            gr.forget(b)
-            keep += 1
-        del self.barriers[:keep]
-        for p in [p for p, i in self.last_of.items() if i < low]:
-            del self.last_of[p]
+            if n in ord_:
+                if into[n]:
+                    continue
+                gr.forget(n)
+            self._forget_txn(n)
+        self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
+        for k in [k for k, t in self.touched.items() if t not in ops]:
+            if k in self.broken:
+                continue  # its reads are the final pass's: a later read of it is a gap
+            wk = self.writer.get(k, {})
+            if any(w in ops for w in wk.values()) or any(r in ops for r in self.frontier.get(k, ())):
+                continue
+            self._forget_key(k)
+        self.next_sweep = max(self.sweep, 2 * len(ops))
+
+    def _forget_txn(self, i: int) -> None:
+        op = self.ops.pop(i)
+        self.before.pop(i, None)
+        self.forgotten += 1
+        if op.type == "ok":
+            self.observed.discard(i)
+        status = op.type
+        for f, k, v in op.value if op.type == "ok" else op.invoke_value:
+            if f == "append":
+                if v not in self.seen.get(k, ()):  # no read showed it yet: its writer's status
+                    self.unseen_status.setdefault(k, {})[v] = (status, i)
+
+    def _forget_key(self, k: Any) -> None:
+        """Replace key k's state by its summary: the known order's length and hash, and the
+        appends no read has shown yet, each with its writer's status (ok, info, fail), id, and
+        whether its writer appended past it (a read ending there is G1b)."""
+        o = self.order.pop(k, [])
+        seen = self.seen.pop(k, set())
+        wk = self.writer.pop(k, {})
+        status = self.unseen_status.pop(k, {})
+        mid = self.intermediate.pop(k, set())
+        for d in (self.frontier, self.acked, self.lost):
+            d.pop(k, None)
+        del self.touched[k]
+        rest = [[v, *status.get(v, ("ok", w)), v in mid] for v, w in wk.items() if v not in seen]
+        try:
+            self.dead[k] = orjson.dumps([len(o), hash(tuple(o)), False, rest])
+        except TypeError:  # a value JSON cannot hold: the key is left to the final pass
+            self._gap("a forgotten key's values")
+            self.broken.add(k)
+
+    def _read_dead(self, i: int, k: Any, r: list) -> None:
+        """A read of a forgotten key: a prefix of the known order again (same length and
+        hash), then appends no read had shown. Its edges then run from forgotten writers
+        (dropped: see "Memory"); anything else is a gap."""
+        n, h, since, rest = orjson.loads(self.dead[k])
+        if len(r) < n or hash(tuple(r[:n])) != h:
+            self._gap("an older or different version of a forgotten key read")
+            return
+        new = r[n:]
+        if r:
+            self.data_edges += 1  # wr from its last element's (forgotten) writer
+        if not new:
+            self.dead[k] = orjson.dumps([n, h, True, rest])
+            return
+        left = {v: (st, w, mid) for v, st, w, mid in rest}
+        if since or len(set(new)) != len(new) or not all(v in left for v in new):
+            self._gap("a forgotten key grew past an earlier reader, or shows an unknown element")
+            return
+        # ww edges between the new elements' writers (and from the last known one), rw from
+        # readers of the shorter order: edges into forgotten writers (see "Memory")
+        self._gap("edge into a forgotten transaction")
+        for v in new:
+            st, w, _ = left.pop(v)
+            if st == "fail":
+                self._gap("G1a on a forgotten key")
+            elif st == "info":
+                self.observed.add(w)
+            if w in self.ops:
+                self._gap("a forgotten key's writer still kept")
+        if next(m for v, _, _, m in rest if v == new[-1]):
+            self._gap("G1b candidate on a forgotten key")
+        self.dead[k] = orjson.dumps([len(r), hash(tuple(r)), True,
+                                     [[v, st, w, m] for v, (st, w, m) in left.items()]])
+
+    def _node(self, k: Any, v: Any, w: int) -> bool:
+        """Is the writer w (of v on key k) a node of offline's graph: ok, or info and observed?"""
+        op = self.ops.get(w)
+        st = op.type if op is not None else self.unseen_status.get(k, {}).get(v, ("ok",))[0]
+        return st == "ok" or (st == "info" and w in self.observed)
+
+    def finish(self) -> None:
+        """The history ended: present the edges offline adds for appends no read saw (the
+        writer of the last element seen, and every reader of the whole order, precede such
+        an append), and record as gaps what offline may still judge that this engine cannot:
+        two such appends on one key (offline tries both orders), edges still waiting for a
+        transaction that never completed, a forgotten key read whole whose unseen append
+        belongs to an offline node."""
+        if any(p in self.waiting for p in self.pending):
+            self._gap("edges waiting for a transaction that never completed")
+        for k, wk in list(self.writer.items()):
+            if k in self.broken:
+                continue
+            seen = self.seen.get(k)
+            nodes = {w for v, w in wk.items() if (seen is None or v not in seen) and self._node(k, v, w)}
+            if len(nodes) > 1:
+                self._gap("two appends no read saw on one key")
+            elif nodes and k in self.order:
+                u = nodes.pop()
+                o = self.order[k]
+                if o:
+                    self._edge(wk[o[-1]], u, g.WW)
+                for reader in self.frontier[k]:
+                    self._edge(reader, u, g.RW)
+        for k, s in self.dead.items():
+            n, h, since, rest = orjson.loads(s)
+            live = [w for _, st, w, _ in rest if st == "ok" or (st == "info" and w in self.observed)]
+            if len(live) > 1 or (since and live):
+                self._gap("an append no read saw on a forgotten key")
+
+    def certified(self) -> bool:
+        """After `finish`: is the history certainly valid offline, with no anomaly of any type
+        (see "Certified verdicts")? False means: ask the offline pass."""
+        return self.cycles and not self.found and not self.counts and not self.gaps and not self.broken \
+            and self.ok > 0
 
     def tick(self, force: bool = False) -> None:
         """Nothing to do between events: everything is judged as it arrives."""
 
     def stats(self) -> dict[str, Any]:
-        return {"txns": self.n, "kept": len(self.ops), "nodes": len(self.graph), "edges": self.graph.edges(),
-                "keys-left-to-final-pass": len(self.broken)}
+        return {"txns": self.n, "kept": len(self.ops), "forgotten": self.forgotten, "nodes": len(self.graph),
+                "edges": self.graph.edges(), "keys": len(self.touched), "forgotten-keys": len(self.dead),
+                "keys-left-to-final-pass": len(self.broken), "gaps": dict(self.gaps)}

@@ -88,12 +88,19 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
         online_seconds = followed.seconds
         online_cpu = time.process_time() - cpu0
         online_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+        result = certified(engine, kwargs.get("model"), followed.ended_by)
         engine_stats = engine.stats() if engine is not None else {}
+        gaps = engine_stats.get("gaps") or {}
         # The engine's state is not needed again: freed before the final pass reads the
         # history again, so the two are not held at once (nothing in it is a reference cycle)
         feed = engine = tick = history = lines = None
         try:
-            status, record, result, judged = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
+            judged = None
+            if result is not None:  # the engine's verdict is offline's: no final pass
+                status = exits.of_valid(result.valid)
+                record = {"file": followed.path, **result.to_json(), "exit": status}
+            else:
+                status, record, result, judged = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
         except KeyboardInterrupt:
             if as_json:
                 emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))
@@ -115,7 +122,8 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
               "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
               "only-at-end": at_end, "seconds": round(online_seconds, 3),
               "cpu-seconds": round(online_cpu, 3), "max-rss-mib": round(online_rss),
-              "stats": engine_stats,
+              "final-pass": "offline" if "final-pass" not in results.get("stats", {}) else "none",
+              "final-pass-because": sorted(gaps), "stats": engine_stats,
               # each anomaly type: when it happened (its last operation) and when it was found
               "anomalies": timeline(results, judged, [f.to_json() for f in found], time.time())}
     record["online"] = online
@@ -130,7 +138,31 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
                 click.echo("    found online: " + ", ".join(f"{t} (line {ln})" for t, ln in first.items()))
             if at_end:
                 click.echo("    found only in the final pass: " + ", ".join(at_end))
+            if online["final-pass"] == "none":
+                click.echo("    final pass: none needed (the online engine's verdict is complete)")
+            elif gaps:
+                click.echo("    final pass: offline, because of: " + ", ".join(sorted(gaps)))
     return status
+
+
+def certified(engine: Any, model: str | None, ended_by: str) -> Any:
+    """The engine's own verdict when it is offline's (`certified()`: a valid history, no
+    anomaly of any type; see checker/online/list_append.py, "Certified verdicts"), as the
+    offline checker's Result would give it; else None (the offline pass judges). An
+    interrupted follow is judged offline (what was read, as it is)."""
+    if engine is None or not hasattr(engine, "certified") or ended_by == "interrupted":
+        return None
+    engine.finish()
+    if not engine.certified():
+        return None
+    from sleuth.checker import models, txn
+    from sleuth.checker.result import Result
+
+    not_, also_not, possible = models.judge([])
+    stats = {**engine.stats(), "final-pass": "none: the online engine's verdict is complete"}
+    notes = [txn.EMPTY_GRAPH_NOTE] if engine.data_edges == 0 and engine.ok > 1 else []
+    return Result(valid=True, model=models.canonical(model or "strict-serializable"), not_=not_,
+                  also_not=also_not, possible=possible, stats=stats, notes=notes)
 
 
 def _renamed(record: dict[str, Any], path: str, shown: str) -> dict[str, Any]:
