@@ -45,7 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.checker import graph as g
-from sleuth.checker import txn
+from sleuth.checker import models, txn
 from sleuth.checker.result import Result
 from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
@@ -146,7 +146,7 @@ class Analysis:
                 if f == "r":
                     if k in state:
                         if v != state[k] and k in own:
-                            self._add("internal", {
+                            self._add(models.INTERNAL, {
                                 "key": k, "op": self._op(i), "read": v, "expected": state[k],
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, but it had "
                                                f"itself written {state[k]!r} to it"})
@@ -154,13 +154,13 @@ class Analysis:
                             # the read saw a version too: judged as one (G1a, G1b), though
                             # it gives no edge (the first read of a key is the external one)
                             self.later_reads.setdefault((k, v), []).append(i)
-                            self._add("fuzzy-read", {
+                            self._add(models.FUZZY_READ, {
                                 "key": k, "op": self._op(i), "read": v, "earlier": state[k],
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} twice and saw "
                                                f"{state[k]!r}, then {v!r} (a non-repeatable read)"})
                     elif k not in touched:
                         if v is not None and self.writer.get((k, v)) == i:  # its own later write
-                            self._add("future-read", {
+                            self._add(models.FUTURE_READ, {
                                 "key": k, "op": self._op(i), "read": v,
                                 "explanation": f"{txn.txn_label(self.history, op)} read key {k!r} = {v!r}, which it "
                                                "wrote itself only after that read (a read from its own future)"})
@@ -183,7 +183,7 @@ class Analysis:
         for (k, v), members in lost.items():
             if len(members) > 1:
                 names = ", ".join(txn.txn_label(self.history, ops[i]) for i in members)
-                self._add("lost-update", {
+                self._add(models.LOST_UPDATE, {
                     "key": k, "read": v, "ops": [self._op(i) for i in members],
                     "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
                                    "whichever committed later should have seen the other's write"})
@@ -209,19 +209,19 @@ class Analysis:
             w = writer.get((k, v))
             r0 = readers[0]
             if w is None:
-                self._add("garbage-read", {
+                self._add(models.GARBAGE_READ, {
                     "key": k, "value": v, "op": self._op(r0),
                     "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, "
                                    f"but no transaction ever wrote {v!r} to {k!r}"})
             elif ops[w].type == "fail":
-                self._add("G1a", {
+                self._add(models.G1A, {
                     "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
                     "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, written by "
                                    f"{txn.txn_label(self.history, ops[w])}, which failed (aborted read)"})
             else:
                 observed.add(w)
                 if (k, v) not in self.final:
-                    self._add("G1b", {
+                    self._add(models.G1B, {
                         "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
                         "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, an "
                                        f"intermediate write of {txn.txn_label(self.history, ops[w])}, which wrote "
@@ -273,7 +273,7 @@ class Analysis:
             return
         ops = self.ops
         if w is None:
-            self._add("cyclic-versions", {
+            self._add(models.CYCLIC_VERSIONS, {
                 "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
                 "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = nil, but "
                                f"{txn.txn_label(self.history, ops[j])} had left {v!r} in it before "

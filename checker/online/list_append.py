@@ -110,11 +110,11 @@ class Engine:
         self.history = history
         self.model = model = models.canonical(model)
         self.report = report
-        self.cycles = models.forbids(model, "incompatible-order")
-        self.realtime = self.cycles and models.forbids(model, "G0-realtime")
+        self.cycles = models.forbids(model, models.INCOMPATIBLE_ORDER)
+        self.realtime = self.cycles and models.forbids(model, models.realtime(models.G0))
         # process order is real-time order (a process runs one operation at a time): with
         # real-time edges, process edges would only repeat some of them
-        self.process = self.cycles and models.forbids(model, "G0-process") and not self.realtime
+        self.process = self.cycles and models.forbids(model, models.process(models.G0)) and not self.realtime
         self.ops: dict[int, Op] = {}  # op id -> op, for the transactions kept
         self.n = 0  # transactions invoked
         self.window = window
@@ -257,8 +257,8 @@ class Engine:
         if len(keys) < len(value):
             reads = []
             for k, read, n, r, problem in _reads_against_own(value):
-                if problem == "internal":
-                    self._emit("internal", [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
+                if problem == models.INTERNAL:
+                    self._emit(models.INTERNAL, [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
                                                  "but its own earlier micro-ops imply a list ending with "
                                                  "its own appends")
                     continue
@@ -344,7 +344,7 @@ class Engine:
                     return
                 h = self.history
                 self._emit(name, [ta, tr],
-                           f"{name}: {txn.BASE_SENTENCE['G-single']}, closed by real-time order; 2 transactions.\n"
+                           f"{name}: {txn.BASE_SENTENCE[models.G_SINGLE]}, closed by real-time order; 2 transactions.\n"
                            f"{txn.txn_label(h, ta)} < {txn.txn_name(tr)} (realtime) because "
                            f"{self._why(t, i, g.REALTIME)}.\n"
                            f"{txn.txn_label(h, tr)} < {txn.txn_name(ta)} (rw) because {txn.txn_name(tr)} read key "
@@ -367,7 +367,7 @@ class Engine:
         if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
             return
         self.reported_g1a.add((k, v))
-        self._emit("G1a", [self.ops[i], w],
+        self._emit(models.G1A, [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, observing {v!r}, appended "
                    f"by {txn.txn_label(h, w)}, which failed (aborted read)")
 
@@ -375,7 +375,7 @@ class Engine:
         h, w = self.history, self.ops.get(self.writer.get(k, {}).get(v))
         if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
             return
-        self._emit("G1b", [self.ops[i], w],
+        self._emit(models.G1B, [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, ending at {v!r}, an "
                    f"intermediate append of {txn.txn_label(h, w)}, which went on to append past it "
                    "(intermediate read)")
@@ -383,7 +383,7 @@ class Engine:
     def _incompatible(self, i: int, k: Any, r: list, o: list) -> None:
         self.broken.add(k)
         h = self.history
-        self._emit("incompatible-order", [self.ops[i]],
+        self._emit(models.INCOMPATIBLE_ORDER, [self.ops[i]],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)} but an earlier read "
                    f"showed {_show(o)}: neither is a prefix of the other, so the key's elements have no "
                    "single order")
