@@ -104,3 +104,11 @@ def test_a_partition_cuts_along_the_grudges_the_target_names():
 
     p = faults.Partition(Peers())
     assert [p.start(random.Random(0))["grudge"] for _ in range(4)] == [*faults.NODE_GRUDGES, "isolate-one"]
+
+
+def test_the_reference_cluster_keeps_its_grudges_and_galera_its_own():
+    from sleuth.targets.reference import ReferenceTarget
+
+    reference = object.__new__(ReferenceTarget)  # its grudges need nothing started
+    assert reference.grudges() == ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")
+    assert "partition" in reference.abilities and "upstream" in reference.abilities
