@@ -13,6 +13,15 @@ A checker is named as (module, function) and imported only when used, so a
 Adding an option is one line in `OPTIONS` (its CLI flag, type and help) plus
 its name in the workloads that take it; the CLI builds its flags from the
 table and passes a checker only the options it declared.
+
+Each workload also declares what the rest of sleuth may rely on, so no part
+keeps a table of workloads of its own: the SQL tables its clients create
+(`tables`, each named `sleuth_…`), whether a campaign's Spark judge splits
+its runs per key (`keyed`), whether `sleuth check --spark` can judge its
+histories larger than a machine (`large`), and how the durability audit
+reads its writes back from the reference cluster's storage (`audited`).
+A client workload (`workloads/`) is named after the registry's workload
+that judges it.
 """
 
 from __future__ import annotations
@@ -71,6 +80,16 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
            minimum=0),
 )}
 
+# Every table a workload creates is named `sleuth_…`, so that none is mistaken for a table of
+# the user's database (`--target postgresql://…`, `mysql://…`). The runner creates them only where
+# none of that name exists, and drops only those it created (docs/exit-status.md, README).
+TABLE_PREFIX = "sleuth_"
+REGISTERS, LISTS, RW, ACCOUNTS, COUNTERS, SOURCE_CHANGES = (
+    TABLE_PREFIX + t for t in ("registers", "lists", "rw", "accounts", "counters", "src"))
+# How the durability audit reads a workload's writes back from the storage nodes' rows:
+LIST_ROWS = "list"  # one row [k, " v1 v2 ..."] per key, an append rewrites it: what is in it at the end
+REGISTER_ROWS = "register"  # one row [k, v] per key, a write replaces it: every value ever inserted
+
 LINEARIZABLE = ("linearizable",)
 TXN_MODELS = MODELS  # the lattice of checker/models.py, strongest first
 
@@ -87,6 +106,14 @@ class Workload:
     options: names in OPTIONS the checker function takes.
     micro_ops: a transactional workload's micro-op functions; its checker
              takes micro-ops as lists or tuples (the compact reader's).
+    tables:  the SQL tables its clients create (the first holds what they write).
+    keyed:   a campaign's Spark judge splits its runs per key, one task per
+             (run, key), verdicts merged (Jepsen's `independent`).
+    large:   `sleuth check --spark` judges it, per key on executors: a history
+             larger than a machine (checker/spark/history_check.py).
+    audited: how the durability audit reads its writes back from the storage
+             nodes (LIST_ROWS, REGISTER_ROWS), or None: not audited (bank and
+             counter rows carry no unique values).
     """
 
     name: str
@@ -97,6 +124,10 @@ class Workload:
     aliases: tuple[tuple[str, str], ...] = ()
     reader: tuple[str, str] | None = None  # (module, function) reading a file for the checker
     micro_ops: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    keyed: bool = False
+    large: bool = False
+    audited: str | None = None
 
     def load(self, path: str, events: bool = True) -> Any:
         """The history in `path`: by the workload's own reader if it has one
@@ -134,17 +165,20 @@ TXN_ALIASES = tuple(ALIASES.items())  # Adya's PL-levels and Elle's other names
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("register", "sleuth.checker.linearizable", "check_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES,
-             ("sleuth.checker.register_load", "read_register")),
+             ("sleuth.checker.register_load", "read_register"),
+             tables=(REGISTERS,), keyed=True, large=True, audited=REGISTER_ROWS),
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
-             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES),
+             LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES, large=True),
     Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS,
-             ("cycle_search_timeout",), TXN_ALIASES, micro_ops=("append", "r")),
+             ("cycle_search_timeout",), TXN_ALIASES, micro_ops=("append", "r"),
+             tables=(LISTS,), large=True, audited=LIST_ROWS),
     Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
              ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES,
-             micro_ops=("r", "w")),
-    Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative")),
-    Workload("counter", "sleuth.checker.counter", "check_counter"),
-    Workload("source", "sleuth.checker.source", "check_source"),  # an upstream log, via a source node
+             micro_ops=("r", "w"), tables=(RW,), large=True, audited=REGISTER_ROWS),
+    Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative"), tables=(ACCOUNTS,)),
+    Workload("counter", "sleuth.checker.counter", "check_counter", tables=(COUNTERS,)),
+    # an upstream log, via a source node
+    Workload("source", "sleuth.checker.source", "check_source", tables=(SOURCE_CHANGES,)),
 )}
 
 

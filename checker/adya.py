@@ -81,17 +81,18 @@ from typing import Any
 import numpy as np
 
 from sleuth.checker import graph as g
+from sleuth.checker import models
 
 Cycle = list[tuple[int, int, int]]
 Task = Callable[[float], list[tuple[Cycle, str]]]
 
-TYPES = ("G-cursor", "G-monotonic", "G-update")
+TYPES = (models.G_CURSOR, models.G_MONOTONIC, models.G_UPDATE)
 SENTENCES = {
-    "G-cursor": "a cycle on a single key with one anti-dependency and otherwise write-write "
+    models.G_CURSOR: "a cycle on a single key with one anti-dependency and otherwise write-write "
                 "dependencies (a labelled single anti-dependency cycle, Adya's lost update)",
-    "G-monotonic": "a cycle with one anti-dependency, leaving a read that came after an operation "
+    models.G_MONOTONIC: "a cycle with one anti-dependency, leaving a read that came after an operation "
                    "the rest of the cycle enters (a non-monotonic view)",
-    "G-update": "a cycle with anti-dependencies among transactions that all write, but at most "
+    models.G_UPDATE: "a cycle with anti-dependencies among transactions that all write, but at most "
                 "one read-only one",
 }
 # each type -> the plain edge-kind spec whose search, run to the end in a component
@@ -99,7 +100,7 @@ SENTENCES = {
 # cycles are G-single ones (a product-graph cycle through an rw edge, which the
 # G-single spec finds if any exists), G-update cycles are data cycles through an rw
 # edge (which the G2-item spec finds if any exists)
-WITHIN = {"G-cursor": "G-single", "G-monotonic": "G-single", "G-update": "G2-item"}
+WITHIN = {models.G_CURSOR: models.G_SINGLE, models.G_MONOTONIC: models.G_SINGLE, models.G_UPDATE: models.G2_ITEM}
 CHECK_EVERY = 1024
 REUSE = 2  # found cycles tried per component before searching (trying all costs more than it saves)
 NEVER = 1 << 62  # an entry position no read follows (an edge without a label)
@@ -475,8 +476,8 @@ def _writes(op) -> bool:
     return any(map("r".__ne__, map(_FUNCTION, value)))
 
 
-DETECTORS: dict[str, Callable] = {"G-cursor": cursor, "G-monotonic": monotonic, "G-update": update}
-QUALIFIES: dict[str, Callable] = {"G-cursor": _is_cursor, "G-monotonic": _is_monotonic, "G-update": _is_update}
+DETECTORS: dict[str, Callable] = {models.G_CURSOR: cursor, models.G_MONOTONIC: monotonic, models.G_UPDATE: update}
+QUALIFIES: dict[str, Callable] = {models.G_CURSOR: _is_cursor, models.G_MONOTONIC: _is_monotonic, models.G_UPDATE: _is_update}
 
 
 # -- through a ww edge the graph lacks ---------------------------------------
@@ -607,5 +608,5 @@ def _monotonic_through(ctx, u: int, v: int, facts: list, tick, deadline: float) 
     return found[0] if found else None
 
 
-_THROUGH: dict[str, Callable] = {"G-cursor": _cursor_through, "G-monotonic": _monotonic_through,
-                                 "G-update": _update_through}
+_THROUGH: dict[str, Callable] = {models.G_CURSOR: _cursor_through, models.G_MONOTONIC: _monotonic_through,
+                                 models.G_UPDATE: _update_through}

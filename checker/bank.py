@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
@@ -44,13 +45,13 @@ def check_bank(history: History, total: int | None = None, no_negative: bool = F
             total = s
             notes.append(f"total {s} taken from the first complete read (line {where['line']})")
         if s != total:
-            anomalies.setdefault("wrong-total", []).append({
+            anomalies.setdefault(models.WRONG_TOTAL, []).append({
                 "op": where, "total": s, "expected": total,
                 "explanation": f"read by process {op.process} (line {where['line']}) sums to {s}, "
                                f"expected {total} ({'missing' if s < total else 'extra'} {abs(total - s)})"})
         negative = {a: b for a, b in balances.items() if b < 0}
         if no_negative and negative:
-            anomalies.setdefault("negative-balance", []).append({
+            anomalies.setdefault(models.NEGATIVE_BALANCE, []).append({
                 "op": where, "negative": negative,
                 "explanation": f"read by process {op.process} (line {where['line']}) shows negative "
                                f"balances {negative}"})

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
@@ -59,7 +60,7 @@ def check_counter(history: History, **_: Any) -> Result:
         upper = pos_inv[p] + neg_def[d]
         if lower <= v <= upper:
             continue
-        name = "counter-too-low" if v < lower else "counter-too-high"
+        name = models.COUNTER_TOO_LOW if v < lower else models.COUNTER_TOO_HIGH
         counts[name] = counts.get(name, 0) + 1
         examples = anomalies.setdefault(name, [])
         if len(examples) < MAX_EXAMPLES:

@@ -87,18 +87,18 @@ from sleuth.checker import graph as g
 DEFAULT_TIMEOUT = 10.0  # seconds per top-level component; see docs/cycle-search.md
 MAX_EXAMPLES = 8  # cycles explained per anomaly type
 
-BASES = ("G0", "G1c", "G-single", "G-nonadjacent", "G2-item")  # simplest first
+BASES = (models.G0, models.G1C, models.G_SINGLE, models.G_NONADJACENT, models.G2_ITEM)  # simplest first
 BASE_KINDS = {
-    "G0": frozenset({g.WW}),
-    "G1c": frozenset({g.WW, g.WR}),
-    "G-single": frozenset(g.DATA),
-    "G-nonadjacent": frozenset(g.DATA),
-    "G2-item": frozenset(g.DATA),
+    models.G0: frozenset({g.WW}),
+    models.G1C: frozenset({g.WW, g.WR}),
+    models.G_SINGLE: frozenset(g.DATA),
+    models.G_NONADJACENT: frozenset(g.DATA),
+    models.G2_ITEM: frozenset(g.DATA),
 }
-BASE_START = {"G0": g.WW, "G1c": g.WR, "G-single": g.RW, "G-nonadjacent": g.RW, "G2-item": g.RW}
-VARIANTS = (("", frozenset(), None), ("-process", frozenset({g.PROCESS}), g.PROCESS),
-            ("-realtime", frozenset({g.PROCESS, g.REALTIME}), g.REALTIME))
-SI_BASES = ("G-single", "G-nonadjacent")  # the product graph finds their start edges
+BASE_START = {models.G0: g.WW, models.G1C: g.WR, models.G_SINGLE: g.RW, models.G_NONADJACENT: g.RW, models.G2_ITEM: g.RW}
+VARIANTS = (("", frozenset(), None), (models.PROCESS, frozenset({g.PROCESS}), g.PROCESS),
+            (models.REALTIME, frozenset({g.PROCESS, g.REALTIME}), g.REALTIME))
+SI_BASES = (models.G_SINGLE, models.G_NONADJACENT)  # the product graph finds their start edges
 EITHER = -1  # in `CycleSearch.run`'s `cut`: cut short while trying the orders of unseen appends
 
 
@@ -106,8 +106,8 @@ def _automaton(base: str | None, kinds: frozenset[int], required: int | None) ->
     """State: (started, rw count capped at 2, last edge rw, first edge rw,
     two rw adjacent, a wr seen, the required kind seen). `base` None: the
     snapshot-isolation condition (at least one rw, none adjacent)."""
-    single = base == "G-single"
-    nonadjacent = base in ("G-nonadjacent", None)
+    single = base == models.G_SINGLE
+    nonadjacent = base in (models.G_NONADJACENT, None)
 
     def step(s: tuple, k: int) -> tuple | None:
         if k not in kinds:
@@ -122,14 +122,15 @@ def _automaton(base: str | None, kinds: frozenset[int], required: int | None) ->
             last = False
         return (True, rw, last, first, adj, wr or k == g.WR, req or k == required)
 
+    which = (models.G0, models.G1C, models.G_SINGLE, models.G_NONADJACENT, None, models.G2_ITEM).index(base)
+
     def accept(s: tuple) -> bool:
         if not s or (required is not None and not s[6]):
             return False
         _, rw, last, first, adj, wr, _ = s
         wraps = first and last  # the walk's last and first edges are both rw: adjacent
-        return {"G0": True, "G1c": wr, "G-single": rw == 1,
-                "G-nonadjacent": rw == 2 and not wraps, None: rw >= 1 and not wraps,
-                "G2-item": rw == 2 and (adj or wraps)}[base]
+        # by `base`, in `which`'s order: G0, G1c, G-single, G-nonadjacent, SI's condition, G2-item
+        return (True, wr, rw == 1, rw == 2 and not wraps, rw >= 1 and not wraps, rw == 2 and (adj or wraps))[which]
 
     return g.Automaton((), step, accept)
 
@@ -248,11 +249,11 @@ class CycleSearch:
         sel = starts[inside]
         sub = labels[src[sel]]  # each start edge's sub-component
         by = by_label = None
-        if spec.base == "G-single":  # every start edge, by sub-component in edge order (a stable sort)
+        if spec.base == models.G_SINGLE:  # every start edge, by sub-component in edge order (a stable sort)
             order = np.argsort(sub, kind="stable")
             by, by_label = sel[order], sub[order]
         sel = sel[np.sort(np.unique(sub, return_index=True)[1])]
-        hopeless = _no_adjacent_rw(oc, labels, sizes) if spec.base == "G2-item" else None
+        hopeless = _no_adjacent_rw(oc, labels, sizes) if spec.base == models.G2_ITEM else None
         comp, start, perf = oc.comp, spec.start, time.perf_counter
         # `_charged`, inlined: a partial and a call less for each of the 30,000
         # sub-components searched at 100,000 read-committed transactions
@@ -495,7 +496,7 @@ class CycleSearch:
         """One of `checker.adya`'s detectors, task by task, each charged to its
         component's budget like a spec's searches."""
         oc = ctx.oc
-        if self.txns is None or (self.labels is None and name != "G-update"):
+        if self.txns is None or (self.labels is None and name != models.G_UPDATE):
             for c in range(len(oc.sizes)):  # cannot be searched: say so
                 cut.setdefault(c, i)
             return

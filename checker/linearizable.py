@@ -83,6 +83,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
@@ -812,17 +813,17 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     stats = {"keys": len(groups), "ops": n_ops, "ops-searched": searched, "keys-judged": n_judged,
              "crashed-dropped": dropped, "configurations-explored": explored,
              "nonlinearizable-keys": bad_keys, "unknown-keys": unknown_keys,
-             "anomaly-counts": {"nonlinearizable": bad_keys} if bad_keys else {}}
+             "anomaly-counts": {models.NONLINEARIZABLE: bad_keys} if bad_keys else {}}
     if keyed:
-        stats["anomaly-units"] = {"nonlinearizable": "key"}  # what is counted: keys, not operations
+        stats["anomaly-units"] = {models.NONLINEARIZABLE: "key"}  # what is counted: keys, not operations
     if early:
         stats["keys-refuted-unsearched"] = early
     if bad_keys > len(examples):
         notes.append(f"{plural(bad_keys, 'key')} {noun(bad_keys, 'is', 'are')} not linearizable; the first "
                      f"{len(examples)} {noun(len(examples), 'is', 'are')} explained")
     return Result(valid=valid, model="linearizable",
-                  anomaly_types=["nonlinearizable"] if examples else [],
-                  anomalies={"nonlinearizable": examples} if examples else {},
+                  anomaly_types=[models.NONLINEARIZABLE] if examples else [],
+                  anomalies={models.NONLINEARIZABLE: examples} if examples else {},
                   stats=stats, notes=notes)
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from sleuth.checker import graph as g
-from sleuth.checker import txn
+from sleuth.checker import models, txn
 from sleuth.checker.result import Result
 from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
@@ -83,12 +83,12 @@ def _reads_against_own(value: list) -> list[tuple[Key, list, int, list, str | No
         if n:
             outside = external_part(r, mine)
             if outside is None:
-                problem = "internal"
+                problem = models.INTERNAL
             else:
                 r = outside
         if problem is None and k in last and last[k] != r:
-            problem = "fuzzy-read"
-        if problem != "internal":
+            problem = models.FUZZY_READ
+        if problem != models.INTERNAL:
             last[k] = r
         out.append((k, read, n, r, problem))
     return out
@@ -247,10 +247,10 @@ class Analysis:
                 seen = [v for v in mine[n:] if v in read]
                 if seen:
                     self._future_read(i, k, read, seen)
-            if problem == "internal":
+            if problem == models.INTERNAL:
                 self._internal(i, k, r, f"a list ending with its own appends {_show(mine)}")
                 continue
-            if problem == "fuzzy-read":
+            if problem == models.FUZZY_READ:
                 self._fuzzy(i, k, first_read.get(k), r)
             reads_by_key.setdefault(k, []).append((i, r))
             if k not in first_read:
@@ -263,14 +263,14 @@ class Analysis:
     def _future_read(self, i: int, k, r: list, seen: list) -> None:
         """A read that shows elements its own transaction appends only later
         (Elle's future-read: a trivial cycle T -wr-> T, so a G1c)."""
-        self._add("future-read", {
+        self._add(models.FUTURE_READ, {
             "key": k, "op": self._op(i), "read": r, "values": seen,
             "explanation": f"{txn.txn_name(self.ops[i])} read key {k!r} = {_show(r)}, which "
                            f"holds {_show(seen)}, appended by the same transaction only after "
                            "that read (a read from its own future)"})
 
     def _fuzzy(self, i: int, k, before: list | None, after: list) -> None:
-        self._add("fuzzy-read", {
+        self._add(models.FUZZY_READ, {
             "key": k, "op": self._op(i), "reads": [before, after],
             "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} twice and saw "
                            f"{_show(before or [])}, then {_show(after)} (besides its own appends): "
@@ -358,7 +358,7 @@ class Analysis:
         for i, r in reads:
             if len(set(r)) != len(r):
                 dup = sorted({v for v in r if r.count(v) > 1}, key=repr)
-                self._add("duplicate-elements", {
+                self._add(models.DUPLICATE_ELEMENTS, {
                     "key": k, "op": self._op(i), "duplicates": dup,
                     "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {_show(r)}, "
                                    f"which holds {dup!r} more than once; each value is appended once"})
@@ -366,7 +366,7 @@ class Analysis:
     def _incompatible(self, k, reads, longest, bad) -> None:
         li = next(i for i, r in reads if r is longest)
         for i, r in bad[:10]:
-            self._add("incompatible-order", {
+            self._add(models.INCOMPATIBLE_ORDER, {
                 "key": k, "ops": [self._op(i), self._op(li)], "values": [r, longest],
                 "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {r!r} but "
                                f"{txn.txn_label(self.history, self.ops[li])} read {longest!r}: neither is a prefix "
@@ -408,7 +408,7 @@ class Analysis:
                 if w == i or w in failed:
                     continue
                 last = [x for kk, x in _appends_of(ops[w]) if kk == k][-1]
-                self._add("G1b", {
+                self._add(models.G1B, {
                     "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
                     "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
                                    f"ending at {v!r}, an intermediate append of "
@@ -439,12 +439,12 @@ class Analysis:
     def _bad_element(self, k, v, w: int | None, i: int, r: list) -> None:
         ops = self.ops
         if w is None:
-            self._add("garbage-read", {
+            self._add(models.GARBAGE_READ, {
                 "key": k, "value": v, "op": self._op(i),
                 "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
                                f"but no transaction ever appended {v!r} to {k!r}"})
         else:
-            self._add("G1a", {
+            self._add(models.G1A, {
                 "key": k, "value": v, "op": self._op(i), "writer": self._op(w),
                 "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = {_show(r)}, "
                                f"observing {v!r}, appended by {txn.txn_label(self.history, ops[w])}, "
@@ -465,14 +465,14 @@ class Analysis:
                 continue
             fv, v, fw, w = self.order[k][first], self.order[k][later], ws[first], ws[later]
             state = "committed" if ops[w].type == "ok" else "may have committed"
-            self._add("dirty-update", {
+            self._add(models.DIRTY_UPDATE, {
                 "key": k, "values": [fv, v], "ops": [self._op(fw), self._op(w)],
                 "explanation": f"key {k!r} holds {fv!r}, appended by {txn.txn_label(self.history, ops[fw])}, "
                                f"which failed, followed by {v!r}, appended by "
                                f"{txn.txn_label(self.history, ops[w])}, which {state}"})
 
     def _internal(self, i: int, k, r: list, expected: str) -> None:
-        self._add("internal", {
+        self._add(models.INTERNAL, {
             "key": k, "op": self._op(i), "read": r,
             "explanation": f"{txn.txn_label(self.history, self.ops[i])} read key {k!r} = {_show(r)}, but its own "
                            f"earlier micro-ops imply {expected}"})
@@ -484,7 +484,7 @@ class Analysis:
         earlier one by a transaction that had read k without it. In a version order
         no read gives (appends no read saw) that is still a cycle, though no edge."""
         names = ", ".join(txn.txn_label(self.history, self.ops[i]) for i in members)
-        self._add("lost-update", {
+        self._add(models.LOST_UPDATE, {
             "key": k, "read": r, "ops": [self._op(i) for i in members],
             "explanation": f"{names} all read key {k!r} = {_show(r)}"
                            + (" (besides their own appends)" if after else "")

@@ -60,6 +60,35 @@ from __future__ import annotations
 
 from functools import cache
 
+# The anomaly names: this module owns them, everything else imports these (tests/test_vocabulary.py
+# refuses a name spelled as a literal elsewhere). Transactional anomalies (Adya; Elle):
+G0, G1, G1A, G1B, G1C = "G0", "G1", "G1a", "G1b", "G1c"
+G_SINGLE, G_NONADJACENT, G2_ITEM, G2 = "G-single", "G-nonadjacent", "G2-item", "G2"
+G_CURSOR, G_MONOTONIC, G_MSR, G_UPDATE = "G-cursor", "G-monotonic", "G-MSR", "G-update"
+G_SI, G_SIA, G_SIB = "G-SI", "G-SIa", "G-SIb"
+INTERNAL, DUPLICATE_ELEMENTS, GARBAGE_READ, CYCLIC_VERSIONS = (
+    "internal", "duplicate-elements", "garbage-read", "cyclic-versions")
+DIRTY_UPDATE, INCOMPATIBLE_ORDER, FUTURE_READ, FUZZY_READ, LOST_UPDATE = (
+    "dirty-update", "incompatible-order", "future-read", "fuzzy-read", "lost-update")
+# a cycle closed only by process order, or by real-time order: the cycle's name with this suffix
+PROCESS, REALTIME = "-process", "-realtime"
+
+
+def process(anomaly: str) -> str:
+    """The `-process` variant of a cycle anomaly (Elle)."""
+    return anomaly + PROCESS
+
+
+def realtime(anomaly: str) -> str:
+    """The `-realtime` variant of a cycle anomaly (Elle)."""
+    return anomaly + REALTIME
+
+
+def base_of(anomaly: str) -> str:
+    """A cycle anomaly's name without its `-process`/`-realtime` suffix."""
+    return anomaly.removesuffix(REALTIME).removesuffix(PROCESS)
+
+
 # model -> the models directly weaker than it (implied by it); strongest first
 IMPLIES: dict[str, tuple[str, ...]] = {
     "strict-serializable": ("strong-session-serializable", "strong-snapshot-isolation", "serializable"),
@@ -115,34 +144,34 @@ ALIASES: dict[str, str] = {
 
 # model -> anomalies it forbids directly (beyond the models it implies)
 PROSCRIBES: dict[str, tuple[str, ...]] = {
-    "read-uncommitted": ("G0", "internal", "duplicate-elements", "garbage-read", "cyclic-versions"),
-    "read-committed": ("G1",),  # Adya PL-2
-    "cursor-stability": ("G1", "G-cursor", "lost-update"),  # Adya PL-CS; Bailis
-    "monotonic-view": ("G1", "G-monotonic"),  # Adya PL-2L
-    "monotonic-snapshot-read": ("G1", "G-MSR"),  # Adya PL-MSR
-    "consistent-view": ("G1", "G-single"),  # Adya PL-2+
-    "forward-consistent-view": ("G1", "G-SIb"),  # Adya PL-FCV
-    "update-serializable": ("G1", "G-update"),  # Adya PL-3U
-    "repeatable-read": ("G1", "G2-item", "lost-update"),  # Adya PL-2.99; Bailis
-    "snapshot-isolation": ("G1", "G-SI", "G-nonadjacent", "internal"),  # Adya PL-SI; Cerone & Gotsman
-    "serializable": ("G1", "G2", "internal"),  # Adya PL-3
+    "read-uncommitted": (G0, INTERNAL, DUPLICATE_ELEMENTS, GARBAGE_READ, CYCLIC_VERSIONS),
+    "read-committed": (G1,),  # Adya PL-2
+    "cursor-stability": (G1, G_CURSOR, LOST_UPDATE),  # Adya PL-CS; Bailis
+    "monotonic-view": (G1, G_MONOTONIC),  # Adya PL-2L
+    "monotonic-snapshot-read": (G1, G_MSR),  # Adya PL-MSR
+    "consistent-view": (G1, G_SINGLE),  # Adya PL-2+
+    "forward-consistent-view": (G1, G_SIB),  # Adya PL-FCV
+    "update-serializable": (G1, G_UPDATE),  # Adya PL-3U
+    "repeatable-read": (G1, G2_ITEM, LOST_UPDATE),  # Adya PL-2.99; Bailis
+    "snapshot-isolation": (G1, G_SI, G_NONADJACENT, INTERNAL),  # Adya PL-SI; Cerone & Gotsman
+    "serializable": (G1, G2, INTERNAL),  # Adya PL-3
     "monotonic-atomic-view": (),  # Bailis: only through read committed, as far as histories show
     # Cerone et al.: every model of theirs requires INT (a transaction's read of a key returns
     # its own last read or write of it), which a changed read within one transaction breaks;
     # Bailis et al.'s read atomic includes item cut isolation, which forbids the same
-    "read-atomic": ("internal", "G1a", "future-read", "fuzzy-read"),
-    "causal-cerone": ("internal", "G1a"),  # Cerone et al. (incomplete, as in Elle)
-    "prefix": ("internal", "G1a"),  # Cerone et al. (incomplete)
-    "parallel-snapshot-isolation": ("internal", "G1a"),  # Cerone et al. (incomplete)
-    "update-atomic": ("lost-update",),  # Cerone et al.; Liu et al. (ROLA)
-    "strong-session-read-uncommitted": ("G0-process",),  # Elle
-    "strong-session-read-committed": ("G1c-process",),  # Elle
-    "strong-read-uncommitted": ("G0-realtime",),  # Elle
-    "strong-read-committed": ("G1c-realtime",),  # Elle
-    "strong-session-snapshot-isolation": ("internal", "G1-process", "G-nonadjacent-process"),  # Daudjee & Salem
-    "strong-snapshot-isolation": ("internal", "G1-realtime", "G-nonadjacent-realtime"),  # Daudjee & Salem
-    "strong-session-serializable": ("G1-process", "G2-process"),  # Daudjee & Salem
-    "strict-serializable": ("G1", "G1c-realtime", "G2-realtime"),  # Adya PL-SS
+    "read-atomic": (INTERNAL, G1A, FUTURE_READ, FUZZY_READ),
+    "causal-cerone": (INTERNAL, G1A),  # Cerone et al. (incomplete, as in Elle)
+    "prefix": (INTERNAL, G1A),  # Cerone et al. (incomplete)
+    "parallel-snapshot-isolation": (INTERNAL, G1A),  # Cerone et al. (incomplete)
+    "update-atomic": (LOST_UPDATE,),  # Cerone et al.; Liu et al. (ROLA)
+    "strong-session-read-uncommitted": (process(G0),),  # Elle
+    "strong-session-read-committed": (process(G1C),),  # Elle
+    "strong-read-uncommitted": (realtime(G0),),  # Elle
+    "strong-read-committed": (realtime(G1C),),  # Elle
+    "strong-session-snapshot-isolation": (INTERNAL, process(G1), process(G_NONADJACENT)),  # Daudjee & Salem
+    "strong-snapshot-isolation": (INTERNAL, realtime(G1), realtime(G_NONADJACENT)),  # Daudjee & Salem
+    "strong-session-serializable": (process(G1), process(G2)),  # Daudjee & Salem
+    "strict-serializable": (G1, realtime(G1C), realtime(G2)),  # Adya PL-SS
 }
 
 
@@ -152,37 +181,37 @@ def _variants(base: str, implies: tuple[str, ...]) -> dict[str, tuple[str, ...]]
     and a `-process` cycle a `-realtime` one (a process runs one transaction
     at a time, so process order is real-time order). As in Elle."""
     return {
-        base: (*implies, base + "-process"),
-        base + "-process": (*(a + "-process" for a in implies), base + "-realtime"),
-        base + "-realtime": tuple(a + "-realtime" for a in implies),
+        base: (*implies, process(base)),
+        process(base): (*(process(a) for a in implies), realtime(base)),
+        realtime(base): tuple(realtime(a) for a in implies),
     }
 
 
 # anomaly -> the anomalies it is a special case of
 IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
-    **_variants("G0", ("G1c",)),  # Adya
-    **_variants("G1c", ("G1",)),  # Adya: G1 is G1a, G1b or G1c
-    **_variants("G1", ()),
-    **_variants("G-single", ("G-nonadjacent", "G2-item")),  # item cycles; Cerone & Gotsman
-    **_variants("G-nonadjacent", ("G2", "G2-item")),
-    **_variants("G2-item", ("G2",)),  # Adya
-    **_variants("G2", ()),
-    "G1a": ("G1",), "G1b": ("G1",),
-    "G-SIa": ("G-SI",), "G-SIb": ("G-SI",),  # Adya
+    **_variants(G0, (G1C,)),  # Adya
+    **_variants(G1C, (G1,)),  # Adya: G1 is G1a, G1b or G1c
+    **_variants(G1, ()),
+    **_variants(G_SINGLE, (G_NONADJACENT, G2_ITEM)),  # item cycles; Cerone & Gotsman
+    **_variants(G_NONADJACENT, (G2, G2_ITEM)),
+    **_variants(G2_ITEM, (G2,)),  # Adya
+    **_variants(G2, ()),
+    G1A: (G1,), G1B: (G1,),
+    G_SIA: (G_SI,), G_SIB: (G_SI,),  # Adya
     # Adya: every DSG edge is an SSG edge, so a DSG cycle with one rw is one in the SSG (Elle);
     # and it is a G-update: a read-only transaction leaves a cycle only by an rw edge, so a
     # cycle with one rw holds at most one read-only transaction
-    "G-single": (*_variants("G-single", ("G-nonadjacent", "G2-item"))["G-single"], "G-SIb", "G-update"),
+    G_SINGLE: (*_variants(G_SINGLE, (G_NONADJACENT, G2_ITEM))[G_SINGLE], G_SIB, G_UPDATE),
     # Adya's G-cursor(x) (one rw, the rest ww, all on x) and G-monotonic (a USG
     # cycle with one rw) fold to DSG cycles with one rw: G-single
-    "G-cursor": ("G-single",), "G-monotonic": ("G-single",),
+    G_CURSOR: (G_SINGLE,), G_MONOTONIC: (G_SINGLE,),
     # Adya's G-update: a DSG cycle with an rw edge; sleuth's cycles are item cycles
-    "G-update": ("G2-item",),
-    "dirty-update": ("G1a",),  # Elle: a write built on an aborted one
-    "incompatible-order": ("G1a",),  # Elle: some read saw a version outside the key's one order
-    "future-read": ("G1c",),  # Elle: a trivial cycle T -wr-> T
-    "fuzzy-read": ("G-single",),  # T -rw-> T' -wr-> T: Berenson et al.'s P2, one anti-dependency
-    "lost-update": ("G2-item",),  # Adya's H_lu, as Elle
+    G_UPDATE: (G2_ITEM,),
+    DIRTY_UPDATE: (G1A,),  # Elle: a write built on an aborted one
+    INCOMPATIBLE_ORDER: (G1A,),  # Elle: some read saw a version outside the key's one order
+    FUTURE_READ: (G1C,),  # Elle: a trivial cycle T -wr-> T
+    FUZZY_READ: (G_SINGLE,),  # T -rw-> T' -wr-> T: Berenson et al.'s P2, one anti-dependency
+    LOST_UPDATE: (G2_ITEM,),  # Adya's H_lu, as Elle
 }
 
 # The durability audit's anomalies (a campaign's Spark judge, docs/spark.md): what a run's
@@ -191,6 +220,28 @@ IMPLIED_ANOMALIES: dict[str, tuple[str, ...]] = {
 LOST_WRITE = "lost-write"  # an `ok` write that is not durable (acknowledged, then gone)
 PHANTOM_WRITE = "phantom-write"  # a `fail`ed write that is there all the same
 DURABILITY_ANOMALIES = (LOST_WRITE, PHANTOM_WRITE)
+
+# The invariants' anomalies, each found by one workload's checker and, like the durability
+# audit's, outside the lattice (the checker that finds one says the history is invalid).
+NONLINEARIZABLE = "nonlinearizable"  # registers: no linearization of a key's operations
+WRONG_TOTAL, NEGATIVE_BALANCE = "wrong-total", "negative-balance"  # bank
+COUNTER_TOO_LOW, COUNTER_TOO_HIGH = "counter-too-low", "counter-too-high"  # counter
+# the source workload (an upstream's changes as a source node shows them)
+DUPLICATE_CHANGE, INVENTED_CHANGE, SKIPPED_CHANGE, LOST_CHANGE = (
+    "duplicate-change", "invented-change", "skipped-change", "lost-change")
+STALE_RTR_READ, ACKNOWLEDGED_NOT_VISIBLE = "stale-rtr-read", "acknowledged-not-visible"
+# the reference cluster's timestamp rules (grey-box: the timestamps its statements report)
+WRITE_TS_NOT_ABOVE_READ, READ_TS_BELOW_WRITE, TS_BACKWARDS = (
+    "write-ts-not-above-read", "read-ts-below-write", "ts-backwards")
+INVARIANT_ANOMALIES = (
+    NONLINEARIZABLE, WRONG_TOTAL, NEGATIVE_BALANCE, COUNTER_TOO_LOW, COUNTER_TOO_HIGH, DUPLICATE_CHANGE,
+    INVENTED_CHANGE, SKIPPED_CHANGE, LOST_CHANGE, STALE_RTR_READ, ACKNOWLEDGED_NOT_VISIBLE,
+    WRITE_TS_NOT_ABOVE_READ, READ_TS_BELOW_WRITE, TS_BACKWARDS)
+
+# Every anomaly name sleuth reports (a cycle's variants included).
+ANOMALIES: frozenset[str] = frozenset(
+    {a for v in PROSCRIBES.values() for a in v} | set(IMPLIED_ANOMALIES)
+    | {a for v in IMPLIED_ANOMALIES.values() for a in v} | set(DURABILITY_ANOMALIES) | set(INVARIANT_ANOMALIES))
 
 
 @cache

@@ -45,7 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.checker import graph as g
-from sleuth.checker import txn
+from sleuth.checker import models, txn
 from sleuth.checker.result import Result
 from sleuth.history import History, Op, as_written, gc_paused, unfreed
 
@@ -91,12 +91,12 @@ def txn_reads(value: list) -> TxnReads:
         if f == "r":
             if k in state:
                 if v != state[k] and k in own:
-                    out.anomalies.append(("internal", k, v, state[k]))
+                    out.anomalies.append((models.INTERNAL, k, v, state[k]))
                 elif v != state[k]:  # another committed write in between: P2
-                    out.anomalies.append(("fuzzy-read", k, v, state[k]))
+                    out.anomalies.append((models.FUZZY_READ, k, v, state[k]))
             elif k not in touched:
                 if v is not None and (k, v) in writes:  # its own later write
-                    out.anomalies.append(("future-read", k, v, None))
+                    out.anomalies.append((models.FUTURE_READ, k, v, None))
                     touched.add(k)
                     state[k] = v
                     continue
@@ -110,14 +110,14 @@ def txn_reads(value: list) -> TxnReads:
     return out
 
 
-FACT_FIELD = {"internal": "expected", "fuzzy-read": "earlier"}  # the other value's field in an example
+FACT_FIELD = {models.INTERNAL: "expected", models.FUZZY_READ: "earlier"}  # the other value's field in an example
 
 
 def txn_anomaly_text(name: str, label: str, k: Key, v: Any, other: Any) -> str:
     """The sentence for one of `txn_reads`' anomalies of the transaction `label`."""
-    if name == "internal":
+    if name == models.INTERNAL:
         return f"{label} read key {k!r} = {v!r}, but it had itself written {other!r} to it"
-    if name == "fuzzy-read":
+    if name == models.FUZZY_READ:
         return f"{label} read key {k!r} twice and saw {other!r}, then {v!r} (a non-repeatable read)"
     return f"{label} read key {k!r} = {v!r}, which it wrote itself only after that read (a read from its own future)"
 
@@ -199,7 +199,7 @@ class Analysis:
                 continue
             facts = txn_reads(value)
             for name, k, v, other in facts.anomalies:
-                if name == "fuzzy-read":
+                if name == models.FUZZY_READ:
                     # the read saw a version too: judged as one (G1a, G1b), though it gives
                     # no edge (the first read of a key is the external one)
                     self.later_reads.setdefault((k, v), []).append(i)
@@ -218,7 +218,7 @@ class Analysis:
         for (k, v), members in lost.items():
             if len(members) > 1:
                 names = ", ".join(txn.txn_label(self.history, ops[i]) for i in members)
-                self._add("lost-update", {
+                self._add(models.LOST_UPDATE, {
                     "key": k, "read": v, "ops": [self._op(i) for i in members],
                     "explanation": f"{names} all read key {k!r} = {v!r} and then wrote it; "
                                    "whichever committed later should have seen the other's write"})
@@ -244,19 +244,19 @@ class Analysis:
             w = writer.get((k, v))
             r0 = readers[0]
             if w is None:
-                self._add("garbage-read", {
+                self._add(models.GARBAGE_READ, {
                     "key": k, "value": v, "op": self._op(r0),
                     "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, "
                                    f"but no transaction ever wrote {v!r} to {k!r}"})
             elif ops[w].type == "fail":
-                self._add("G1a", {
+                self._add(models.G1A, {
                     "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
                     "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, written by "
                                    f"{txn.txn_label(self.history, ops[w])}, which failed (aborted read)"})
             else:
                 observed.add(w)
                 if (k, v) not in self.final:
-                    self._add("G1b", {
+                    self._add(models.G1B, {
                         "key": k, "value": v, "op": self._op(r0), "writer": self._op(w),
                         "explanation": f"{txn.txn_label(self.history, ops[r0])} read key {k!r} = {v!r}, an "
                                        f"intermediate write of {txn.txn_label(self.history, ops[w])}, which wrote "
@@ -308,7 +308,7 @@ class Analysis:
             return
         ops = self.ops
         if w is None:
-            self._add("cyclic-versions", {
+            self._add(models.CYCLIC_VERSIONS, {
                 "key": k, "value": v, "op": self._op(i), "earlier": self._op(j),
                 "explanation": f"{txn.txn_label(self.history, ops[i])} read key {k!r} = nil, but "
                                f"{txn.txn_label(self.history, ops[j])} had left {v!r} in it before "

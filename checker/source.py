@@ -42,6 +42,7 @@ import bisect
 from collections import Counter
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
 
@@ -155,27 +156,27 @@ def check_source(history: History, **_: Any) -> Result:
         top[r.id] = max(ns, default=0)
         twice = sorted(n for n, c in Counter(ns).items() if c > 1)
         if twice:
-            add("duplicate-change", f"{_where(history, r)} shows change n={twice[0]} "
+            add(models.DUPLICATE_CHANGE, f"{_where(history, r)} shows change n={twice[0]} "
                                     f"{Counter(ns)[twice[0]]} times: it was ingested more than once",
                 read=r.id, n=twice[:10], lines=_lines(history, r))
         for n, v in rows:
             w = appends.get(v)
             if w is None:
-                add("invented-change", f"{_where(history, r)} shows ({n}, {v}); no append wrote {v}",
+                add(models.INVENTED_CHANGE, f"{_where(history, r)} shows ({n}, {v}); no append wrote {v}",
                     read=r.id, row=[n, v], lines=_lines(history, r))
             elif w.type == "ok" and w.value["n"] != n:
-                add("invented-change", f"{_where(history, r)} shows {v} as change n={n}, but its "
+                add(models.INVENTED_CHANGE, f"{_where(history, r)} shows {v} as change n={n}, but its "
                                        f"append ({_where(history, w)}) committed it as n={w.value['n']}",
                     read=r.id, row=[n, v], lines=_lines(history, r, w))
             first = seen_as.setdefault(n, (v, r))
             if first[0] != v:
-                add("invented-change", f"change n={n} is {first[0]} in {_where(history, first[1])} "
+                add(models.INVENTED_CHANGE, f"change n={n} is {first[0]} in {_where(history, first[1])} "
                                        f"but {v} in {_where(history, r)}", read=r.id, row=[n, v],
                     lines=_lines(history, r, first[1]))
         if ns:
             missing = sorted(set(range(1, max(ns) + 1)) - set(ns))
             if missing:
-                add("skipped-change", f"{_where(history, r)} shows change n={max(ns)} but not "
+                add(models.SKIPPED_CHANGE, f"{_where(history, r)} shows change n={max(ns)} but not "
                                       f"n={missing[0]}, which the upstream committed before it"
                                       + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""),
                     read=r.id, missing=missing[:10], lines=_lines(history, r))
@@ -197,23 +198,23 @@ def check_source(history: History, **_: Any) -> Result:
         have = shown[r.id]
         n, w = appended.before(r.invoke_pos)
         if r.f == FINAL and n and n not in have:
-            add("lost-change", f"the final read {_where(history, r)} misses change n={n} "
+            add(models.LOST_CHANGE, f"the final read {_where(history, r)} misses change n={n} "
                                f"({_where(history, w)} completed before it began)", read=r.id, n=n,
                 lines=_lines(history, r, w))
         if r.f in RTR:
             if n and n not in have:
-                add("stale-rtr-read", f"{_where(history, r)} misses change n={n}, appended by "
+                add(models.STALE_RTR_READ, f"{_where(history, r)} misses change n={n}, appended by "
                                       f"{_where(history, w)}, which completed before the read began",
                     read=r.id, n=n, lines=_lines(history, r, w))
             m, r0 = read_max.before(r.invoke_pos)
             if m and m not in have:
-                add("stale-rtr-read", f"{_where(history, r)} misses change n={m}, which "
+                add(models.STALE_RTR_READ, f"{_where(history, r)} misses change n={m}, which "
                                       f"{_where(history, r0)} showed and completed before it began",
                     read=r.id, n=m, lines=_lines(history, r, r0))
         k, pair = acked.before(r.invoke_pos)
         if k and k not in have:
             a, w = pair
-            add("acknowledged-not-visible",
+            add(models.ACKNOWLEDGED_NOT_VISIBLE,
                 f"{_where(history, r)} misses change n={k}: {_where(history, a)} saw the cluster "
                 f"acknowledge LSN {a.value} upstream before the read began, and {_where(history, w)} "
                 f"committed n={k} at or below LSN {w.value['after']}", read=r.id, n=k, ack=a.value,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.result import Result
 from sleuth.history import History, Op, writes
 
@@ -62,17 +63,17 @@ def check(history: History, workload: str) -> Result:
         writes = is_write(workload, b)
         began = f"(line {history.line_of(b.invoke_pos)})"
         if writes and best_read is not None and b.ts <= best_read.ts:
-            _add(found, "write-ts-not-above-read", history, best_read, b,
+            _add(found, models.WRITE_TS_NOT_ABOVE_READ, history, best_read, b,
                  f"process {b.process}'s {b.f} {began} wrote at ts {b.ts}, not above ts {best_read.ts} of "
                  f"process {best_read.process}'s read, which completed {_done(history, best_read)} before "
                  f"the write began")
         elif not writes and best_write is not None and b.ts < best_write.ts:
-            _add(found, "read-ts-below-write", history, best_write, b,
+            _add(found, models.READ_TS_BELOW_WRITE, history, best_write, b,
                  f"process {b.process}'s read {began} ran at ts {b.ts}, below ts {best_write.ts} of process "
                  f"{best_write.process}'s {best_write.f}, which completed {_done(history, best_write)} before "
                  f"the read began (a stale read)")
         elif best_any is not None and b.ts < best_any.ts:
-            _add(found, "ts-backwards", history, best_any, b,
+            _add(found, models.TS_BACKWARDS, history, best_any, b,
                  f"process {b.process}'s {b.f} {began} ran at ts {b.ts}, below ts {best_any.ts} of process "
                  f"{best_any.process}'s {best_any.f}, which completed {_done(history, best_any)} before it began")
     counts = {k: v[0]["count"] for k, v in found.items()}

@@ -119,26 +119,26 @@ def classify(cycle: list[tuple[int, int, int]]) -> str:
     kinds = [k for _, _, k in cycle]
     rw = kinds.count(g.RW)
     if rw == 0:
-        base = "G0" if g.WR not in kinds else "G1c"
+        base = models.G0 if g.WR not in kinds else models.G1C
     elif rw == 1:
-        base = "G-single"
+        base = models.G_SINGLE
     else:
         adjacent = any(kinds[i] == g.RW and kinds[(i + 1) % len(kinds)] == g.RW
                        for i in range(len(kinds)))
-        base = "G2-item" if adjacent else "G-nonadjacent"
+        base = models.G2_ITEM if adjacent else models.G_NONADJACENT
     if g.REALTIME in kinds:
-        return base + "-realtime"
+        return models.realtime(base)
     if g.PROCESS in kinds:
-        return base + "-process"
+        return models.process(base)
     return base
 
 
 BASE_SENTENCE = {
-    "G0": "a write cycle: every edge is a write-write dependency",
-    "G1c": "circular information flow: write-write and write-read dependencies only",
-    "G-single": "a cycle with exactly one anti-dependency (read skew)",
-    "G-nonadjacent": "a cycle whose anti-dependencies are never adjacent (impossible under snapshot isolation)",
-    "G2-item": "a cycle with adjacent anti-dependencies (write skew)",
+    models.G0: "a write cycle: every edge is a write-write dependency",
+    models.G1C: "circular information flow: write-write and write-read dependencies only",
+    models.G_SINGLE: "a cycle with exactly one anti-dependency (read skew)",
+    models.G_NONADJACENT: "a cycle whose anti-dependencies are never adjacent (impossible under snapshot isolation)",
+    models.G2_ITEM: "a cycle with adjacent anti-dependencies (write skew)",
     **cycles.adya.SENTENCES,
 }
 
@@ -178,10 +178,9 @@ class Explainer:
             # each transaction of a cycle leaves it once: name its line there
             lines.append(f"{txn_label(self.history, txns[a])} < {txn_name(txns[b])} "
                          f"({g.KIND_NAMES[k]}) because {why}.")
-        base = name.split("-realtime")[0].split("-process")[0]
-        head = (f"{name}: {BASE_SENTENCE[base]}"
-                + (", closed by real-time order" if name.endswith("-realtime") else "")
-                + (", closed by process order" if name.endswith("-process") else "")
+        head = (f"{name}: {BASE_SENTENCE[models.base_of(name)]}"
+                + (", closed by real-time order" if name.endswith(models.REALTIME) else "")
+                + (", closed by process order" if name.endswith(models.PROCESS) else "")
                 + f"; {len(cycle)} transactions.")
         first = txn_name(txns[cycle[0][0]])
         tail = f"So {first} would have to come before itself: no serial order exists."

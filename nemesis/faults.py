@@ -45,21 +45,25 @@ from typing import Any
 
 from sleuth.seams import Target, Unsupported
 
-KINDS = ("kill", "pause", "dual-leader", "clock", "partition", "kill-all")
-# What each kind needs of a target (`Target.abilities`): `nodes` (nodes sleuth started and can
-# signal), `coordinators` (a second coordinator can be started), `clock` (a node's clock can
-# be moved), `partition` (links between nodes can be cut).
-NEEDS = {"kill": "nodes", "pause": "nodes", "kill-all": "nodes", "dual-leader": "coordinators",
-         "clock": "clock", "partition": "partition"}
 NONE = "none"  # --nemesis none: no faults; it stands alone
-CHOICES = f"one or more of {', '.join(KINDS)}, or {NONE} (alone: no faults)"  # what --nemesis takes
 
 
 class Fault:
-    """One kind of fault. `start_fs` are the names its start events may carry (the first is
-    the usual one), `stop_f` the name of its heal: the history's vocabulary for this fault,
-    owned here (the report shades windows by these names, the run counts them)."""
+    """One kind of fault, and all a run needs to know of it, declared here on the kind:
 
+    - `kind`: its name in `--nemesis` (and in a campaign's matrix);
+    - `needs`: the ability of a target it needs (`Target.abilities`): `nodes` (nodes sleuth
+      started and can signal), `coordinators` (a second coordinator can be started), `clock`
+      (a node's clock can be moved: `Target.set_clock` on `Target.clock_nodes`), `partition`
+      (links between nodes can be cut, along the grudges `Target.grudges` names);
+    - `start_fs`: the names its start events may carry (the first is the usual one), `stop_f`
+      the name of its heal: the history's vocabulary for this fault, owned here (the report
+      shades windows by these names, the run counts them).
+
+    `parse_mix` refuses a kind whose need a target lacks by asking the kind, never by its name."""
+
+    kind = ""
+    needs = ""
     start_fs: tuple[str, ...] = ()
     stop_f = ""
 
@@ -83,6 +87,7 @@ class Fault:
 
 
 class Kill(Fault):
+    kind, needs = "kill", "nodes"
     start_fs, stop_f = ("kill",), "restart"
 
     def start(self, rnd: random.Random) -> Any:
@@ -106,6 +111,7 @@ class KillAll(Kill):
     """Jepsen's coordinated crash: SIGKILL every node of every role at once, then restart each
     (Kill's heal). The target's `restart` brings a cluster back from a crash of every node
     (Galera: bootstrap from the node that recovered the most)."""
+    kind, needs = "kill-all", "nodes"
     start_fs, stop_f = ("kill-all",), "restart-all"
 
     def start(self, rnd: random.Random) -> Any:
@@ -116,6 +122,7 @@ class KillAll(Kill):
 
 
 class Pause(Fault):
+    kind, needs = "pause", "nodes"
     start_fs, stop_f = ("pause",), "resume"
 
     def start(self, rnd: random.Random) -> Any:
@@ -131,6 +138,7 @@ class Pause(Fault):
 
 
 class DualLeader(Fault):
+    kind, needs = "dual-leader", "coordinators"
     start_fs, stop_f = ("start-dual-leader",), "stop-dual-leader"
 
     def start(self, rnd: random.Random) -> Any:
@@ -152,6 +160,7 @@ class Clock(Fault):
     flips between true time and an offset of ±0.2..10 s every 10..200 ms until heal),
     on the oracle's clock as its services see it."""
 
+    kind, needs = "clock", "clock"
     start_fs, stop_f = ("clock-bump", "clock-strobe"), "clock-reset"
     MODES = ("bump", "strobe")
 
@@ -220,30 +229,36 @@ def majorities_ring(nodes: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-NODE_GRUDGES = ("isolate-one", "halves", "majorities-ring")  # any cluster of nodes
+# The partitions' grudges (Jepsen's word: which links a partition cuts). A target names those
+# that mean something on it (`Target.grudges`).
+ISOLATE_ONE, HALVES, MAJORITIES_RING = "isolate-one", "halves", "majorities-ring"
+NODE_GRUDGES = (ISOLATE_ONE, HALVES, MAJORITIES_RING)  # any cluster of nodes
 PRIMARY_GRUDGE = "isolate-primary"  # where the database can say which node leads
+ORACLE_FROM_COORDINATORS = "oracle-from-coordinators"  # the reference cluster's
+REFERENCE_GRUDGES = (ISOLATE_ONE, ORACLE_FROM_COORDINATORS, HALVES, MAJORITIES_RING)
+SOURCE_FROM_UPSTREAM = "source-from-upstream"  # a cluster ingesting an upstream: cut first
 
 
 class Partition(Fault):
+    kind, needs = "partition", "partition"
     start_fs, stop_f = ("start-partition",), "stop-partition"
-    GRUDGES = ("isolate-one", "oracle-from-coordinators", "halves", "majorities-ring")  # the reference's
 
     def start(self, rnd: random.Random) -> Any:
         nodes = every_node(self.target)
-        # a cluster of peers (Galera) says which grudges mean something on it (no oracle there)
-        grudges = self.target.grudges() if hasattr(self.target, "grudges") else self.GRUDGES
+        # the target says which grudges mean something on it (a cluster of peers has no oracle)
+        grudges = self.target.grudges()
         if "upstream" in self.target.roles:  # a cluster ingesting an upstream: cut that link first
-            grudges = ("source-from-upstream", *grudges)
+            grudges = (SOURCE_FROM_UPSTREAM, *grudges)
         grudge = grudges[self.turn % len(grudges)]
         self.turn += 1
-        if grudge == "source-from-upstream":
+        if grudge == SOURCE_FROM_UPSTREAM:
             pairs = [(s, "upstream") for s in self.target.nodes("source")]
-        elif grudge in ("isolate-one", PRIMARY_GRUDGE):
+        elif grudge in (ISOLATE_ONE, PRIMARY_GRUDGE):
             lone = self.target.nodes("primary")[0] if grudge == PRIMARY_GRUDGE else rnd.choice(nodes)
             pairs = [(lone, n) for n in nodes if n != lone]
-        elif grudge == "oracle-from-coordinators":
+        elif grudge == ORACLE_FROM_COORDINATORS:
             pairs = [("oracle", c) for c in self.target.nodes("coordinator")]
-        elif grudge == "halves":
+        elif grudge == HALVES:
             shuffled = nodes[:]
             rnd.shuffle(shuffled)
             half = len(shuffled) // 2
@@ -261,10 +276,13 @@ class Partition(Fault):
         return {"healed": True}
 
 
-# nemesis kind -> the class that injects and heals it (not `cluster.faults.FAULTS`, the
-# reference cluster's bug switches: another thing, hence another name)
-FAULT_CLASSES: dict[str, type[Fault]] = {"kill": Kill, "pause": Pause, "dual-leader": DualLeader, "clock": Clock,
-                                         "partition": Partition, "kill-all": KillAll}
+# The one table of nemesis kinds: kind -> the class that injects and heals it, and declares
+# what it needs (not `cluster.faults.FAULTS`, the reference cluster's bug switches: another
+# thing, hence another name). In the order `--help` lists them.
+FAULT_CLASSES: dict[str, type[Fault]] = {cls.kind: cls for cls in (Kill, Pause, DualLeader, Clock, Partition,
+                                                                    KillAll)}
+KINDS = tuple(FAULT_CLASSES)
+CHOICES = f"one or more of {', '.join(KINDS)}, or {NONE} (alone: no faults)"  # what --nemesis takes
 # event name -> fault kind, for every start and every heal event a schedule writes
 STARTS: dict[str, str] = {f: kind for kind, cls in FAULT_CLASSES.items() for f in cls.start_fs}
 STOPS: dict[str, str] = {cls.stop_f: kind for kind, cls in FAULT_CLASSES.items()}
@@ -297,8 +315,9 @@ def parse_mix(text: str | None, target: Target) -> list[str]:
     for k in kinds:
         if k not in FAULT_CLASSES:
             raise Unsupported(f"--nemesis: unknown fault {k!r}; {CHOICES}")
-        if NEEDS[k] not in target.abilities:
-            raise Unsupported(target.refusal(k, NEEDS[k]))
+        need = FAULT_CLASSES[k].needs
+        if need not in target.abilities:
+            raise Unsupported(target.refusal(k, need))
     return kinds
 
 

@@ -53,9 +53,19 @@ class Target(Protocol):
     def session_sql(self, isolation: str) -> list[str]: ...
     def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None: ...
     def linearizable_keys(self, isolation: str | None) -> bool: ...
-    abilities: frozenset[str]  # what a nemesis may ask of it (nemesis.faults.NEEDS names them)
+    def socket_of(self, conn: Any) -> int: ...  # what the watchdog shuts when an operation hangs
+    # What a nemesis or a workload may ask of it: `nodes`, `coordinators`, `clock`, `partition`
+    # (each nemesis kind declares its need: `nemesis.faults.Fault.needs`), `upstream` (the source
+    # workload's upstream PostgreSQL, `use_upstream`). The methods below that serve one ability
+    # are declared for every target; one without the ability refuses them (`Unsupported`).
+    abilities: frozenset[str]
     def refusal(self, kind: str, need: str) -> str: ...  # the line refusing a kind it cannot do
-    def clock_nodes(self) -> list[str]: ...  # the nodes a clock fault may move
+    def clock_nodes(self) -> list[str]: ...  # clock: the nodes a clock fault may move
+    def set_clock(self, node: str, offset_ms: int) -> None: ...  # clock: 0 resets it
+    def add_coordinator(self) -> str: ...  # coordinators: a second leader, serving at once
+    def retire_coordinator(self, node: str) -> None: ...  # coordinators
+    def grudges(self) -> tuple[str, ...]: ...  # partition: which cuts mean something here
+    def use_upstream(self, workload: Any) -> None: ...  # upstream: start one for `workload`
     def nodes(self, role: str) -> list[str]: ...
     def kill(self, node: str) -> None: ...
     def restart(self, node: str) -> None: ...

@@ -43,6 +43,9 @@ def test_the_tree_keeps_every_contract():
     ("cluster/faults.py", "from sleuth.checker import models", "the reference cluster imports nothing"),
     ("cluster/faults.py", "import sleuth.nemesis.faults", "the reference cluster imports nothing"),
     ("sleuth/cli/run.py", "from sleuth.cli.check import emit", "sleuth check and sleuth run"),
+    # the Spark judge reads workloads' capabilities from the registry, not from the clients
+    ("checker/spark/judge.py", "from sleuth.workloads.clients import WORKLOADS", "a checker imports no run"),
+    ("checker/spark/durability.py", "import sleuth.workloads", "a checker imports no run"),
 ])
 def test_a_planted_violation_is_refused(tmp_path, module, line, contract):
     root = copy_tree(tmp_path)
@@ -77,3 +80,13 @@ def test_no_file_points_outside_the_repository():
                 if OUTSIDE.search(line):
                     found.append(f"{name}:{n}: {line.strip()}")
     assert len(files) > 100 and found == []
+
+
+def test_the_checker_contract_exempts_no_workload_import():
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    checker = next(c for c in contracts if c["source_modules"] == ["sleuth.checker"])
+    assert "sleuth.workloads" in checker["forbidden_modules"]
+    assert [i for i in checker.get("ignore_imports", []) if "workloads" in i] == []

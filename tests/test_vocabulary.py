@@ -1,10 +1,11 @@
-"""One owner for each word (issue 45): a verdict's spellings live in sleuth/exits.py, the
-durability audit's anomaly names with the model lattice (checker/models.py), and two
-different things no longer share the name FAULTS. The source greps fail when a module
-spells a verdict, or those anomaly names, itself again."""
+"""One owner for each word (issue 45): a verdict's spellings live in sleuth/exits.py, every
+anomaly's name with the model lattice (checker/models.py), and two different things no
+longer share the name FAULTS. The source scans fail when a module spells a verdict, or an
+anomaly's name, itself again."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 
@@ -65,3 +66,44 @@ def test_nemesis_kinds_and_fault_switches_have_different_names():
     assert not hasattr(nemesis, "FAULTS")  # its classes by kind are FAULT_CLASSES
     assert set(nemesis.FAULT_CLASSES) == set(nemesis.KINDS)
     assert set(switches.FAULTS).isdisjoint(nemesis.KINDS)
+
+
+def _literals(text: str):
+    """(line, string) of each string literal in a module's code, docstrings left out (they
+    may name an anomaly to explain it)."""
+    tree = ast.parse(text)
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+def spelled_anomalies(sources) -> list[str]:
+    """Where a module spells an anomaly's name as a literal instead of importing it from the
+    model lattice (checker/models.py, the one owner of those names)."""
+    from sleuth.checker.models import ANOMALIES
+
+    found = []
+    for path, text in sources:
+        if path == os.path.join("checker", "models.py"):
+            continue
+        if path.endswith(".py"):
+            found += [f"{path}:{line}: {s}" for line, s in _literals(text) if s in ANOMALIES]
+        else:  # a template: a quoted name
+            found += [f"{path}:{text[:m.start()].count(chr(10)) + 1}: {m.group(1)}"
+                      for m in re.finditer(r"""["']([\w-]+)["']""", text) if m.group(1) in ANOMALIES]
+    return found
+
+
+def test_anomaly_names_are_spelled_only_by_the_model_lattice():
+    # the reference cluster stands apart (it imports nothing of the tester) and has words of
+    # its own that sound alike (its RPC's "internal" error)
+    assert spelled_anomalies(s for s in _sources() if not s[0].startswith("cluster" + os.sep)) == []
+
+
+def test_the_anomaly_check_sees_a_literal_and_not_a_docstring():
+    planted = '"""A G-single is..."""\nX = ("G-single", models.G0)\ndef f():\n    """G0."""\n    return f"{a}-x"\n'
+    assert spelled_anomalies([("checker/planted.py", planted)]) == ["checker/planted.py:2: G-single"]
+    assert spelled_anomalies([("reports/t.j2", "{% if a == 'lost-update' %}\n")]) == ["reports/t.j2:1: lost-update"]

@@ -25,6 +25,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
+# the tables' names are the registry's (sleuth.checker), which Spark's jobs read too
+from sleuth.checker import ACCOUNTS, COUNTERS, LISTS, REGISTERS, RW
+from sleuth.checker import WORKLOADS as REGISTRY
 from sleuth.history import writes as writes  # the history format owns what a write is
 
 
@@ -67,14 +70,6 @@ class Workload:
         raise NotImplementedError
 
 
-# Every table a workload creates is named `sleuth_…`, so that none is mistaken for a table of
-# the user's database (`--target postgresql://…`, `mysql://…`). The runner creates them only where
-# none of that name exists, and drops only those it created (docs/exit-status.md, README).
-TABLE_PREFIX = "sleuth_"
-REGISTERS, LISTS, RW, ACCOUNTS, COUNTERS = (TABLE_PREFIX + t for t in ("registers", "lists", "rw", "accounts",
-                                                                         "counters"))
-
-
 def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple], family: str = "general",
                 key: str = "k") -> None:
     if family == "mysql":
@@ -90,7 +85,7 @@ def _rows_setup(cur: Any, table: str, columns: str, rows: list[tuple], family: s
 class Register(Workload):
     """Independent registers, one row per key: read, write, cas (checked for linearizability)."""
     name = checker = "register"
-    tables = [REGISTERS]
+    tables = list(REGISTRY[checker].tables)
 
     def setup(self, cur: Any) -> None:
         _rows_setup(cur, REGISTERS, "k bigint, v bigint", [(k, None) for k in range(self.keys)], self.family)
@@ -172,7 +167,7 @@ class _Transactional(Workload):
 class ListAppend(_Transactional):
     """Elle's list-append: lists as text rows, appended to by read-then-write."""
     name = checker = "list-append"
-    tables = [LISTS]
+    tables = list(REGISTRY[checker].tables)
     write_f = "append"
 
     def setup(self, cur: Any) -> None:
@@ -200,7 +195,7 @@ class ListAppend(_Transactional):
 class RwRegister(_Transactional):
     """Elle's rw-register: one row per key, reads and blind writes."""
     name = checker = "rw-register"
-    tables = [RW]
+    tables = list(REGISTRY[checker].tables)
     write_f = "w"
 
     def setup(self, cur: Any) -> None:
@@ -218,7 +213,7 @@ class RwRegister(_Transactional):
 class Bank(Workload):
     """Transfers between accounts and whole-table reads: the total is conserved."""
     name = checker = "bank"
-    tables = [ACCOUNTS]
+    tables = list(REGISTRY[checker].tables)
     INITIAL = 100
 
     def setup(self, cur: Any) -> None:
@@ -259,7 +254,7 @@ class Bank(Workload):
 class Counter(Workload):
     """UPDATE … SET x = x + 1 (seed 001's read-then-write path) and reads."""
     name = checker = "counter"
-    tables = [COUNTERS]
+    tables = list(REGISTRY[checker].tables)
 
     def setup(self, cur: Any) -> None:
         _rows_setup(cur, COUNTERS, "k bigint, x bigint", [(0, 0)], self.family)

@@ -29,17 +29,19 @@ import socket
 import threading
 from typing import Any
 
+from sleuth.checker import SOURCE_CHANGES
+from sleuth.checker import WORKLOADS as REGISTRY
 from sleuth.checker.source import FINAL, READS, RTR
 from sleuth.cluster.pgoutput import lsn_int
 from sleuth.workloads.clients import WORKLOADS, Failed, Workload
 
-TABLE = "sleuth_src"
+TABLE = SOURCE_CHANGES  # the registry's name (sleuth.checker)
 SOURCE = "source1"  # the cluster's source node (cluster/control.py names it)
 
 
 class Source(Workload):
     name = checker = "source"
-    tables = [TABLE]
+    tables = list(REGISTRY[checker].tables)
     upstream_tables = [TABLE]  # the target starts an upstream PostgreSQL holding these
     upstream_ops = frozenset(("append", "ack"))  # no cluster timestamp to report for these
 

@@ -57,8 +57,8 @@ class Deps:
         self.model = model
         self.report = report
         self.why_data = why
-        self.realtime = models.forbids(model, "G0-realtime")
-        self.process = models.forbids(model, "G0-process") and not self.realtime
+        self.realtime = models.forbids(model, models.realtime(models.G0))
+        self.process = models.forbids(model, models.process(models.G0)) and not self.realtime
         self.ops: dict[int, Op] = {}
         self.pending: set[int] = set()
         self.waiting: dict[int, list[tuple[int, int, int]]] = {}  # pending op -> edges waiting for it
@@ -158,7 +158,7 @@ class Deps:
         h, ops = self.history, self.ops
         steps = [f"{txn.txn_label(h, ops[a])} < {txn.txn_name(ops[b])} ({g.KIND_NAMES[k]}) because "
                  f"{self.why(a, b, k)}." for a, b, k in cycle]
-        base = name.split("-realtime")[0].split("-process")[0]
+        base = name.split(models.REALTIME)[0].split(models.PROCESS)[0]
         text = (f"{name}: {txn.BASE_SENTENCE[base]}; {len(cycle)} transactions.\n" + "\n".join(steps)
                 + f"\nSo {txn.txn_name(ops[cycle[0][0]])} would have to come before itself: "
                   "no serial order exists.")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.counter import _number, _plain
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.history import History, Op
@@ -79,7 +80,7 @@ class Counter:
         if lower <= v <= upper:
             return
         h = self.history
-        name = "counter-too-low" if v < lower else "counter-too-high"
+        name = models.COUNTER_TOO_LOW if v < lower else models.COUNTER_TOO_HIGH
         line = h.line_of(op.complete_pos)
         f = Found(name, line, time, now(),
                   f"read by process {op.process} (line {h.line_of(op.invoke_pos)}) returned {v}, but it must "
@@ -151,12 +152,12 @@ class Bank:
         line = h.line_of(op.complete_pos)
         s = sum(balances.values())
         if s != self.total:
-            self._emit("wrong-total", op, line, time,
+            self._emit(models.WRONG_TOTAL, op, line, time,
                        f"read by process {op.process} (line {h.line_of(op.invoke_pos)}) sums to {s}, expected "
                        f"{self.total} ({'missing' if s < self.total else 'extra'} {abs(self.total - s)})")
         negative = {a: b for a, b in balances.items() if b < 0}
         if self.no_negative and negative:
-            self._emit("negative-balance", op, line, time,
+            self._emit(models.NEGATIVE_BALANCE, op, line, time,
                        f"read by process {op.process} (line {h.line_of(op.invoke_pos)}) shows negative "
                        f"balances {negative}")
 

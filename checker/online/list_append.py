@@ -151,7 +151,7 @@ class Engine:
         self.history = history
         self.model = model = models.canonical(model)
         self.report = report
-        self.cycles = models.forbids(model, "incompatible-order")
+        self.cycles = models.forbids(model, models.INCOMPATIBLE_ORDER)
         # real-time edges for every model that gets cycles: offline's graph has them whatever
         # the model, so a cycle a weaker model allows is seen (a gap: offline lists it)
         self.realtime = self.cycles
@@ -319,16 +319,16 @@ class Engine:
             for k, read, n, r, problem in _reads_against_own(value):
                 mine = own.get(k, ())
                 if read and len(mine) > n and any(v in read for v in mine[n:]):
-                    self._gap("future-read")  # offline names it (a read showing its own later append)
-                if problem == "fuzzy-read":
-                    self._gap("fuzzy-read")
-                if mine and problem != "internal":  # read this version and appended past it
+                    self._gap(models.FUTURE_READ)  # offline names it (a read showing its own later append)
+                if problem == models.FUZZY_READ:
+                    self._gap(models.FUZZY_READ)
+                if mine and problem != models.INTERNAL:  # read this version and appended past it
                     version = (len(r), r[-1] if r else None)
                     other = self.lost.setdefault(k, {}).setdefault(version, i)
                     if other != i:
-                        self._gap("lost-update")
-                if problem == "internal":
-                    self._emit("internal", [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
+                        self._gap(models.LOST_UPDATE)
+                if problem == models.INTERNAL:
+                    self._emit(models.INTERNAL, [op], f"{txn.txn_label(h, op)} read key {k!r} = {_show(read)}, "
                                                  "but its own earlier micro-ops imply a list ending with "
                                                  "its own appends")
                     continue
@@ -430,7 +430,7 @@ class Engine:
                     return
                 h = self.history
                 self._emit(name, [ta, tr],
-                           f"{name}: {txn.BASE_SENTENCE['G-single']}, closed by real-time order; 2 transactions.\n"
+                           f"{name}: {txn.BASE_SENTENCE[models.G_SINGLE]}, closed by real-time order; 2 transactions.\n"
                            f"{txn.txn_label(h, ta)} < {txn.txn_name(tr)} (realtime) because "
                            f"{self._why(t, i, g.REALTIME)}.\n"
                            f"{txn.txn_label(h, tr)} < {txn.txn_name(ta)} (rw) because {txn.txn_name(tr)} read key "
@@ -454,7 +454,7 @@ class Engine:
             self._gap("G1a with a forgotten end")
             return
         self.reported_g1a.add((k, v))
-        self._emit("G1a", [self.ops[i], w],
+        self._emit(models.G1A, [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, observing {v!r}, appended "
                    f"by {txn.txn_label(h, w)}, which failed (aborted read)")
 
@@ -463,7 +463,7 @@ class Engine:
         if w is None or i not in self.ops:  # forgotten meanwhile: the final pass reports it
             self._gap("G1b with a forgotten end")
             return
-        self._emit("G1b", [self.ops[i], w],
+        self._emit(models.G1B, [self.ops[i], w],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)}, ending at {v!r}, an "
                    f"intermediate append of {txn.txn_label(h, w)}, which went on to append past it "
                    "(intermediate read)")
@@ -471,7 +471,7 @@ class Engine:
     def _incompatible(self, i: int, k: Any, r: list, o: list) -> None:
         self.broken.add(k)
         h = self.history
-        self._emit("incompatible-order", [self.ops[i]],
+        self._emit(models.INCOMPATIBLE_ORDER, [self.ops[i]],
                    f"{txn.txn_label(h, self.ops[i])} read key {k!r} = {_show(r)} but an earlier read "
                    f"showed {_show(o)}: neither is a prefix of the other, so the key's elements have no "
                    "single order")
@@ -539,7 +539,7 @@ class Engine:
         h, ops = self.history, self.ops
         steps = [f"{txn.txn_label(h, ops[a])} < {txn.txn_name(ops[b])} ({g.KIND_NAMES[k]}) because "
                  f"{self._why(a, b, k)}." for a, b, k in cycle]
-        text = (f"{name}: {txn.BASE_SENTENCE[name.split('-realtime')[0].split('-process')[0]]}; "
+        text = (f"{name}: {txn.BASE_SENTENCE[name.split(models.REALTIME)[0].split(models.PROCESS)[0]]}; "
                 f"{len(cycle)} transactions.\n" + "\n".join(steps)
                 + f"\nSo {txn.txn_name(ops[cycle[0][0]])} would have to come before itself: "
                   "no serial order exists.")

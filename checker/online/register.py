@@ -42,6 +42,7 @@ import time as _time
 from typing import Any
 
 from sleuth.checker import linearizable as lin
+from sleuth.checker import models
 from sleuth.checker import register_models as rm
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.history import History, Op
@@ -140,9 +141,9 @@ class Engine:
             self.bad.add(key)
             example = lin.explain_failure(self.history, key, out, self.model, initial)
             ops = [c.op for c in out.calls if c.op is not None]
-            self.counts["nonlinearizable"] = self.counts.get("nonlinearizable", 0) + 1
+            self.counts[models.NONLINEARIZABLE] = self.counts.get(models.NONLINEARIZABLE, 0) + 1
             line, time = self.last[key]
-            found = Found("nonlinearizable", line, time, now(), example["explanation"],
+            found = Found(models.NONLINEARIZABLE, line, time, now(), example["explanation"],
                           lines_of(self.history, [o for o in ops if _named(example, o, self.history)], line))
             self.found.append(found)
             self.report(found)

@@ -156,7 +156,7 @@ class Engine:
         facts = txn_reads(op.value)
         for name, k, v, other in facts.anomalies:
             deps.emit(name, [op], txn_anomaly_text(name, txn.txn_label(self.history, op), k, v, other))
-            if name == "fuzzy-read" and v is not None:  # a version seen too (G1a, G1b)
+            if name == models.FUZZY_READ and v is not None:  # a version seen too (G1a, G1b)
                 w = self.writer.get((k, v))
                 if w is not None:
                     self._observed(k, v, w, i)
@@ -181,7 +181,7 @@ class Engine:
             writing.append(i)
             if len(writing) == 2:  # once per (k, v), as offline's one example
                 names = ", ".join(txn.txn_label(self.history, self.ops[t]) for t in writing)
-                deps.emit("lost-update", [self.ops[t] for t in writing],
+                deps.emit(models.LOST_UPDATE, [self.ops[t] for t in writing],
                           f"{names} all read key {k!r} = {v!r} and then wrote it; whichever committed "
                           "later should have seen the other's write")
             if self.wfr and last not in self.succ.setdefault(kv, set()):
@@ -215,10 +215,10 @@ class Engine:
         self.judged.add((k, v))
         h, tw, tr = self.history, self.ops[w], self.ops[r]
         if tw.type == "fail":
-            self.deps.emit("G1a", [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, written by "
+            self.deps.emit(models.G1A, [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, written by "
                                             f"{txn.txn_label(h, tw)}, which failed (aborted read)")
         elif (k, v) not in self.final:
-            self.deps.emit("G1b", [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, an intermediate "
+            self.deps.emit(models.G1B, [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, an intermediate "
                                             f"write of {txn.txn_label(h, tw)}, which wrote {k!r} again later "
                                             "(intermediate read)")
 

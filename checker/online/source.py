@@ -36,6 +36,7 @@ import bisect
 from collections import Counter
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.source import FINAL, FS, READS, RTR, _where
 from sleuth.history import History, Op
@@ -129,7 +130,7 @@ class Source:
     def _committed_as(self, r: Op, v: Any, n: int, w: Op) -> None:
         if w.value["n"] != n:
             h = self.history
-            self._emit("invented-change", [r, w],
+            self._emit(models.INVENTED_CHANGE, [r, w],
                        f"{_where(h, r)} shows {v} as change n={n}, but its append ({_where(h, w)}) "
                        f"committed it as n={w.value['n']}")
 
@@ -142,7 +143,7 @@ class Source:
         counted = Counter(ns)
         twice = sorted(n for n, c in counted.items() if c > 1)
         if twice:
-            self._emit("duplicate-change", [r], f"{_where(h, r)} shows change n={twice[0]} "
+            self._emit(models.DUPLICATE_CHANGE, [r], f"{_where(h, r)} shows change n={twice[0]} "
                                                 f"{counted[twice[0]]} times: it was ingested more than once")
         for n, v in rows:
             w = self.appends.get(v)
@@ -152,27 +153,27 @@ class Source:
                 self._committed_as(r, v, n, w)
             first = self.seen_as.setdefault(n, (v, r))
             if first[0] != v:
-                self._emit("invented-change", [r, first[1]], f"change n={n} is {first[0]} in "
+                self._emit(models.INVENTED_CHANGE, [r, first[1]], f"change n={n} is {first[0]} in "
                                                              f"{_where(h, first[1])} but {v} in {_where(h, r)}")
         gaps = bool(ns) and len(have) != top
         if gaps:
             missing = sorted(set(range(1, top + 1)) - have)
-            self._emit("skipped-change", [r], f"{_where(h, r)} shows change n={top} but not n={missing[0]}, "
+            self._emit(models.SKIPPED_CHANGE, [r], f"{_where(h, r)} shows change n={top} but not n={missing[0]}, "
                                               "which the upstream committed before it"
                        + (f" ({len(missing)} missing in all)" if len(missing) > 1 else ""))
         if top > self.read_top[0]:
             self.read_top = (top, r)
         n, w = appended
         if r.f == FINAL and n and n not in have:
-            self._emit("lost-change", [r, w], f"the final read {_where(h, r)} misses change n={n} "
+            self._emit(models.LOST_CHANGE, [r, w], f"the final read {_where(h, r)} misses change n={n} "
                                               f"({_where(h, w)} completed before it began)")
         if r.f in RTR:
             if n and n not in have:
-                self._emit("stale-rtr-read", [r, w], f"{_where(h, r)} misses change n={n}, appended by "
+                self._emit(models.STALE_RTR_READ, [r, w], f"{_where(h, r)} misses change n={n}, appended by "
                                                      f"{_where(h, w)}, which completed before the read began")
             m, r0 = read_top
             if m and m not in have:
-                self._emit("stale-rtr-read", [r, r0], f"{_where(h, r)} misses change n={m}, which "
+                self._emit(models.STALE_RTR_READ, [r, r0], f"{_where(h, r)} misses change n={m}, which "
                                                       f"{_where(h, r0)} showed and completed before it began")
         lsn, a = acked
         if lsn is None or gaps:
@@ -183,7 +184,7 @@ class Source:
         k, wid = self.best[i - 1]
         if k and k not in have:
             w = self.ok_appends[wid]
-            self._emit("acknowledged-not-visible", [r, a, w],
+            self._emit(models.ACKNOWLEDGED_NOT_VISIBLE, [r, a, w],
                        f"{_where(h, r)} misses change n={k}: {_where(h, a)} saw the cluster acknowledge LSN "
                        f"{lsn} upstream before the read began, and {_where(h, w)} committed n={k} at or "
                        f"below LSN {w.value['after']}")

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.checker import models
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.timestamps import _done, is_write
 from sleuth.history import History, Op
 
-RULES = ("write-ts-not-above-read", "read-ts-below-write", "ts-backwards")
+RULES = (models.WRITE_TS_NOT_ABOVE_READ, models.READ_TS_BELOW_WRITE, models.TS_BACKWARDS)
 
 
 class Timestamps:
@@ -48,17 +49,17 @@ class Timestamps:
         writes = is_write(self.workload, b)
         began = f"(line {h.line_of(b.invoke_pos)})"
         if writes and best_read is not None and b.ts <= best_read.ts:
-            self._emit("write-ts-not-above-read", best_read, b, time,
+            self._emit(models.WRITE_TS_NOT_ABOVE_READ, best_read, b, time,
                        f"process {b.process}'s {b.f} {began} wrote at ts {b.ts}, not above ts {best_read.ts} of "
                        f"process {best_read.process}'s read, which completed {_done(h, best_read)} before "
                        f"the write began")
         elif not writes and best_write is not None and b.ts < best_write.ts:
-            self._emit("read-ts-below-write", best_write, b, time,
+            self._emit(models.READ_TS_BELOW_WRITE, best_write, b, time,
                        f"process {b.process}'s read {began} ran at ts {b.ts}, below ts {best_write.ts} of process "
                        f"{best_write.process}'s {best_write.f}, which completed {_done(h, best_write)} before "
                        f"the read began (a stale read)")
         elif best_any is not None and b.ts < best_any.ts:
-            self._emit("ts-backwards", best_any, b, time,
+            self._emit(models.TS_BACKWARDS, best_any, b, time,
                        f"process {b.process}'s {b.f} {began} ran at ts {b.ts}, below ts {best_any.ts} of process "
                        f"{best_any.process}'s {best_any.f}, which completed {_done(h, best_any)} before it began")
         if self.best_any is None or b.ts > self.best_any.ts:

@@ -69,10 +69,9 @@ def stop_names() -> frozenset[str]:
 
 def keyed_workloads() -> list[str]:
     """Workloads whose history is split per key (and whose `key` column is filled)."""
-    from sleuth.checker.spark.judge import KEYED, checker_name
-    from sleuth.workloads.clients import WORKLOADS
+    from sleuth.checker import WORKLOADS
 
-    return sorted({w for w in WORKLOADS if checker_name(w) in KEYED} | set(KEYED))
+    return sorted(w for w, spec in WORKLOADS.items() if spec.keyed)
 
 
 @gc_paused

@@ -8,7 +8,7 @@ appended since the last seal. Both are read: a node that could not seal at
 the end (dead, partitioned) still has its acknowledged appends in the wal,
 since the node fsyncs the wal before it answers (seed 002).
 
-How a history write maps to rows (workloads/clients.py):
+How a history write maps to rows (the registry's `audited`, sleuth.checker):
 
 - list-append: one row `[k, " v1 v2 ..."]` per key; an append rewrites it
   (retract the old text, insert the text with ` v` added). Appends are never
@@ -31,19 +31,21 @@ from __future__ import annotations
 import glob
 import os
 
+from sleuth.checker import LIST_ROWS, REGISTER_ROWS, TABLE_PREFIX, WORKLOADS
 from sleuth.checker.models import LOST_WRITE, PHANTOM_WRITE
 
 WAL_SCHEMA = "`batches` ARRAY<STRUCT<`shard`: STRING, `updates`: ARRAY<ARRAY<STRING>>>>"
 ROW_SCHEMA = "ARRAY<STRING>"
-LIST_TABLE_WORKLOADS = ("list-append",)
-REGISTER_TABLE_WORKLOADS = ("register", "rw-register")
-AUDITED = LIST_TABLE_WORKLOADS + REGISTER_TABLE_WORKLOADS
+
+
+def audited(rows: str | None = None) -> tuple[str, ...]:
+    """The workloads the audit reads back (the registry declares how: `Workload.audited`), or
+    those whose rows are read as `rows` (LIST_ROWS, REGISTER_ROWS)."""
+    return tuple(w for w, s in WORKLOADS.items() if s.audited and rows in (None, s.audited))
 
 
 def table_of(workload: str) -> str:
-    """The table a workload writes (its owner: workloads/clients.py)."""
-    from sleuth.workloads.clients import WORKLOADS
-
+    """The table a workload writes (the registry's `tables`, the first)."""
     return WORKLOADS[workload].tables[0]
 
 
@@ -51,8 +53,6 @@ def tables_of(workload: str) -> tuple[str, ...]:
     """Its table, and the name it had in runs stored before every table sleuth creates was
     named `sleuth_…` (`lists` for `sleuth_lists`): a run keeps its storage nodes' data, and an
     older run re-judged is audited against what it wrote then."""
-    from sleuth.workloads.clients import TABLE_PREFIX
-
     table = table_of(workload)
     return (table, table.removeprefix(TABLE_PREFIX))
 
@@ -111,11 +111,12 @@ def history_writes(ops):
 
     mops = F.from_json("value", "ARRAY<ARRAY<STRING>>")
     base = ops.withColumn("value", F.coalesce("complete_value", "invoke_value"))
-    txn = (base.where(F.col("workload").isin(*LIST_TABLE_WORKLOADS, "rw-register"))
+    txn = (base.where(F.col("workload").isin(*(w for w in audited() if WORKLOADS[w].micro_ops)))
            .select("*", F.explode(mops).alias("m"))
            .where(F.col("m")[0].isin("append", "w"))
            .select("*", F.col("m")[1].alias("wkey"), F.col("m")[2].alias("wvalue")))
-    reg = (base.where((F.col("workload") == "register") & F.col("f").isin("write", "cas"))
+    registers = [w for w in audited() if not WORKLOADS[w].micro_ops]  # single-operation writes
+    reg = (base.where(F.col("workload").isin(*registers) & F.col("f").isin("write", "cas"))
            .select("*", F.get_json_object("value", "$[0]").alias("wkey"),
                    F.when(F.col("f") == "write", F.get_json_object("value", "$[1]"))
                    .otherwise(F.get_json_object("value", "$[1][1]")).alias("wvalue")))
@@ -137,15 +138,15 @@ def audit(spark, ops, runs):
     updates = read_updates(spark, run_dirs)
     if updates is None:
         return None
-    tables = spark.createDataFrame([(w, t) for w in AUDITED for t in tables_of(w)], "workload STRING, table STRING")
+    tables = spark.createDataFrame([(w, t) for w in audited() for t in tables_of(w)], "workload STRING, table STRING")
     updates = updates.join(F.broadcast(runs.join(F.broadcast(tables), "workload")), ["run_dir", "table"])
     # list-append: the values in each key's row at the end
-    final = (updates.where(F.col("workload").isin(*LIST_TABLE_WORKLOADS))
+    final = (updates.where(F.col("workload").isin(*audited(LIST_ROWS)))
              .groupBy("run_dir", "k", "v").agg(F.sum("diff").alias("n")).where("n > 0")
              .select("run_dir", F.col("k").alias("wkey"),
                      F.explode(F.split(F.trim("v"), " +")).alias("wvalue")).where("wvalue != ''"))
     # registers: every value ever inserted for each key
-    inserted = (updates.where(F.col("workload").isin(*REGISTER_TABLE_WORKLOADS) & (F.col("diff") > 0))
+    inserted = (updates.where(F.col("workload").isin(*audited(REGISTER_ROWS)) & (F.col("diff") > 0))
                 .select("run_dir", F.col("k").alias("wkey"), F.col("v").alias("wvalue")))
     kept = final.unionByName(inserted).distinct().withColumn("kept", F.lit(True))
     writes = history_writes(ops.join(F.broadcast(runs.select("run_dir")), "run_dir"))

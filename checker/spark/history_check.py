@@ -267,7 +267,7 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
         judged += st["keys-judged"]
         part_valid = False if st["nonlinearizable-keys"] else UNKNOWN if st["unknown-keys"] else True
         valid = merge_valid(valid, part_valid)
-        for ex in r["anomalies"].get("nonlinearizable", []):
+        for ex in r["anomalies"].get(models.NONLINEARIZABLE, []):
             examples.append((first.get(orjson.dumps(ex.get("key")).decode(), 0), ex))
         notes += [x for x in r["notes"] if "search stopped after" in x]
         for k, v in st.items():
@@ -277,7 +277,7 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
                 stats[k] = stats.get(k, 0) + v
     examples = [ex for _, ex in sorted(examples, key=lambda x: x[0])][:REG_EXAMPLES]
     bad = stats.get("nonlinearizable-keys", 0)
-    stats["anomaly-counts"] = {"nonlinearizable": bad} if bad else {}
+    stats["anomaly-counts"] = {models.NONLINEARIZABLE: bad} if bad else {}
     if not judged:
         valid = UNKNOWN
     note = keys_note(keys, judged, n_ops)
@@ -286,8 +286,8 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
     if bad > len(examples):
         notes.append(f"{plural(bad, 'key')} {noun(bad, 'is', 'are')} not linearizable; the first "
                      f"{len(examples)} {noun(len(examples), 'is', 'are')} explained")
-    return Result(valid=valid, model="linearizable", anomaly_types=["nonlinearizable"] if examples else [],
-                  anomalies={"nonlinearizable": examples} if examples else {}, stats=stats, notes=notes)
+    return Result(valid=valid, model="linearizable", anomaly_types=[models.NONLINEARIZABLE] if examples else [],
+                  anomalies={models.NONLINEARIZABLE: examples} if examples else {}, stats=stats, notes=notes)
 
 
 def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:

@@ -44,7 +44,6 @@ SPLIT_SCHEMA = ("`bucket` INT, `id` BIGINT, `process` BIGINT, `f` STRING, `type`
                 "`invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, `complete_time` BIGINT, "
                 "`key` STRING")
 REGISTERS = ("register", "cas-register")
-WORKLOADS = (*REGISTERS, "list-append", "rw-register")  # what `sleuth check --spark` judges
 OPS_PER_BUCKET = 40_000
 
 

@@ -158,17 +158,18 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
 
 
 LARGE_RUN_BYTES = 64 << 20  # a transactional run's history from this size is judged per key (judge_large)
-LARGE_CHECKERS = ("list-append", "rw-register")  # register runs are judged per key already
 SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
 
 
 def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
     """The list-append and rw-register runs whose history.jsonl holds `threshold` bytes or more
     (and some bytes: a run without one is unreadable, judged unknown in its task)."""
+    from sleuth.checker import WORKLOADS
     from sleuth.checker.spark.consolidate import history_bytes
-    from sleuth.checker.spark.judge import checker_name
 
-    return frozenset(m["run"] for m in meta if checker_name(m["workload"]) in LARGE_CHECKERS
+    # a keyed workload's runs are judged per key already
+    return frozenset(m["run"] for m in meta if m["workload"] in WORKLOADS and WORKLOADS[m["workload"]].large
+                     and not WORKLOADS[m["workload"]].keyed
                      and history_bytes(m["run_dir"]) >= max(threshold, 1))
 
 
@@ -241,7 +242,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         say(f"spark: judged {plural(len(verdicts), 'run')}, {len(large)} of them large, per key "
             f"({timings['judge']:.1f} s)")
         t = time.monotonic()
-        audited = {m["run"] for m in meta if m["workload"] in durability.AUDITED
+        audited = {m["run"] for m in meta if m["workload"] in durability.audited()
                    and durability.data_dirs(m["run_dir"])}
         anomalies = pd.DataFrame(columns=["run", "anomaly", "key", "value", "process", "f", "line", "op"])
         if audited:

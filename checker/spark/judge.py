@@ -20,15 +20,6 @@ import orjson
 
 from sleuth.history import Event, History
 
-KEYED = ("register",)  # workloads judged per (run, key); the rest per run
-
-
-def checker_name(workload: str) -> str:
-    """The `sleuth check` workload a run's history is judged as (clients.py owns the map)."""
-    from sleuth.workloads.clients import WORKLOADS
-
-    return WORKLOADS[workload].checker if workload in WORKLOADS else workload
-
 
 def judge_history(history: History, test: dict, part: str = "all") -> dict[str, Any]:
     """The verdict `sleuth run` gives a history, from the run's own test.json: the same pure

@@ -95,9 +95,8 @@ def warm(spark, workloads: list[str], modules: tuple[str, ...]) -> int:
     first tasks do not pay the imports (one to three seconds a worker on this machine, both at
     once) on the clock of the work that grows with the input. Returns how many workers answered."""
     from sleuth.checker import WORKLOADS
-    from sleuth.checker.spark.judge import checker_name
 
-    checkers = sorted({checker_name(w) for w in workloads} & set(WORKLOADS))
+    checkers = sorted(set(workloads) & set(WORKLOADS))
     n = spark.sparkContext.defaultParallelism
     pids = per_task(spark, n, _warm_task(modules, checkers), "pid LONG")
     return len({r["pid"] for r in pids})

@@ -268,10 +268,9 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
     if spark_master is not None and (workload is None or report_dir or timestamps):
         exits.die("--spark needs --workload and takes no --report or --timestamps")
     if spark_master is not None:
-        from sleuth.checker.spark.history_keys import WORKLOADS as SPARK_WORKLOADS
-
-        if workload not in SPARK_WORKLOADS:
-            exits.die(f"--workload: --spark judges {', '.join(SPARK_WORKLOADS)} histories, not {workload} "
+        large = [w for w, s in WORKLOADS.items() if s.large]
+        if workload not in large:
+            exits.die(f"--workload: --spark judges {', '.join(large)} histories, not {workload} "
                       "(judge it without --spark)")
     if cli.PROGRAM and spark_master is None:
         # The program will leave without freeing its heap (sleuth.cli.entry),

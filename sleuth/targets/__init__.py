@@ -125,10 +125,11 @@ class Target:
 
     @property
     def abilities(self) -> frozenset[str]:
-        """What a nemesis may ask of this target (`sleuth.nemesis.faults.NEEDS` names them): here
-        `nodes` where it has nodes sleuth started; the reference cluster has them all."""
+        """What a nemesis or a workload may ask of this target (`sleuth.seams.Target` names them;
+        each nemesis kind declares its need, `sleuth.nemesis.faults.Fault.needs`): here `nodes`
+        where it has nodes sleuth started; the reference cluster has them all."""
         if self.family == "reference":
-            return frozenset({"nodes", "coordinators", "clock", "partition"})
+            return frozenset({"nodes", "coordinators", "clock", "partition", "upstream"})
         return frozenset({"nodes"}) if self.roles else frozenset()
 
     def refusal(self, kind: str, need: str) -> str:
@@ -163,6 +164,16 @@ class Target:
     def add_coordinator(self) -> str: raise Unsupported(f"{self.name} has one leader only")
     def retire_coordinator(self, node: str) -> None: raise Unsupported(f"{self.name} has one leader only")
     def set_clock(self, node: str, offset_ms: int) -> None: raise Unsupported(f"{self.name}: no clock control")
+
+    def grudges(self) -> tuple[str, ...]:
+        """The partitions that mean something on this target: those of any cluster of nodes."""
+        from sleuth.nemesis.faults import NODE_GRUDGES
+
+        return NODE_GRUDGES
+
+    def use_upstream(self, workload: Any) -> None:
+        raise Unsupported(f"--workload {workload.name} needs the reference cluster's source node "
+                          "(--target reference)")
     def cut(self, a: str, b: str) -> None: raise Unsupported(f"{self.name}: cannot partition its nodes")
     def heal_cuts(self) -> None: ...
     def collect_logs(self, into: str) -> None: ...
@@ -213,9 +224,8 @@ def refuse_upstream(target: Target, workload: Any) -> None:
     node ingests one, and sleuth starts it from Debian's postgresql."""
     if not getattr(workload, "upstream_tables", None):
         return
-    if not hasattr(target, "use_upstream"):
-        raise Unsupported(f"--workload {workload.name} needs the reference cluster's source node "
-                          "(--target reference)")
+    if "upstream" not in target.abilities:
+        target.use_upstream(workload)  # the refusal of a target without one
     from sleuth.targets.postgres_server import required_bin
 
     required_bin(f"--workload {workload.name}: its upstream PostgreSQL", Unsupported)

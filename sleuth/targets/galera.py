@@ -325,7 +325,9 @@ class GaleraTarget(MySQLTarget):
     def grudges(self) -> tuple[str, ...]:
         """One node isolated, random halves; a majorities ring only from 4 nodes up (with 3,
         every node already sees a majority, so the ring would cut nothing). No oracle here."""
-        return ("isolate-one", "halves") + (("majorities-ring",) if self.count >= 4 else ())
+        from sleuth.nemesis.faults import HALVES, ISOLATE_ONE, MAJORITIES_RING
+
+        return (ISOLATE_ONE, HALVES) + ((MAJORITIES_RING,) if self.count >= 4 else ())
 
     def linearizable_keys(self, isolation: str | None) -> bool:
         return False  # a node answers reads from its own state: stale reads are possible

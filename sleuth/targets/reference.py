@@ -54,6 +54,11 @@ class ReferenceTarget(Target):
         self.upstream = None  # a PostgresServer, with use_upstream
         self.network = None  # the docker runtime whose network the upstream listens on
 
+    def grudges(self) -> tuple[str, ...]:
+        from sleuth.nemesis.faults import REFERENCE_GRUDGES
+
+        return REFERENCE_GRUDGES
+
     def use_upstream(self, workload) -> None:
         self.upstream_workload = workload
         self.roles = ("source", "upstream", *type(self).roles)  # kill and pause reach these first
