@@ -104,6 +104,41 @@ version whose writer is forgotten (a stale read is allowed there): a gap,
 and the final pass is offline's. A history that keeps a transaction pending
 forever keeps everything invoked after it.
 
+**Appends no read has shown yet** (a key's last appends are often shown only by
+the final read, long after their writers were forgotten). A writer that completes
+(ok, or info) with such an append on key k is *registered*, and edges are added into
+it from k's last element's writer and from every reader of k's whole known order, at
+once and as they come (`_register`, `_pre`; kinds marked `PRE`). Each holds in every
+extension in which k's reads stay compatible and no append of a failing transaction
+comes before it: the append comes after every element read so far (lists only grow),
+and offline adds the same edges for an append no read ever shows. A cycle through
+such an edge is therefore not reported but left to the final pass (a gap), where
+offline may name the aborted read instead. A registered writer forgotten is
+*floating*: it keeps (`floating`) its batch (the sweep that forgot it), a bit, and
+`anc`, the floating writers of its batch that reach it. When a later read places the
+append, the edges into it from the order's last writer and readers are already
+known; the only new edges are ww between consecutive newly shown appends (and from
+the new last one into appends still unseen), between two floating writers. Such a
+late edge a -> b is added when a's batch is earlier than b's, or the same and b is not
+in anc(a) (then anc is updated for every floating writer of the batch that b
+reaches); otherwise it is a gap. Why this hides no cycle: order the forgotten
+transactions by batch, and within a batch topologically by its edges and the late
+edges added. Every edge known when its target was forgotten runs from an earlier
+batch or within the batch; every added late edge agrees with this order, and anc
+being exact for paths inside a batch (a path between two nodes of one batch never
+leaves it: an edge only runs into a later batch or into kept nodes, and none runs
+from a kept node into a forgotten one without a gap), no added late edge closes a
+cycle. Why a strict serializable history gets no gap: a late ww edge a -> b means a's
+append committed first, so a was invoked before b completed; the sweep forgets a
+registered writer only in the batch of, or after, every registered writer of its keys
+invoked before it completed (`_sweep`'s rivals), so a's batch is not later than b's,
+and within one batch b cannot reach a without a cycle. This waits only on the few
+registered writers of the same keys (a strict serializable database shows them to
+the next read), never on everything after the writer. An info writer whose append
+no read has shown is not in offline's graph unless a later read shows it: an edge
+into it that cannot be added marks it *incomplete* instead of a gap, and a gap
+follows only if a read then shows its append.
+
 A key is forgotten when every transaction that named it is: its version
 order becomes a summary (`dead`: the order's length and hash, and the
 appends no read had shown yet, with their writers' status), some 100 bytes
