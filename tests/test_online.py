@@ -235,7 +235,9 @@ def test_list_append_memory_is_flat_over_a_long_stream(tmp_path, db):
     assert engine.forgotten > 25_000
     engine.finish()
     if db == "serializable":
-        assert not found and not engine.certified()  # final reads show forgotten writers' appends: a gap
+        # the final reads show appends whose writers were forgotten long before: their order
+        # is placed without a gap (floating writers), so the verdict needs no offline pass
+        assert not found and not engine.gaps and engine.certified(), engine.gaps
         offline = list_append.check(read_jsonl(str(path)), "strict-serializable")
         assert offline.valid is True and not offline.anomalies
     else:

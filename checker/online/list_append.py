@@ -104,6 +104,41 @@ version whose writer is forgotten (a stale read is allowed there): a gap,
 and the final pass is offline's. A history that keeps a transaction pending
 forever keeps everything invoked after it.
 
+**Appends no read has shown yet** (a key's last appends are often shown only by
+the final read, long after their writers were forgotten). A writer that completes
+(ok, or info) with such an append on key k is *registered*, and edges are added into
+it from k's last element's writer and from every reader of k's whole known order, at
+once and as they come (`_register`, `_pre`; kinds marked `PRE`). Each holds in every
+extension in which k's reads stay compatible and no append of a failing transaction
+comes before it: the append comes after every element read so far (lists only grow),
+and offline adds the same edges for an append no read ever shows. A cycle through
+such an edge is therefore not reported but left to the final pass (a gap), where
+offline may name the aborted read instead. A registered writer forgotten is
+*floating*: it keeps (`floating`) its batch (the sweep that forgot it), a bit, and
+`anc`, the floating writers of its batch that reach it. When a later read places the
+append, the edges into it from the order's last writer and readers are already
+known; the only new edges are ww between consecutive newly shown appends (and from
+the new last one into appends still unseen), between two floating writers. Such a
+late edge a -> b is added when a's batch is earlier than b's, or the same and b is not
+in anc(a) (then anc is updated for every floating writer of the batch that b
+reaches); otherwise it is a gap. Why this hides no cycle: order the forgotten
+transactions by batch, and within a batch topologically by its edges and the late
+edges added. Every edge known when its target was forgotten runs from an earlier
+batch or within the batch; every added late edge agrees with this order, and anc
+being exact for paths inside a batch (a path between two nodes of one batch never
+leaves it: an edge only runs into a later batch or into kept nodes, and none runs
+from a kept node into a forgotten one without a gap), no added late edge closes a
+cycle. Why a strict serializable history gets no gap: a late ww edge a -> b means a's
+append committed first, so a was invoked before b completed; the sweep forgets a
+registered writer only in the batch of, or after, every registered writer of its keys
+invoked before it completed (`_sweep`'s rivals), so a's batch is not later than b's,
+and within one batch b cannot reach a without a cycle. This waits only on the few
+registered writers of the same keys (a strict serializable database shows them to
+the next read), never on everything after the writer. An info writer whose append
+no read has shown is not in offline's graph unless a later read shows it: an edge
+into it that cannot be added marks it *incomplete* instead of a gap, and a gap
+follows only if a read then shows its append.
+
 A key is forgotten when every transaction that named it is: its version
 order becomes a summary (`dead`: the order's length and hash, and the
 appends no read had shown yet, with their writers' status), some 100 bytes
@@ -144,6 +179,7 @@ from sleuth.history import History, Op, as_written
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
+PRE = 8  # added to an edge's kind: an edge into a registered writer, true before any read places it
 
 
 class Engine:
@@ -192,6 +228,13 @@ class Engine:
         self.reported_g1a: set = set()
         self.acked: dict[Any, list[tuple[int, Any, int]]] = {}  # key -> (completion, value, txn) of ok appends
         self.reported_missing: set = set()
+        # appends no read has shown yet, of writers that completed (ok or info): key -> value -> txn
+        # ("registered": the edges every extension orders before them are added, see "Memory")
+        self.unseen_w: dict[Any, dict[Any, int]] = {}
+        self.barrier_pos: dict[int, int] = {}  # barrier -> the position of the completion that made it
+        self.floating: dict[int, list] = {}  # forgotten registered writer -> [batch, bit, anc, left, info, incomplete]
+        self.batch_of: dict[int, list[int]] = {}  # batch -> its floating writers still recorded
+        self.nbatch = 0
 
     # -- events ---------------------------------------------------------------
 
@@ -276,12 +319,15 @@ class Engine:
                         self.graph.add(self.barrier, b, g.REALTIME)
                     self.barrier, self.barrier_used = b, False
                     self.barriers.append((b, self.n))
+                    self.barrier_pos[b] = op.complete_pos
                 self._edge(i, self.barrier, g.REALTIME)
         for item in self.waiting.pop(i, ()):
             if item[0] == "edge":
                 self._edge(*item[1:])
             elif item[0] == "g1b":
                 self._g1b(*item[1:])
+        if self.cycles:
+            self._register(op)
         if typ == "ok":
             if self.realtime:
                 acked, pos = self.acked, op.complete_pos
@@ -369,14 +415,27 @@ class Engine:
                 self.broken.add(k)  # duplicates or an unknown append: the final pass judges
                 self._gap("duplicate or unknown element")
                 return
+            uw = self.unseen_w.get(k)
+            first = wk[new[0]]
+            # a registered writer already has its edges from the order's last writer and its
+            # readers (added as they came: see "Memory")
+            known = uw is not None and uw.get(new[0]) == first and not self._incomplete(first)
             o.extend(new)
             seen.update(new)
             ws = [wk[v] for v in o[max(n - 1, 0):]]
-            for a, b in zip(ws, ws[1:]):
+            for a, b in zip(ws[1:] if known and n else ws, ws[2:] if known and n else ws[1:]):
                 self._edge(a, b, g.WW)
-            for reader in self.frontier[k]:
-                self._edge(reader, wk[o[n]], g.RW)
+            if not known:
+                for reader in self.frontier[k]:
+                    self._edge(reader, first, g.RW)
             self.frontier[k] = []
+            if uw:
+                shown = [w for w in (uw.pop(v, None) for v in new) if w is not None]
+                last = wk[o[-1]]
+                for w in list(uw.values()):
+                    self._pre(last, w, g.WW + PRE)
+                for w in shown:
+                    self._revealed(w)
             ops = self.ops
             for v in new:
                 w = wk[v]
@@ -405,6 +464,8 @@ class Engine:
             self._edge(i, self.writer[k][o[m]], g.RW)
         else:
             self.frontier[k].append(i)
+            for w in list(self.unseen_w.get(k, {}).values()):
+                self._pre(i, w, g.RW + PRE)
 
     def _missing(self, i: int, k: Any, r: list) -> None:
         """A read without an append that was acknowledged before the reader began (a lost or
@@ -506,8 +567,9 @@ class Engine:
         if kind != g.REALTIME and kind != g.PROCESS:
             self.data_edges += 1
         if a not in order or b not in order:  # failed, or forgotten (a barrier too)
-            if b < 0 or b not in self.ops:  # into a forgotten node (from any node: see "Memory")
-                self._gap("edge into a forgotten transaction")
+            if b < 0 or b not in self.ops:  # into a forgotten node (see "Memory")
+                if not self._late(a, b):
+                    self._gap("edge into a forgotten transaction")
             return
         if order[a] < order[b]:  # agrees with the order: the common case, inline
             gr.out[a].append((b, kind))
@@ -533,6 +595,12 @@ class Engine:
                 start = a
             elif b >= 0:
                 cycle.append((start, b, g.REALTIME))
+        if any(k >= PRE for _, _, k in cycle):
+            # through an edge into a registered writer: true in every extension unless an
+            # append of a transaction that fails comes first (offline then cuts the key's
+            # order there and names the aborted read instead): the final pass judges it
+            self._gap("a cycle through an append no read has shown")
+            return
         name = self._admit(cycle)
         if name is None:
             return
@@ -607,28 +675,72 @@ class Engine:
         self.gaps[why] = self.gaps.get(why, 0) + 1
 
     def _sweep(self) -> None:
-        """Forget the sources described under "Memory", in topological order (a source
-        forgotten makes its successors sources in the same pass), then the keys every
-        namer of which is forgotten. Next sweep when what is kept has doubled."""
+        """Forget a *batch* (see "Memory"): the transactions that completed before every
+        pending one was invoked, and the barriers but the newest, that have no kept
+        predecessor outside the batch and before whose completion (a barrier: creation)
+        every transaction invoked is in the batch or forgotten. Found as a greatest
+        fixpoint (drop what breaks a rule until nothing does), forgotten in topological
+        order; a registered writer among them becomes *floating*, with the batch's
+        floating writers that reach it (`anc`). Then the keys every namer of which is
+        forgotten. Next sweep when what is kept has doubled."""
         ops, gr, pending = self.ops, self.graph, self.pending
         oldest = min((ops[p].invoke_pos for p in pending), default=None)
-        ord_ = gr.ord
-        cands = [i for i, op in ops.items()
+        ord_, into = gr.ord, gr.into
+        batch = {i for i, op in ops.items()
                  if i not in pending and op.complete_pos is not None
-                 and (oldest is None or op.complete_pos < oldest)]
-        cands += [b for b, _ in self.barriers if b != self.barrier]
-        cands.sort(key=lambda n: ord_.get(n, -1))  # failed transactions (no node) first
-        into = gr.into
-        for n in cands:
-            if n < 0:
-                if not into[n]:
-                    gr.forget(n)
-                continue
-            if n in ord_:
-                if into[n]:
+                 and (oldest is None or op.complete_pos < oldest)}
+        batch.update(b for b, _ in self.barriers if b != self.barrier and b in ord_)
+        cands = sorted(batch, key=lambda n: ord_.get(n, -1))  # failed transactions (no node) first
+        # a registered writer waits for the registered writers of its keys invoked before it
+        # completed (one of them may come right before it in the key's order: see "Memory")
+        uw = self.unseen_w
+        rivals = {}
+        for k, vw in uw.items():
+            if len(vw) > 1:
+                for w in vw.values():
+                    if w in batch:
+                        rivals.setdefault(w, set()).update(x for x in vw.values() if x != w and x in ops)
+        while True:
+            before = len(batch)
+            for n in cands:
+                if n not in batch:
                     continue
-                gr.forget(n)
-            self._forget_txn(n)
+                if any(p not in batch for p in into.get(n, ())):
+                    batch.discard(n)
+                elif n in rivals:
+                    done = ops[n].complete_pos
+                    if any(x not in batch and ops[x].invoke_pos < done for x in rivals[n]):
+                        batch.discard(n)
+            cands = [n for n in cands if n in batch]
+            if len(batch) == before:
+                break
+        if cands:
+            self.nbatch += 1
+            nb, bits, anc = self.nbatch, 0, {}
+            members: set = set()
+            for n in cands:
+                a = 0
+                for p in into.get(n, ()):
+                    a |= anc.get(p, 0)
+                    fp = self.floating.get(p)
+                    if fp is not None and fp[0] == nb:
+                        a |= 1 << fp[1]
+                left = self._registered(n) if n >= 0 else 0
+                if left:
+                    op = ops[n]
+                    self.floating[n] = [nb, bits, a, left, op.type == "info", False]
+                    members.add(n)
+                    bits += 1
+                if a:
+                    anc[n] = a
+                if n in ord_:
+                    gr.forget(n)
+                if n >= 0:
+                    self._forget_txn(n)
+                else:
+                    self.barrier_pos.pop(n, None)
+            if members:
+                self.batch_of[nb] = members
         self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
         for k in [k for k, t in self.touched.items() if t not in ops]:
             if k in self.broken:
@@ -638,6 +750,91 @@ class Engine:
                 continue
             self._forget_key(k)
         self.next_sweep = max(self.sweep, 2 * len(ops))
+
+    def _registered(self, i: int) -> int:
+        """How many appends of transaction i are registered (completed, no read shows them)."""
+        op = self.ops[i]
+        value = op.value if op.type == "ok" else op.invoke_value
+        n = 0
+        for mop in value if type(value) is list else ():
+            if mop[0] == "append" and self.unseen_w.get(mop[1], {}).get(mop[2]) == i:
+                n += 1
+        return n
+
+    def _register(self, op: Op) -> None:
+        """Transaction `op` completed (ok or info): each of its appends no read has shown
+        is registered, and ordered after the key's last element's writer and after every
+        reader of the key's whole known order (true in every extension: see "Memory")."""
+        i = op.id
+        if i not in self.graph:
+            return
+        value = op.value if op.type == "ok" else op.invoke_value
+        for mop in value if type(value) is list else ():
+            if (type(mop) is not list and type(mop) is not tuple) or len(mop) != 3 or mop[0] != "append":
+                continue
+            _, k, v = mop
+            try:
+                if k in self.dead or k in self.broken or v in self.seen.get(k, ()) \
+                        or self.writer.get(k, {}).get(v) != i:
+                    continue
+            except TypeError:
+                continue
+            self.unseen_w.setdefault(k, {})[v] = i
+            o = self.order.get(k)
+            if o:
+                self._edge(self.writer[k][o[-1]], i, g.WW + PRE)
+            for r in self.frontier.get(k, ()):
+                self._edge(r, i, g.RW + PRE)
+
+    def _pre(self, a: int, w: int, kind: int) -> None:
+        """a precedes the registered writer w (a read of its key without w's append, or the
+        key's new last element). Into a forgotten info writer from a kept node the edge is
+        not added but w is marked *incomplete*: it holds only if a later read shows w's
+        append (a crashed transaction may never have taken effect), and then it is a gap."""
+        if w not in self.ops:
+            fw = self.floating.get(w)
+            if fw is not None and fw[4] and w not in self.observed:
+                if a in self.graph or not self._late(a, w):
+                    fw[5] = True
+                return
+        self._edge(a, w, kind)
+
+    def _incomplete(self, w: int) -> bool:
+        fw = self.floating.get(w)
+        return fw is not None and fw[5]
+
+    def _late(self, a: int, b: int) -> bool:
+        """May the edge a -> b, into the forgotten b, be added without a gap? Yes when both
+        are floating and b does not reach a: an earlier batch's writer into a later one's,
+        or within one batch when b is not among a's ancestors there (`anc`, kept up to date
+        with the late edges added). See "Memory"."""
+        fa, fb = self.floating.get(a), self.floating.get(b)
+        if fa is None or fb is None or fb[5]:
+            return False
+        if fa[0] != fb[0]:
+            return fa[0] < fb[0]
+        if fa[2] >> fb[1] & 1:
+            return False
+        new, bit = fa[2] | (1 << fa[1]), fb[1]
+        for w in self.batch_of[fb[0]]:
+            fw = self.floating[w]
+            if w == b or fw[2] >> bit & 1:
+                fw[2] |= new
+        return True
+
+    def _revealed(self, w: int) -> None:
+        """A read showed one of w's registered appends: forget w's floating record once
+        none is left (nothing can then arrive into it but a gap)."""
+        fw = self.floating.get(w)
+        if fw is None:
+            return
+        fw[3] -= 1
+        if fw[3] <= 0:
+            del self.floating[w]
+            members = self.batch_of[fw[0]]
+            members.discard(w)
+            if not members:
+                del self.batch_of[fw[0]]
 
     def _forget_txn(self, i: int) -> None:
         op = self.ops.pop(i)
@@ -660,7 +857,7 @@ class Engine:
         wk = self.writer.pop(k, {})
         status = self.unseen_status.pop(k, {})
         mid = self.intermediate.pop(k, set())
-        for d in (self.frontier, self.acked, self.lost):
+        for d in (self.frontier, self.acked, self.lost, self.unseen_w):
             d.pop(k, None)
         del self.touched[k]
         rest = [[v, *status.get(v, ("ok", w)), v in mid] for v, w in wk.items() if v not in seen]
@@ -672,8 +869,11 @@ class Engine:
 
     def _read_dead(self, i: int, k: Any, r: list) -> None:
         """A read of a forgotten key: a prefix of the known order again (same length and
-        hash), then appends no read had shown. Its edges then run from forgotten writers
-        (dropped: see "Memory"); anything else is a gap."""
+        hash), then appends no read had shown. Their writers are floating: the edges into
+        the first from the order's last writer and readers were added when registered; the
+        ww edges between them (and from the last into those still unseen) are late edges
+        (`_late`); the wr edge into the reader runs from a forgotten writer (dropped: see
+        "Memory"). Anything else is a gap."""
         n, h, since, rest = orjson.loads(self.dead[k])
         if len(r) < n or hash(tuple(r[:n])) != h:
             self._gap("an older or different version of a forgotten key read")
@@ -681,16 +881,11 @@ class Engine:
         new = r[n:]
         if r:
             self.data_edges += 1  # wr from its last element's (forgotten) writer
-        if not new:
-            self.dead[k] = orjson.dumps([n, h, True, rest])
-            return
         left = {v: (st, w, mid) for v, st, w, mid in rest}
-        if since or len(set(new)) != len(new) or not all(v in left for v in new):
-            self._gap("a forgotten key grew past an earlier reader, or shows an unknown element")
+        if new and (len(set(new)) != len(new) or not all(v in left for v in new)):
+            self._gap("a forgotten key shows an unknown element")
             return
-        # ww edges between the new elements' writers (and from the last known one), rw from
-        # readers of the shorter order: edges into forgotten writers (see "Memory")
-        self._gap("edge into a forgotten transaction")
+        ws = []
         for v in new:
             st, w, _ = left.pop(v)
             if st == "fail":
@@ -699,9 +894,23 @@ class Engine:
                 self.observed.add(w)
             if w in self.ops:
                 self._gap("a forgotten key's writer still kept")
-        if next(m for v, _, _, m in rest if v == new[-1]):
+            ws.append(w)
+        if ws:
+            if ws[0] not in self.floating or self._incomplete(ws[0]):
+                self._gap("edge into a forgotten transaction")
+            for a, b in zip(ws, ws[1:]):
+                if a != b and not self._late(a, b):
+                    self._gap("edge into a forgotten transaction")
+        live = [w for _, (st, w, _) in left.items() if st != "fail"]
+        for w in live:  # after the new last element (ww), and after this reader (rw)
+            if ws and ws[-1] != w:
+                self._pre(ws[-1], w, g.WW + PRE)
+            self._pre(i, w, g.RW + PRE)
+        if new and next(m for v, _, _, m in rest if v == new[-1]):
             self._gap("G1b candidate on a forgotten key")
-        self.dead[k] = orjson.dumps([len(r), hash(tuple(r)), True,
+        for w in ws:
+            self._revealed(w)
+        self.dead[k] = orjson.dumps([len(r), hash(tuple(r)), since or bool(live),
                                      [[v, st, w, m] for v, (st, w, m) in left.items()]])
 
     def _node(self, k: Any, v: Any, w: int) -> bool:
@@ -728,6 +937,8 @@ class Engine:
                 self._gap("two appends no read saw on one key")
             elif nodes and k in self.order:
                 u = nodes.pop()
+                if u in self.unseen_w.get(k, {}).values() and not self._incomplete(u):
+                    continue  # registered: these edges were added as they came
                 o = self.order[k]
                 if o:
                     self._edge(wk[o[-1]], u, g.WW)
@@ -736,7 +947,7 @@ class Engine:
         for k, s in self.dead.items():
             n, h, since, rest = orjson.loads(s)
             live = [w for _, st, w, _ in rest if st == "ok" or (st == "info" and w in self.observed)]
-            if len(live) > 1 or (since and live):
+            if len(live) > 1 or (since and live) or any(self._incomplete(w) for w in live):
                 self._gap("an append no read saw on a forgotten key")
 
     def certified(self) -> bool:
