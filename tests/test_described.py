@@ -118,3 +118,48 @@ def test_a_described_mariadb_under_every_kind_it_supports(tmp_path):
     with open(os.path.join(s["run_dir"], "test.json")) as f:
         assert json.load(f)["model"] == "read-committed"
     assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
+
+
+needs_docker = needs("Docker", lambda: __import__("sleuth.cluster.runtime_docker", fromlist=["x"])
+                     .DockerRuntime.available(), "needs a Docker engine")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+def test_init_commands_and_a_faketime_clock_inside_containers():
+    """A description with init commands and clock = "faketime" under --runtime docker: the init
+    command runs inside a container (it sees the node's hostname, not this machine's), once; the
+    node's clock moves an hour and back without a restart."""
+    import docker
+
+    from sleuth.targets.described import DockerCluster
+
+    c = DockerCluster([Node("n1", "")], tag="ftdocker", clock="faketime",
+                      init=lambda n: [["sh", "-c", f"hostname >> {n.dir}/init-ran"]],
+                      argv=lambda n: ["sh", "-c", f"while :; do date +%s >> {n.dir}/seen; sleep 0.05; done"])
+    n = c.nodes["n1"]
+    try:
+        c.start_all()
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(n.dir, "seen")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.4)
+        c.set_clock("n1", 3_600_000)
+        time.sleep(0.4)
+        c.set_clock("n1", 0)
+        time.sleep(0.4)
+        c.kill("n1")
+        c.restart("n1")  # the same container again: init does not run twice
+        time.sleep(0.4)
+        with open(os.path.join(n.dir, "seen")) as f:
+            seen = [int(x) for x in f.read().split()]
+        with open(os.path.join(n.dir, "init-ran")) as f:
+            ran = f.read().split()
+    finally:
+        c.down()
+    assert ran == ["n1"] and os.uname().nodename != "n1"
+    jumps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert any(3590 <= j <= 3610 for j in jumps) and any(-3610 <= j <= -3590 for j in jumps), seen
+    left = docker.from_env().containers.list(all=True, filters={"label": f"sleuth.owner={os.getpid()}"})
+    assert left == []
