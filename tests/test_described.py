@@ -163,3 +163,41 @@ def test_init_commands_and_a_faketime_clock_inside_containers():
     assert any(3590 <= j <= 3610 for j in jumps) and any(-3610 <= j <= -3590 for j in jumps), seen
     left = docker.from_env().containers.list(all=True, filters={"label": f"sleuth.owner={os.getpid()}"})
     assert left == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+@needs("MariaDB", lambda: shutil.which("mariadbd") is not None, "needs Debian's mariadb-server")
+def test_a_described_mariadb_in_a_container_reads_its_false_clock_and_survives_every_kind(tmp_path):
+    """targets/mariadb.toml (init commands, clock = "faketime") under --runtime docker: its image is
+    Debian's mariadb-server and faketime (made offline), mariadb-install-db runs in the container,
+    the SQL clock follows a bump, and a run under kill, pause, clock and kill-all is judged valid."""
+    import docker
+
+    target = make_target(MARIADB_TOML, "docker", ())
+    try:
+        target.up(progress=lambda m: None)
+        dsn = target.dsns()[0][1]
+        assert not dsn.startswith("mysql://sleuth@127.")  # the container's own address
+
+        def skew() -> float:
+            with target.connect(dsn, 5) as conn:
+                return float(conn.execute("SELECT UNIX_TIMESTAMP(NOW(6))").fetchone()[0]) - time.time()
+
+        assert abs(skew()) < 5
+        target.set_clock("n1", 3_600_000)
+        assert 3590 < skew() < 3610
+    finally:
+        target.down()
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--json", "--target", MARIADB_TOML,
+                        "--runtime", "docker", "-w", "list-append", "--isolation", "read-committed",
+                        "--nemesis", "kill,pause,clock,kill-all", "--nemesis-interval", "1", "--time-limit", "10",
+                        "--concurrency", "4", "--rate", "100", "--store", str(tmp_path), "--shrink-budget", "0"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    s = json.loads(p.stdout)
+    assert s["valid"] is True, p.stderr
+    assert {"kill", "pause", "kill-all"} <= set(s["faults"]) and {"clock-bump", "clock-strobe"} & set(s["faults"])
+    assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
+    left = [c.name for c in docker.from_env().containers.list(all=True) if "mariadb-described" in c.name]
+    assert left == [], left
