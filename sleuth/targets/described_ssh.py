@@ -19,9 +19,10 @@ beyond the reference cluster's nodes:
 - **cleanup**: `down` stops every node (SIGTERM, SIGKILL after 5 s), deletes
   the cluster's iptables rules and its directory (data, logs, uploads) on every
   host. A sleuth killed outright cannot; its cluster's name is
-  `d<pid>-<name>`, and the next described cluster on the same hosts sweeps the
-  clusters whose sleuth (a pid of this machine) is gone: their processes
-  killed, rules deleted, directories removed. Any other process can heal a
+  `d<pid>-<machine>-<name>`, and the next described cluster this machine
+  starts on the same hosts sweeps the clusters of this machine whose sleuth
+  (that pid) is gone: their processes killed, rules deleted, directories
+  removed. Clusters another machine started are left alone. Any other process can heal a
   cluster's partitions by that tag too (`SshRuntime.heal_cuts`).
 
 Why one node per host: a partition is iptables on the hosts, by address, so
@@ -35,6 +36,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import socket
 import tempfile
 from collections.abc import Callable
 
@@ -43,7 +45,12 @@ from sleuth.cluster.runtime_ssh import ROOT, Host, SshRuntime, hosts_as_dicts, p
 from sleuth.targets import Unsupported
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-PREFIX = "d"  # a described cluster's name on the hosts: d<pid>-<name>
+PREFIX = "d"  # a described cluster's name on the hosts: d<pid>-<machine>-<name>
+
+
+def machine() -> str:
+    """This machine's name as a cluster name carries it: letters and digits, at most 16."""
+    return "".join(ch for ch in socket.gethostname() if ch.isalnum())[:16] or "host"
 
 
 def read_hosts(nodes_file: str, count: int, what: str) -> list[Host]:
@@ -72,7 +79,7 @@ class SshCluster:
             if not os.path.isfile(path):
                 raise Unsupported(f"upload: {path} is not a file on this machine")
         self.argv, self.init, self.upload = argv, init, upload
-        self.id = f"{PREFIX}{os.getpid()}-{tag}"
+        self.id = f"{PREFIX}{os.getpid()}-{machine()}-{tag}"
         self.base = tempfile.mkdtemp(prefix=f"sleuth-{tag}-ssh-")  # the runtime's state file
         self.rt = SshRuntime(self.base, self.id, hosts_as_dicts(hosts))
         self.bin = f"{ROOT}/{self.id}/bin"
@@ -98,9 +105,10 @@ class SshCluster:
     def _sweep(self, c) -> None:
         _, out = c.run(f"ls -1 {c.root} 2>/dev/null")
         for entry in out.split():
-            pid = entry[len(PREFIX):].split("-", 1)[0]
-            if not entry.startswith(PREFIX) or not pid.isdigit() or entry == self.id or procs.running(int(pid)):
-                continue
+            pid, _, rest = entry[len(PREFIX):].partition("-")
+            if (not entry.startswith(PREFIX) or not pid.isdigit() or not rest.startswith(machine() + "-")
+                    or entry == self.id or procs.running(int(pid))):
+                continue  # not a described cluster, another machine's, or its sleuth still runs
             c.run(f"for p in $(cat {c.root}/{entry}/*/pid 2>/dev/null); do kill -CONT $p; kill -KILL $p; done; "
                   f"rm -rf {c.root}/{entry}")
             _, rules = c.run("iptables -S INPUT 2>/dev/null")
