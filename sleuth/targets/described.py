@@ -333,9 +333,10 @@ class DockerCluster(LocalCluster):
     def __init__(self, nodes: list[Node], argv: Callable[[Node], list[str]], *,
                  init: Callable[[Node], list[list[str]]] | None = None, env: dict[str, str] | None = None,
                  clock: str = "none", base: str | None = None, tag: str = "cluster",
-                 packages: tuple[str, ...] = ()):
+                 packages: tuple[str, ...] = (), progress: Callable[[str], None] = lambda m: None):
         import docker
 
+        self.progress = progress
         self.client = docker.from_env()
         self.owner = str(os.getpid())
         self._sweep()
@@ -453,7 +454,7 @@ class DockerCluster(LocalCluster):
         from sleuth.cluster.image import ImageError, ensure_base
 
         try:
-            return ensure_base(progress=lambda m: None, packages=list(self.packages), name="sleuth-described")
+            return ensure_base(progress=self.progress, packages=list(self.packages), name="sleuth-described")
         except ImageError as e:
             raise RuntimeError(f"--runtime docker: the image of {', '.join(self.packages)}: {e}") from None
 
@@ -785,7 +786,7 @@ class DescribedTarget(Target):
             self.cluster.prepare(progress)
         elif self.runtime_name == "docker":
             self.cluster = DockerCluster(nodes, argv=argv, init=init, env=d.env, clock=d.clock, tag=tag,
-                                         packages=d.packages)
+                                         packages=d.packages, progress=progress)
         else:
             self.cluster = LocalCluster(nodes, argv=argv, init=init, env=d.env, clock=d.clock, tag=tag)
         for n in nodes if self.runtime_name == "local" else ():  # a server already there would answer instead
