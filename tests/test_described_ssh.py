@@ -75,7 +75,8 @@ def test_a_killed_sleuths_cluster_is_swept_from_the_hosts_by_the_next(hosts, tmp
     proc = subprocess.Popen([sys.executable, "-m", "sleuth.cli", "run", "--target", "etcd", "--runtime", "ssh",
                              "--nodes", nodes_file, "-w", "register", "--nemesis", "partition",
                              "--nemesis-interval", "0.5", "--time-limit", "60", "--store", str(tmp_path)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(tmp_path)})  # its state dir, which it cannot remove
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and not any("sleuth-d" in r for i in range(3)
