@@ -231,7 +231,7 @@ class SshRuntime:
         p, c = self.meta["procs"][name], self._node_conn(name)
         d = self._fill(c, self.node_dir(name))
         argv = " ".join(shlex.quote(self._fill(c, a)) for a in p["argv"])
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in p["env"].items())
+        env = " ".join(f"{k}={shlex.quote(self._fill(c, v))}" for k, v in p["env"].items())
         c.run(f"mkdir -p {d}/data && cd {d} && "
               f"(env {env} setsid nohup {argv} >> {d}/node.log 2>&1 < /dev/null & echo $! > {d}/pid)",
               check=True)

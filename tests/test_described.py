@@ -118,3 +118,86 @@ def test_a_described_mariadb_under_every_kind_it_supports(tmp_path):
     with open(os.path.join(s["run_dir"], "test.json")) as f:
         assert json.load(f)["model"] == "read-committed"
     assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
+
+
+needs_docker = needs("Docker", lambda: __import__("sleuth.cluster.runtime_docker", fromlist=["x"])
+                     .DockerRuntime.available(), "needs a Docker engine")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+def test_init_commands_and_a_faketime_clock_inside_containers():
+    """A description with init commands and clock = "faketime" under --runtime docker: the init
+    command runs inside a container (it sees the node's hostname, not this machine's), once; the
+    node's clock moves an hour and back without a restart."""
+    import docker
+
+    from sleuth.targets.described import DockerCluster
+
+    c = DockerCluster([Node("n1", "")], tag="ftdocker", clock="faketime",
+                      init=lambda n: [["sh", "-c", f"hostname >> {n.dir}/init-ran"]],
+                      argv=lambda n: ["sh", "-c", f"while :; do date +%s >> {n.dir}/seen; sleep 0.05; done"])
+    n = c.nodes["n1"]
+    try:
+        c.start_all()
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(n.dir, "seen")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.4)
+        c.set_clock("n1", 3_600_000)
+        time.sleep(0.4)
+        c.set_clock("n1", 0)
+        time.sleep(0.4)
+        c.kill("n1")
+        c.restart("n1")  # the same container again: init does not run twice
+        time.sleep(0.4)
+        with open(os.path.join(n.dir, "seen")) as f:
+            seen = [int(x) for x in f.read().split()]
+        with open(os.path.join(n.dir, "init-ran")) as f:
+            ran = f.read().split()
+    finally:
+        c.down()
+    assert ran == ["n1"] and os.uname().nodename != "n1"
+    jumps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert any(3590 <= j <= 3610 for j in jumps) and any(-3610 <= j <= -3590 for j in jumps), seen
+    left = docker.from_env().containers.list(all=True, filters={"label": f"sleuth.owner={os.getpid()}"})
+    assert left == []
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@needs_docker
+@needs("MariaDB", lambda: shutil.which("mariadbd") is not None, "needs Debian's mariadb-server")
+def test_a_described_mariadb_in_a_container_reads_its_false_clock_and_survives_every_kind(tmp_path):
+    """targets/mariadb.toml (init commands, clock = "faketime") under --runtime docker: its image is
+    Debian's mariadb-server and faketime (made offline), mariadb-install-db runs in the container,
+    the SQL clock follows a bump, and a run under kill, pause, clock and kill-all is judged valid."""
+    import docker
+
+    target = make_target(MARIADB_TOML, "docker", ())
+    try:
+        target.up(progress=lambda m: None)
+        dsn = target.dsns()[0][1]
+        assert not dsn.startswith("mysql://sleuth@127.")  # the container's own address
+
+        def skew() -> float:
+            with target.connect(dsn, 5) as conn:
+                return float(conn.execute("SELECT UNIX_TIMESTAMP(NOW(6))").fetchone()[0]) - time.time()
+
+        assert abs(skew()) < 5
+        target.set_clock("n1", 3_600_000)
+        assert 3590 < skew() < 3610
+    finally:
+        target.down()
+    p = subprocess.run([sys.executable, "-m", "sleuth.cli", "run", "--json", "--target", MARIADB_TOML,
+                        "--runtime", "docker", "-w", "list-append", "--isolation", "read-committed",
+                        "--nemesis", "kill,pause,clock,kill-all", "--nemesis-interval", "1", "--time-limit", "10",
+                        "--concurrency", "4", "--rate", "100", "--store", str(tmp_path), "--shrink-budget", "0"],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    s = json.loads(p.stdout)
+    assert s["valid"] is True, p.stderr
+    assert {"kill", "pause", "kill-all"} <= set(s["faults"]) and {"clock-bump", "clock-strobe"} & set(s["faults"])
+    assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
+    left = [c.name for c in docker.from_env().containers.list(all=True) if "mariadb-described" in c.name]
+    assert left == [], left

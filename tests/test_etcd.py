@@ -113,6 +113,12 @@ def test_the_file_describes_the_builtin_cluster():
      "clock = 'atomic'"),
     ("dialect = 'etcd'\nnodes = true\naddress = '127.0.12.{i}'\nclient = 'x'\n[commands]\nstart = ['a']\n",
      "nodes = True"),
+    ("dialect = 'mysql'\naddress = '127.0.12.{i}'\nclient = 'x'\nleader = true\n[commands]\nstart = ['a']\n",
+     "the mysql dialect cannot say which node leads"),
+    ("dialect = 'etcd'\naddress = '127.0.12.{i}'\nclient = 'x'\n[leader]\nhttp = 'http://{addr}/s'\n"
+     "[commands]\nstart = ['a']\n", "needs self and leader"),
+    ("dialect = 'etcd'\naddress = '127.0.12.{i}'\nclient = 'x'\n[leader]\nsql = 'SELECT 1'\n"
+     "[commands]\nstart = ['a']\n", "does not speak SQL"),
     ("nodes = [\n", "not TOML"),
     ("surprise = 1\n", "unknown key 'surprise'"),
 ])
@@ -352,3 +358,50 @@ def test_etcd_in_containers_valid_under_partitions_and_kills(tmp):
     owner = {c.labels.get("sleuth.owner") for c in docker.from_env().containers.list(
         all=True, filters={"label": "sleuth.owner"})}
     assert not owner, owner  # no container left
+
+
+def test_a_description_without_a_leader_query_has_no_primary_to_isolate(tmp):
+    path = os.path.join(tmp, "peers.toml")
+    with open(TOML) as f:
+        text = f.read()
+    with open(path, "w") as f:  # the etcd description without its [leader] table
+        f.write(text.split("[leader]")[0] + "[commands]" + text.split("[commands]")[1])
+    target = make_target(path, None, ())
+    assert PRIMARY_GRUDGE not in target.grudges() and set(target.grudges()) == set(NODE_GRUDGES)
+    with pytest.raises(Unsupported, match="cannot say which node leads"):
+        target.nodes("primary")
+
+
+@live
+def test_the_descriptions_own_leader_query_finds_the_leader_isolate_primary_cuts(tmp):
+    """targets/etcd.toml says how to ask who leads ([leader]: each member's /v3/maintenance/status,
+    the member whose `leader` is its own `header.member_id`); the answer agrees with the etcd
+    dialect's, and the isolate-primary grudge cuts that member from every other, after which
+    the others elect a new leader (etcd's leader steps down without a quorum: check-quorum)."""
+    import dataclasses
+
+    from sleuth.nemesis.faults import Partition
+    from sleuth.targets.described import DescribedTarget
+
+    desc = load(TOML)
+    assert desc.leader_query is not None and desc.leader_query.self_field == "header.member_id"
+    target = DescribedTarget(dataclasses.replace(desc, address="127.0.13.{i}"))  # beside other tests' etcd
+    try:
+        target.up(progress=lambda m: None)
+        lead = target.nodes("primary")
+        assert lead == [target.dialect.leader()]
+        fault = Partition(target)
+        fault.turn = target.grudges().index(PRIMARY_GRUDGE)
+        done = fault.start(None)
+        assert done["grudge"] == PRIMARY_GRUDGE
+        assert sorted(done["cut"]) == sorted([lead[0], n] for n in target.roles if n != lead[0])
+        deadline = time.monotonic() + 20
+        now = lead
+        while now == lead and time.monotonic() < deadline:
+            time.sleep(0.3)
+            who = target._ask_leader(desc.leader_query)  # None while no member leads
+            now = [who] if who else lead
+        assert now != lead, "the isolated leader still leads"
+        fault.stop()
+    finally:
+        target.down()

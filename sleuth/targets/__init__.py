@@ -249,9 +249,10 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
 
         return ReferenceTarget(runtime, faults, nodes_file=nodes_file)
     if spec.split("+")[0] == "etcd" or spec.endswith(".toml"):
-        if runtime not in (None, "local", "docker") or nodes_file:
-            raise Unsupported(f"--target {spec} runs its nodes as local processes or docker containers "
-                              "(--runtime local or docker); the ssh runtime places the reference cluster only")
+        if runtime == "ssh" and not nodes_file:
+            raise Unsupported(f"--runtime ssh: name the hosts of --target {spec} with --nodes FILE")
+        if nodes_file and runtime not in (None, "ssh"):
+            raise Unsupported(f"--nodes names ssh hosts: it goes with --runtime ssh, not --runtime {runtime}")
         if faults:
             raise Unsupported("--fault switches exist only in the reference cluster (--target reference)")
         if spec.endswith(".toml"):
@@ -262,10 +263,10 @@ def make_target(spec: str, runtime: str | None, faults: tuple[str, ...], nodes_f
             desc = load(spec)
             if nodes_count is not None:
                 desc = dataclasses.replace(desc, nodes=nodes_count)
-            return DescribedTarget(desc, runtime=runtime)
+            return DescribedTarget(desc, runtime=runtime, nodes_file=nodes_file)
         from sleuth.targets.etcd import EtcdTarget
 
-        return EtcdTarget(spec, nodes_count, runtime)
+        return EtcdTarget(spec, nodes_count, runtime, nodes_file)
     if runtime or nodes_file:
         raise Unsupported("--runtime and --nodes place the reference cluster; they do not apply to --target "
                           f"{spec if '://' not in spec else 'URL'}")

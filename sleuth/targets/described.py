@@ -185,15 +185,19 @@ class LocalCluster:
                                       start_new_session=True, cwd=n.dir, env=self._env(n), preexec_fn=enter)
 
     def _env(self, n: Node) -> dict[str, str]:
-        env = {**os.environ, **self.env}
-        if self.clock == "faketime":
-            stamp = os.path.join(n.dir, "faketime")
-            if not os.path.exists(stamp):
-                with open(stamp, "w") as f:
-                    f.write("+0\n")
-            env.update(LD_PRELOAD=LIBFAKETIME, FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
-                       FAKETIME_DONT_RESET="1")
-        return env
+        return {**os.environ, **self.env, **self._clock_env(n)}
+
+    def _clock_env(self, n: Node) -> dict[str, str]:
+        """The variables that put a node under libfaketime, reading its offset from `<dir>/faketime`."""
+        if self.clock != "faketime":
+            return {}
+        stamp = os.path.join(n.dir, "faketime")
+        if not os.path.exists(stamp):
+            os.makedirs(n.dir, exist_ok=True)
+            with open(stamp, "w") as f:
+                f.write("+0\n")
+        return dict(LD_PRELOAD=LIBFAKETIME, FAKETIME_TIMESTAMP_FILE=stamp, FAKETIME_NO_CACHE="1",
+                    FAKETIME_DONT_RESET="1")
 
     def pids(self, name: str) -> list[int]:
         n = self.nodes[name]
@@ -308,10 +312,18 @@ class DockerCluster(LocalCluster):
     """The same nodes as containers (`--runtime docker`): one container per node on a private
     bridge network of its own (172.31.k.0/24, the first free k from 64), node i at .(10 + i).
 
-    The image is made here, not pulled: the start command's binary and the shared libraries
-    `ldd` names, nothing else (enough for a Go or plain C server such as etcd; no shell, so no
-    `init` commands and no libfaketime). Each node's directory is bind-mounted at the same
-    path, so `{data}` and `{dir}` mean the same inside and out and the data survives kills.
+    The image is made here, not pulled. For a plain description: the start command's binary
+    and the shared libraries `ldd` names, nothing else (enough for a Go or plain C server such
+    as etcd; made in a second). A description with `init` commands, a faketime clock or
+    `packages` needs a shell, its tools and libfaketime: its image is a Debian root filesystem
+    made offline by `cluster/image.py`'s `ensure_base` (debootstrap from the machine's mirror)
+    of `procps`, `faketime` (with that clock) and the description's `packages`, cached by
+    their hash (a minute or more the first time). Init commands run once per node, each in a
+    container of its own from that image, on the node's directory, before its first start;
+    with the faketime clock every container gets libfaketime's variables, and `set_clock`
+    writes the offset file in the node's directory, which the container sees at once. Each
+    node's directory is bind-mounted at the same path, so `{data}` and `{dir}` mean the same
+    inside and out and the data survives kills.
     kill is `docker kill` (SIGKILL), restart `docker start` of the same container, pause and
     resume `docker pause`/`unpause` (the freezer), stop `docker stop`. A cut drops, in the
     host's DOCKER-USER chain, the bridged traffic between two containers' addresses. Containers
@@ -320,17 +332,18 @@ class DockerCluster(LocalCluster):
 
     def __init__(self, nodes: list[Node], argv: Callable[[Node], list[str]], *,
                  init: Callable[[Node], list[list[str]]] | None = None, env: dict[str, str] | None = None,
-                 clock: str = "none", base: str | None = None, tag: str = "cluster"):
+                 clock: str = "none", base: str | None = None, tag: str = "cluster",
+                 packages: tuple[str, ...] = (), progress: Callable[[str], None] = lambda m: None):
         import docker
 
-        if init is not None:
-            raise Unsupported("--runtime docker: a description with init commands runs on the local runtime only")
-        if clock != "none":
-            raise Unsupported("--runtime docker: clock = \"faketime\" runs on the local runtime only")
+        self.progress = progress
         self.client = docker.from_env()
         self.owner = str(os.getpid())
         self._sweep()
-        super().__init__(nodes, argv, env=env, clock="none", base=base, tag=tag)
+        super().__init__(nodes, argv, init=init, env=env, clock=clock, base=base, tag=tag)
+        # a Debian image (a shell, the tools, libfaketime) where the binary alone will not do
+        self.packages = (("procps", *(["faketime"] if clock == "faketime" else []), *packages)
+                         if init is not None or clock != "none" or packages else ())
         self.cgroup = None  # the containers are cut by address
         self.network = self._network()
         prefix = self.subnet.rsplit(".", 1)[0]
@@ -422,16 +435,44 @@ class DockerCluster(LocalCluster):
             c.start()
             return
         argv = self.argv(n)
-        argv[0] = shutil.which(argv[0]) or argv[0]
+        if not self.packages:
+            argv[0] = shutil.which(argv[0]) or argv[0]
         if not self.image:
-            self.image = self._make_image(argv[0])
+            self.image = self._debian_image() if self.packages else self._make_image(argv[0])
         api = self.client.api
-        net = api.create_networking_config({self.network.name: api.create_endpoint_config(ipv4_address=n.addr)})
+        env = {**self.env, **self._clock_env(n)}
         host = api.create_host_config(binds={n.dir: {"bind": n.dir, "mode": "rw"}})
+        for i, step in enumerate(self.init(n) if self.init else []):
+            self._init_step(n, i, step, env)
+        net = api.create_networking_config({self.network.name: api.create_endpoint_config(ipv4_address=n.addr)})
         cid = api.create_container(self.image, command=argv, name=f"{self.id}-{name}", hostname=name,
-                                   environment=self.env, host_config=host, networking_config=net,
+                                   environment=env, host_config=host, networking_config=net,
                                    labels={"sleuth.owner": self.owner}, working_dir=n.dir)
         api.start(cid)
+
+    def _debian_image(self) -> str:
+        from sleuth.cluster.image import ImageError, ensure_base
+
+        try:
+            return ensure_base(progress=self.progress, packages=list(self.packages), name="sleuth-described")
+        except ImageError as e:
+            raise RuntimeError(f"--runtime docker: the image of {', '.join(self.packages)}: {e}") from None
+
+    def _init_step(self, n: Node, i: int, argv: list[str], env: dict[str, str]) -> None:
+        """One init command, in a container of its own on the node's directory; its output to node.log."""
+        api = self.client.api
+        cid = api.create_container(self.image, command=argv, name=f"{self.id}-{n.name}-init{i}", hostname=n.name,
+                                   environment=env, working_dir=n.dir, labels={"sleuth.owner": self.owner},
+                                   host_config=api.create_host_config(binds={n.dir: {"bind": n.dir, "mode": "rw"}}))
+        try:
+            api.start(cid)
+            code = api.wait(cid, timeout=300)["StatusCode"]
+            with open(n.log, "ab") as log:
+                log.write(api.logs(cid))
+        finally:
+            api.remove_container(cid, force=True)
+        if code != 0:
+            raise RuntimeError(f"{n.name}: {' '.join(argv)} exited {code} in its container (log {n.log})")
 
     def pids(self, name: str) -> list[int]:
         return []
@@ -498,6 +539,36 @@ class DockerCluster(LocalCluster):
 # --- a database described in a file ---------------------------------------------------------
 
 @dataclass(frozen=True)
+class LeaderQuery:
+    """How a description says which node leads (`[leader]`, docs/targets.md): asked of each
+    node in turn, the first whose answer says "I lead" is the leader. One of:
+
+    - `http` (a URL template; POSTs `body` as JSON, or GETs without one): the node leads when
+      the answer's JSON field `leader` equals its field `self` (dotted paths), as etcd's
+      `/v3/maintenance/status` answers `leader` and `header.member_id`;
+    - `sql`: the first column of the first row is true on the node that leads;
+    - `command` (an argv template, run where the node runs): exit status 0 on the node that leads.
+
+    A node that does not answer is passed over (a partition or a kill may hold it)."""
+    http: str = ""
+    body: str = ""
+    self_field: str = ""
+    leader_field: str = ""
+    sql: str = ""
+    command: tuple[str, ...] = ()
+
+    def templates(self) -> tuple[str, ...]:
+        return (self.http, *self.command)
+
+
+def json_path(doc: Any, path: str) -> Any:
+    """`a.b.c` of a JSON document, None where a step is missing."""
+    for step in path.split("."):
+        doc = doc.get(step) if isinstance(doc, dict) else None
+    return doc
+
+
+@dataclass(frozen=True)
 class Description:
     """A database as a TOML file says it is (docs/targets.md)."""
     name: str
@@ -511,10 +582,13 @@ class Description:
     env: dict = field(default_factory=dict)
     clock: str = "none"
     clock_note: str = ""
-    leader: bool = False
+    leader: bool = False  # which node leads can be asked: of the dialect (`leader = true`) or by `leader_query`
     logs: tuple[str, ...] = ()
     ready_timeout: float = 30.0
     path: str = ""
+    leader_query: LeaderQuery | None = None
+    upload: tuple[str, ...] = ()  # files of this machine copied to each ssh host (--runtime ssh)
+    packages: tuple[str, ...] = ()  # Debian packages of the node image (--runtime docker with init or faketime)
 
     def node_names(self) -> list[str]:
         return [f"n{i}" for i in range(1, self.nodes + 1)]
@@ -536,7 +610,7 @@ def load(path: str) -> Description:
     except OSError as e:
         raise _fail(path, str(e)) from None
     known = {"name", "dialect", "nodes", "address", "clock", "clock_note", "leader", "ready_timeout", "env",
-             "commands", "client", "logs"}
+             "commands", "client", "logs", "upload", "packages"}
     for k in doc:
         if k not in known:
             raise _fail(path, f"unknown key {k!r} (known: {', '.join(sorted(known))})")
@@ -578,19 +652,60 @@ def load(path: str) -> Description:
     logs = doc.get("logs", [])
     if not isinstance(logs, list) or not all(isinstance(x, str) for x in logs):
         raise _fail(path, "logs must be a list of path templates")
+    for key in ("upload", "packages"):
+        v = doc.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise _fail(path, f"{key} must be a list of strings")
+    upload = tuple(os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(u))
+                   for u in doc.get("upload", []))
+    leader, query = _leader(path, doc.get("leader", False), dialect)
     d = Description(
         name=doc.get("name", os.path.splitext(os.path.basename(path))[0]), dialect=dialect, nodes=nodes,
         address=address, start=tuple(start), client=need(doc, "client", str), init=tuple(tuple(c) for c in init),
         peer=cmds.get("peer", "{name}={addr}"), env=dict(env), clock=clock, clock_note=doc.get("clock_note", ""),
-        leader=bool(doc.get("leader", False)), logs=tuple(logs),
-        ready_timeout=float(doc.get("ready_timeout", 30.0)), path=path)
+        leader=leader, logs=tuple(logs), ready_timeout=float(doc.get("ready_timeout", 30.0)), path=path,
+        leader_query=query, upload=upload, packages=tuple(doc.get("packages", [])))
     try:  # every placeholder known: fail now, not when the first node starts
         n = Node("n1", d.address.format(i=1), 1, "/d")
-        for t in (*d.start, d.client, *(a for c in d.init for a in c), *d.logs):
+        for t in (*d.start, d.client, *(a for c in d.init for a in c), *d.logs,
+                  *(query.templates() if query else ())):
             _fill(t, n, d, "p", "t")
     except (KeyError, IndexError, ValueError) as e:
         raise _fail(path, f"unknown placeholder {e} (known: name, i, addr, dir, data, peers, token)") from None
     return d
+
+
+def _leader(path: str, value: Any, dialect: str) -> tuple[bool, LeaderQuery | None]:
+    """`leader = true` (the dialect knows), `leader = false`, or a `[leader]` query table."""
+    if isinstance(value, bool):
+        if value and not getattr(dialect_class(dialect), "knows_leader", False):
+            raise _fail(path, f"leader = true: the {dialect} dialect cannot say which node leads; describe how to "
+                        "ask with a [leader] table (http, sql or command; docs/targets.md)")
+        return value, None
+    if not isinstance(value, dict):
+        raise _fail(path, f"leader = {value!r}: true, false or a [leader] table")
+    ways = [k for k in ("http", "sql", "command") if k in value]
+    if len(ways) != 1:
+        raise _fail(path, "[leader] needs exactly one of http, sql, command")
+    allowed = {"http": {"http", "body", "self", "leader"}, "sql": {"sql"}, "command": {"command"}}[ways[0]]
+    for k in value:
+        if k not in allowed:
+            raise _fail(path, f"unknown key leader.{k} (with {ways[0]}: {', '.join(sorted(allowed))})")
+    if ways[0] == "command":
+        cmd = value["command"]
+        if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd):
+            raise _fail(path, "leader.command must be a non-empty list of strings (argv)")
+        return True, LeaderQuery(command=tuple(cmd))
+    if not all(isinstance(v, str) and (v or k == "body") for k, v in value.items()):
+        raise _fail(path, f"[leader] values must be strings: {value!r}")
+    if ways[0] == "sql":
+        if dialect not in ("mysql", "postgres"):
+            raise _fail(path, f"leader.sql: the {dialect} dialect does not speak SQL")
+        return True, LeaderQuery(sql=value["sql"])
+    if "self" not in value or "leader" not in value:
+        raise _fail(path, "leader.http needs self and leader: the answer's fields naming the node and its leader")
+    return True, LeaderQuery(http=value["http"], body=value.get("body", ""), self_field=value["self"],
+                             leader_field=value["leader"])
 
 
 def _fill(template: str, n: Node, d: Description, peers: str, token: str) -> str:
@@ -606,13 +721,23 @@ class DescribedTarget(Target):
 
     grey_box = False
 
-    def __init__(self, desc: Description, options: frozenset[str] = frozenset(), runtime: str | None = None):
+    def __init__(self, desc: Description, options: frozenset[str] = frozenset(), runtime: str | None = None,
+                 nodes_file: str | None = None):
         super().__init__()
         self.desc = desc
-        self.runtime_name = runtime or "local"
-        if self.runtime_name == "docker" and (desc.init or desc.clock != "none"):
-            what = "init commands" if desc.init else 'clock = "faketime"'
-            raise Unsupported(f"--runtime docker: {desc.path or desc.name} has {what}; run it with --runtime local")
+        self.runtime_name = runtime or ("ssh" if nodes_file else "local")
+        self.hosts: list = []
+        if self.runtime_name == "ssh":
+            from sleuth.targets.described_ssh import read_hosts
+
+            if not nodes_file:
+                raise Unsupported(f"--runtime ssh: name the hosts of {desc.name}'s nodes with --nodes FILE")
+            if desc.clock != "none":
+                raise Unsupported(f'--runtime ssh: {desc.path or desc.name} has clock = "faketime", which runs on '
+                                  "the local runtime only (libfaketime is not placed on ssh hosts)")
+            self.hosts = read_hosts(nodes_file, desc.nodes, desc.path or desc.name)
+        elif nodes_file:
+            raise Unsupported("--nodes names ssh hosts: it goes with --runtime ssh")
         self.dialect = dialect_class(desc.dialect)(self, options)
         self.name = desc.name
         self.family = getattr(self.dialect, "family", desc.dialect)
@@ -624,7 +749,8 @@ class DescribedTarget(Target):
     # --- what the nemesis may do -----------------------------------------------------------
     @property
     def abilities(self) -> frozenset[str]:
-        return frozenset({"nodes", "partition", *(["clock"] if self.desc.clock == "faketime" else []),
+        return frozenset({"nodes", "partition",
+                          *(["clock"] if self.desc.clock == "faketime" and self.runtime_name != "ssh" else []),
                           *(["primary"] if self.desc.leader else [])})
 
     def refusal(self, kind: str, need: str) -> str:
@@ -648,13 +774,22 @@ class DescribedTarget(Target):
         d = self.desc
         nodes = [Node(name, d.address.format(i=i), i) for i, name in enumerate(d.node_names(), 1)]
         token = f"sleuth-{os.getpid()}-{int(time.time())}"
-        cls = DockerCluster if self.runtime_name == "docker" else LocalCluster
-        self.cluster = cls(nodes, argv=lambda n: self._argv(n, d.start, nodes, token),
-                                    init=(lambda n: [self._argv(n, c, nodes, token) for c in d.init]) if d.init else None,
-                                    env=d.env, clock=d.clock, tag=d.name.replace("/", "-"))
-        for n in nodes:
-            n.dir = os.path.join(self.cluster.base, n.name)
-        for n in nodes if cls is LocalCluster else ():  # a server already there would answer in our nodes' stead
+        argv = lambda n: self._argv(n, d.start, nodes, token)  # noqa: E731
+        init = (lambda n: [self._argv(n, c, nodes, token) for c in d.init]) if d.init else None
+        tag = d.name.replace("/", "-")
+        if self.runtime_name == "ssh":
+            from sleuth.targets.described_ssh import SshCluster
+
+            self.cluster = SshCluster(nodes, argv, hosts=self.hosts, init=init, env=d.env, clock=d.clock,
+                                      upload=d.upload, tag=tag)
+            progress(f"preparing {len(self.hosts)} ssh hosts for {d.name} …")
+            self.cluster.prepare(progress)
+        elif self.runtime_name == "docker":
+            self.cluster = DockerCluster(nodes, argv=argv, init=init, env=d.env, clock=d.clock, tag=tag,
+                                         packages=d.packages, progress=progress)
+        else:
+            self.cluster = LocalCluster(nodes, argv=argv, init=init, env=d.env, clock=d.clock, tag=tag)
+        for n in nodes if self.runtime_name == "local" else ():  # a server already there would answer instead
             host, port = self._client_endpoint(n.name)
             with socket.socket() as sock:
                 sock.settimeout(0.5)
@@ -697,7 +832,8 @@ class DescribedTarget(Target):
         raise RuntimeError(f"{self.name} did not become healthy within {timeout:g} s {last}".rstrip())
 
     def addr(self, node: str) -> str:
-        return self.desc.address.format(i=self.roles.index(node) + 1)
+        i = self.roles.index(node)
+        return self.hosts[i].address if self.hosts else self.desc.address.format(i=i + 1)
 
     def dsns(self) -> list[tuple[str, str]]:
         return [(n, self.client_of(n)) for n in self.roles]
@@ -731,11 +867,43 @@ class DescribedTarget(Target):
         if role == "primary":
             if not self.desc.leader:
                 raise Unsupported(f"{self.name} cannot say which node leads")
-            lead = self.dialect.leader()
+            lead = self._ask_leader(self.desc.leader_query) if self.desc.leader_query else self.dialect.leader()
             if lead is None:
                 raise RuntimeError(f"{self.name}: no node says it leads")
             return [lead]
         raise Unsupported(f"{self.name} has no {role} nodes")
+
+    def _ask_leader(self, q: LeaderQuery) -> str | None:
+        """The first node whose own answer to the description's `[leader]` query says it leads."""
+        for name in self.roles:
+            n = self.cluster.nodes[name]
+            try:
+                if self._leads(q, n):
+                    return name
+            except Exception:  # noqa: BLE001 - a node that does not answer (cut, paused, killed) is passed over
+                continue
+        return None
+
+    def _leads(self, q: LeaderQuery, n: Node) -> bool:
+        if q.http:
+            import json
+            import urllib.request
+
+            data = q.body.encode() if q.body else None
+            req = urllib.request.Request(_fill(q.http, n, self.desc, "", ""), data=data,
+                                         headers={"Content-Type": "application/json"} if data else {})
+            with urllib.request.urlopen(req, timeout=2) as resp:
+                doc = json.loads(resp.read())
+            me, lead = json_path(doc, q.self_field), json_path(doc, q.leader_field)
+            return me is not None and me == lead
+        if q.sql:
+            with self.connect(self.client_of(n.name), 2) as conn:
+                row = conn.execute(q.sql).fetchone()
+            return bool(row and row[0] and str(row[0]).lower() not in ("0", "false", "off", "no"))
+        argv = [_fill(a, n, self.desc, "", "") for a in q.command]
+        if hasattr(self.cluster, "exec"):  # where the node runs: an ssh host
+            return self.cluster.exec(n.name, argv)[0] == 0
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
 
     def kill(self, node: str) -> None:
         self.cluster.kill(node)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import shutil
 import socket
 import urllib.parse
 from typing import Any
@@ -56,15 +57,14 @@ def description(count: int = 3) -> Description:
     """The built-in etcd cluster (targets/etcd.toml says the same in a file)."""
     return Description(name="etcd", dialect="etcd", nodes=count, address=BUILTIN_ADDRESS, start=START,
                        client=CLIENT, peer=PEER, env={"ETCD_UNSUPPORTED_ARCH": ""}, clock="none",
-                       clock_note=CLOCK_NOTE, leader=True)
+                       clock_note=CLOCK_NOTE, leader=True, upload=(shutil.which("etcd") or "/usr/bin/etcd",))
 
 
 class EtcdTarget(DescribedTarget):
     """`etcd` or `etcd+serializable-reads`."""
 
-    def __init__(self, spec: str = "etcd", count: int | None = None, runtime: str | None = None):
-        import shutil
-
+    def __init__(self, spec: str = "etcd", count: int | None = None, runtime: str | None = None,
+                 nodes_file: str | None = None):
         base, _, opts = spec.partition("+")
         options = frozenset(o for o in opts.split("+") if o)
         for o in options:
@@ -74,7 +74,7 @@ class EtcdTarget(DescribedTarget):
             raise Unsupported("--target etcd needs Debian's etcd-server (/usr/bin/etcd); apt-get install etcd-server")
         if count is not None and count not in (1, 3, 5, 7):
             raise Unsupported(f"--nodes-count {count}: etcd runs 1, 3, 5 or 7 members")
-        super().__init__(description(count or 3), options, runtime)
+        super().__init__(description(count or 3), options, runtime, nodes_file)
         self.name = spec
 
 
@@ -229,6 +229,8 @@ class EtcdListAppend(ListAppend):
 
 class EtcdDialect:
     """How sleuth's clients and nemeses speak to etcd members (a `DescribedTarget`'s dialect)."""
+
+    knows_leader = True  # `leader()`: each member's status names the leader
 
     def __init__(self, target: DescribedTarget, options: frozenset[str]):
         self.target = target
