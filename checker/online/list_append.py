@@ -112,8 +112,10 @@ once and as they come (`_register`, `_pre`; kinds marked `PRE`). Each holds in e
 extension in which k's reads stay compatible and no append of a failing transaction
 comes before it: the append comes after every element read so far (lists only grow),
 and offline adds the same edges for an append no read ever shows. A cycle through
-such an edge is therefore not reported but left to the final pass (a gap), where
-offline may name the aborted read instead. A registered writer forgotten is
+such an edge is therefore not reported at once but held (a gap), since offline may
+name the aborted read instead; it is reported when reads have shown every such
+writer's appends, each after appends of committed transactions only (then the edges
+are offline's: `_confirm`), and otherwise left to the final pass. A registered writer forgotten is
 *floating*: it keeps (`floating`) its batch (the sweep that forgot it), a bit, and
 `anc`, the floating writers of its batch that reach it. When a later read places the
 append, the edges into it from the order's last writer and readers are already
@@ -178,6 +180,7 @@ from sleuth.history import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
+MAX_HELD = 1_000  # cycles held for reads to confirm (`_confirm`); beyond, the final pass finds them
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 PRE = 8  # added to an edge's kind: an edge into a registered writer, true before any read places it
 
@@ -235,6 +238,12 @@ class Engine:
         self.floating: dict[int, list] = {}  # forgotten registered writer -> [batch, bit, anc, left, info, incomplete]
         self.batch_of: dict[int, list[int]] = {}  # batch -> its floating writers still recorded
         self.nbatch = 0
+        # cycles through edges into registered writers, held until reads confirm those edges
+        self.held: list[tuple[list, set[int]]] = []
+        self.held_by: dict[int, list] = {}  # registered writer -> the held cycles waiting on it
+        self.confirmed: set[int] = set()  # writers whose incoming registered edges reads confirmed
+        self.unclean: set[int] = set()  # registered writers shown after an append not committed
+        self.first_dirty: dict[Any, int] = {}  # key -> where its order first shows such an append
 
     # -- events ---------------------------------------------------------------
 
@@ -429,13 +438,26 @@ class Engine:
                 for reader in self.frontier[k]:
                     self._edge(reader, first, g.RW)
             self.frontier[k] = []
+            if k not in self.first_dirty:
+                for at, v in enumerate(new, n):
+                    if not self._committed(k, v):
+                        self.first_dirty[k] = at
+                        break
             if uw:
-                shown = [w for w in (uw.pop(v, None) for v in new) if w is not None]
+                shown = []
+                for at, v in enumerate(new, n):
+                    w = uw.pop(v, None)
+                    if w is not None:
+                        shown.append(w)
+                        if self.first_dirty.get(k, at + 1) <= at:
+                            self.unclean.add(w)  # an append not (yet) committed up to it
                 last = wk[o[-1]]
                 for w in list(uw.values()):
                     self._pre(last, w, g.WW + PRE)
                 for w in shown:
                     self._revealed(w)
+                    if w in self.held_by:
+                        self._confirm(w)
             ops = self.ops
             for v in new:
                 w = wk[v]
@@ -595,12 +617,24 @@ class Engine:
                 start = a
             elif b >= 0:
                 cycle.append((start, b, g.REALTIME))
-        if any(k >= PRE for _, _, k in cycle):
+        pre = {b for _, b, k in cycle if k >= PRE}
+        if pre - self.confirmed:
+            held = pre.isdisjoint(self.unclean) and len(self.held) < MAX_HELD
             # through an edge into a registered writer: true in every extension unless an
             # append of a transaction that fails comes first (offline then cuts the key's
-            # order there and names the aborted read instead): the final pass judges it
+            # order there and names the aborted read instead): held until reads show the
+            # writers' appends after nothing but committed ones (`_confirm`); the final pass
+            # judges it if they never do
             self._gap("a cycle through an append no read has shown")
+            if held:
+                held = (cycle, pre)
+                self.held.append(held)
+                for w in pre - self.confirmed:
+                    self.held_by.setdefault(w, []).append(held)
             return
+        self._report_cycle([(a, b, k - PRE if k >= PRE else k) for a, b, k in cycle])
+
+    def _report_cycle(self, cycle: list[tuple[int, int, int]]) -> None:
         name = self._admit(cycle)
         if name is None:
             return
@@ -749,6 +783,14 @@ class Engine:
             if any(w in ops for w in wk.values()) or any(r in ops for r in self.frontier.get(k, ())):
                 continue
             self._forget_key(k)
+        # held cycles through a forgotten transaction can no longer be reported online
+        self.confirmed &= ops.keys()
+        self.unclean &= ops.keys()
+        self.held = [h for h in self.held if all(a in ops for a, _, _ in h[0])]
+        self.held_by = {}
+        for h in self.held:
+            for w in h[1] - self.confirmed:
+                self.held_by.setdefault(w, []).append(h)
         self.next_sweep = max(self.sweep, 2 * len(ops))
 
     def _registered(self, i: int) -> int:
@@ -836,6 +878,34 @@ class Engine:
             if not members:
                 del self.batch_of[fw[0]]
 
+    def _committed(self, k: Any, v: Any) -> bool:
+        """Did the writer of v (an element of key k) complete ok?"""
+        x = self.writer[k][v]
+        xo = self.ops.get(x)
+        if xo is None:  # forgotten: its status then
+            return self.unseen_status.get(k, {}).get(v, ("ok",))[0] == "ok"
+        return xo.type == "ok" and x not in self.pending
+
+    def _confirm(self, w: int) -> None:
+        """A read showed an append of w, into which a held cycle's edge runs. Once every
+        append of w is shown, each after appends of committed transactions only (`unclean`
+        otherwise: no failed, crashed or pending writer up to it in its key's order, so no
+        aborted append can cut the order ahead of it offline), the edges into w are offline's
+        edges, and a held cycle whose every such writer is confirmed, its transactions all
+        still kept, is reported now instead of only by the final pass."""
+        if w in self.unclean:
+            self.held_by.pop(w, None)  # left to the final pass
+            return
+        if w not in self.ops or self._registered(w):
+            return
+        self.confirmed.add(w)
+        ops = self.ops
+        for held in self.held_by.pop(w):
+            cycle, pre = held
+            if pre <= self.confirmed and all(a in ops for a, _, _ in cycle):
+                self.held.remove(held)
+                self._report_cycle([(a, b, kind - PRE if kind >= PRE else kind) for a, b, kind in cycle])
+
     def _forget_txn(self, i: int) -> None:
         op = self.ops.pop(i)
         self.before.pop(i, None)
@@ -857,6 +927,7 @@ class Engine:
         wk = self.writer.pop(k, {})
         status = self.unseen_status.pop(k, {})
         mid = self.intermediate.pop(k, set())
+        self.first_dirty.pop(k, None)
         for d in (self.frontier, self.acked, self.lost, self.unseen_w):
             d.pop(k, None)
         del self.touched[k]
