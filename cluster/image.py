@@ -105,6 +105,30 @@ def ensure_base(progress=print, packages: list[str] = PACKAGES, name: str = "sle
     return tag
 
 
+def ensure_layer(packages: list[str], name: str, progress=print) -> str:
+    """The base image (`ensure_base`) plus Debian `packages`, installed by apt in a container of
+    the base from the same mirror and committed, tagged by the base and the packages' hash:
+    seconds where a root filesystem of its own takes debootstrap minutes."""
+    base = ensure_base(progress)
+    tag = f"{name}:" + hashlib.sha256(" ".join([base, *packages]).encode()).hexdigest()[:12]
+    if _exists(tag):
+        return tag
+    progress(f"adding {', '.join(packages)} to {base} (apt from {mirror()}) …")
+    script = (f"echo 'deb {mirror()} bookworm main' > /etc/apt/sources.list && apt-get update -qq && "
+              "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+              + " ".join(packages) + " && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb")
+    container = _client().containers.run(base, ["sh", "-c", script], detach=True)
+    try:
+        code = container.wait(timeout=900)["StatusCode"]
+        if code != 0:
+            out = container.logs().decode(errors="replace").strip()[-800:]
+            raise ImageError(f"apt-get install {' '.join(packages)} in {base} exited {code}: {out}")
+        container.commit(repository=name, tag=tag.split(":", 1)[1])
+    finally:
+        container.remove(force=True)
+    return tag
+
+
 def node_requirements(sleuth_wheel: str, names=NODE_PACKAGES, extras: tuple[str, ...] = ()) -> list[str]:
     """sleuth's own requirements (the wheel's Requires-Dist) of the packages a node needs.
 

@@ -315,10 +315,11 @@ class DockerCluster(LocalCluster):
     The image is made here, not pulled. For a plain description: the start command's binary
     and the shared libraries `ldd` names, nothing else (enough for a Go or plain C server such
     as etcd; made in a second). A description with `init` commands, a faketime clock or
-    `packages` needs a shell, its tools and libfaketime: its image is a Debian root filesystem
-    made offline by `cluster/image.py`'s `ensure_base` (debootstrap from the machine's mirror)
-    of `procps`, `faketime` (with that clock) and the description's `packages`, cached by
-    their hash (a minute or more the first time). Init commands run once per node, each in a
+    `packages` needs a shell, its tools and libfaketime: its image is the reference cluster's
+    Debian base (`cluster/image.py`'s `ensure_base`, debootstrap from the machine's mirror)
+    with `procps`, `faketime` (with that clock) and the description's `packages` added by apt
+    from the same mirror (`ensure_layer`), cached by their hash (seconds to a minute the
+    first time, once the base exists). Init commands run once per node, each in a
     container of its own from that image, on the node's directory, before its first start;
     with the faketime clock every container gets libfaketime's variables, and `set_clock`
     writes the offset file in the node's directory, which the container sees at once. Each
@@ -451,10 +452,10 @@ class DockerCluster(LocalCluster):
         api.start(cid)
 
     def _debian_image(self) -> str:
-        from sleuth.cluster.image import ImageError, ensure_base
+        from sleuth.cluster.image import ImageError, ensure_layer
 
         try:
-            return ensure_base(progress=self.progress, packages=list(self.packages), name="sleuth-described")
+            return ensure_layer(list(self.packages), "sleuth-described", progress=self.progress)
         except ImageError as e:
             raise RuntimeError(f"--runtime docker: the image of {', '.join(self.packages)}: {e}") from None
 
