@@ -27,6 +27,7 @@ from sleuth.campaign import RECORD, label_counts, run_key, verdict
 from sleuth.checker.spark.aggregate import NOT_AUDITED
 from sleuth.exits import valid_of_text, verdict_text
 from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
+from sleuth.records import TestRecord
 from sleuth.words import noun
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
@@ -64,12 +65,13 @@ def table_from_runs(record: dict):
     for r in record["runs"]:
         if r.get("status") != "done" or not r.get("run_dir"):
             continue
-        run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
+        run, path = r["run"], os.path.join(r["run_dir"], "test.json")
+        model = TestRecord.read(path).model if os.path.exists(path) else None  # a pruned run: its model unsaid
         duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
         word = verdict_text(r.get("valid"))
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
-                     "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
+                     "fault": run["fault"], "isolation": run["isolation"] or "", "model": model or "",
                      "seed": run["seed"], "valid": word, "anomaly_types": ",".join(sorted(r["anomaly-types"])),
                      "run_valid": word, "ops": r["ops"], "ok": r["ok"], "fail": r["fail"], "info": r["info"],
                      "duration_s": math.nan if duration is None else duration,

@@ -12,6 +12,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 def runs(store: str) -> list[tuple[str, str]]:
     """(relative run dir, verdict word) for every run in the store, newest first."""
     from sleuth.exits import verdict_word
+    from sleuth.records import RecordError, Results
 
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
@@ -20,9 +21,8 @@ def runs(store: str) -> list[tuple[str, str]]:
             continue
         for stamp in os.listdir(d):
             try:
-                with open(os.path.join(d, stamp, "results.json")) as f:
-                    v = json.load(f).get("valid")
-            except (OSError, ValueError, AttributeError):
+                v = Results.read(os.path.join(d, stamp, "results.json")).valid
+            except RecordError:  # a run still going, or a file that is not a verdict: listed, unknown
                 v = "unknown"
             out.append((stamp, f"{name}/{stamp}", verdict_word(v)))
     return [(rel, verdict) for _, rel, verdict in sorted(out, reverse=True)]

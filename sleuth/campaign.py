@@ -442,35 +442,29 @@ def record_of_runs(directory: str) -> dict:
     """A campaign record for any directory of runs (`sleuth campaign judge DIR` without campaign.json).
 
     Each run directory below `directory` (it has test.json and results.json)
-    becomes one finished run; one with a fault switch on is expected invalid.
+    becomes one finished run; one with a fault switch on is expected invalid. A record file
+    that is not one is refused (`sleuth.records.RecordError`, naming it), not skipped.
     """
-    import json
+    from sleuth.records import Results, TestRecord
 
     runs = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
         if "test.json" in files and "results.json" in files:
             dirs.clear()
-            try:
-                with open(os.path.join(root, "test.json")) as f:
-                    test = json.load(f)
-                with open(os.path.join(root, "results.json")) as f:
-                    results = json.load(f)
-            except (OSError, ValueError):
-                continue
-            cell = {"workload": test.get("workload", "?"), "target": test.get("target", "?"),
-                    "nemesis": ",".join(test.get("nemesis") or []), "fault": ",".join(test.get("fault") or []),
-                    "isolation": test.get("isolation"), "seed": test.get("seed", 0)}
-            run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.get("time_limit", 0),
-                      concurrency=test.get("concurrency", 0), rate=test.get("rate", 0), keys=test.get("keys", 0),
-                      nemesis_interval=test.get("nemesis_interval", 0), runtime=test.get("runtime"),
+            test = TestRecord.read(os.path.join(root, "test.json"))
+            results = Results.read(os.path.join(root, "results.json"))
+            cell = {"workload": test.workload or "?", "target": test.target or "?", "nemesis": ",".join(test.nemesis),
+                    "fault": ",".join(test.fault), "isolation": test.isolation, "seed": test.seed or 0}
+            run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.time_limit or 0,
+                      concurrency=test.concurrency or 0, rate=test.rate or 0, keys=test.keys or 0,
+                      nemesis_interval=test.nemesis_interval or 0, runtime=test.runtime,
                       expect="invalid" if cell["fault"] else "valid")
-            summary = test.get("summary", {})
             runs.append({"run": asdict(run), "status": "done", "run_dir": os.path.abspath(root),
-                         "valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
-                         "crashed": crash_of(test.get("status"), test.get("reason")), "started": test.get("started"),
-                         "finished": test.get("finished"), "report": os.path.join(root, "index.html"),
-                         **{k: summary.get(k, 0) for k in ("ops", "ok", "fail", "info")}})
+                         "valid": results.valid, "anomaly-types": list(results.anomaly_types),
+                         "crashed": crash_of(test.status, test.reason), "started": test.started,
+                         "finished": test.finished or None, "report": os.path.join(root, "index.html"),
+                         **{k: test.summary.get(k, 0) for k in ("ops", "ok", "fail", "info")}})
     name = os.path.basename(os.path.normpath(os.path.abspath(directory)))
     return {"name": name, "file": None, "dir": os.path.abspath(directory), "started": None, "finished": None,
             "interrupted": False, "runs": runs}

@@ -105,7 +105,12 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
         record = load_record(directory)
         record["dir"] = os.path.abspath(directory)
     else:
-        record = record_of_runs(directory)
+        from sleuth.records import RecordError
+
+        try:
+            record = record_of_runs(directory)
+        except RecordError as e:
+            exits.die(str(e))
         if not record["runs"]:
             exits.die(f"{directory}: no campaign.json and no run directories (test.json + results.json) below it")
         save(record)
@@ -144,7 +149,12 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         except Exception as e:  # the runs are judged already; say why Spark failed and keep their verdicts
             _err(f"sleuth campaign: the Spark jobs failed ({type(e).__name__}: {e}); judged by each run alone")
     if table is None:
-        table = campaign_report.table_from_runs(record)
+        from sleuth.records import RecordError
+
+        try:
+            table = campaign_report.table_from_runs(record)
+        except RecordError as e:  # a run's test.json that is not one: bad input, named
+            exits.die(str(e))
     verdicts = campaign_report.verdicts(table)
     page = campaign_report.render(cdir, table, record)
     xml = junit.write(cdir, record, verdicts)

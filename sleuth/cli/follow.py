@@ -28,9 +28,10 @@ from sleuth.history import History, HistoryError
 from sleuth.interrupts import deferred
 
 
-def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout: float | None,
-                 as_json: bool, explain: bool, timestamps: bool) -> int:
-    """Follow `path`, report online, judge at the end; the exit status."""
+def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | None,
+                 as_json: bool, explain: bool) -> int:
+    """Follow `path`, report online, judge at the end under `checks` (a `sleuth.checks.Checks`);
+    the exit status."""
     from sleuth import follow as fl
     from sleuth.cli.check import _print_result, emit, error_record, judge_file
 
@@ -57,8 +58,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
                            + (" …" if len(f.lines) > 40 else ""))
             sys.stdout.flush()
 
-    options = {k: v for k, v in kwargs.items() if k != "model"}
-    engine = engine_for(spec.name, history, kwargs.get("model"), report, options, timestamps=timestamps)
+    engine = engine_for(spec.name, history, checks.model, report, checks.options, timestamps=checks.timestamps)
     if engine is None:
         click.echo(f"sleuth: note: no online engine for {spec.name} yet: the history is judged when it "
                    "ends", err=True)
@@ -92,7 +92,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
         # history again, so the two are not held at once (nothing in it is a reference cycle)
         feed = engine = tick = history = lines = None
         try:
-            status, record, result, _ = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
+            status, record, result, _ = judge_file(followed.path, spec, checks)
         except KeyboardInterrupt:
             if as_json:
                 emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))
