@@ -44,7 +44,7 @@ def make_campaign(runs: int, ops: int) -> list[str]:
     dirs = []
     for seed in range(runs):
         d = os.path.join(OUT, f"runs-{ops}", f"sim-{seed:03d}")
-        if not os.path.exists(os.path.join(d, "test.json")):
+        if not os.path.exists(store.test_path(d)):
             os.makedirs(d, exist_ok=True)
             write_sim(os.path.join(d, "history.jsonl"), "serializable", ops, seed=seed)
             store.write_record(d, TestRecord(
@@ -56,13 +56,14 @@ def make_campaign(runs: int, ops: int) -> list[str]:
 
 
 def sequential(dirs: list[str]) -> dict:
+    from sleuth import store
     from sleuth.checker.spark.judge import judge_history
     from sleuth.history import read_jsonl
     from sleuth.records import TestRecord
 
     t = time.perf_counter()
     for d in dirs:
-        test = TestRecord.read(os.path.join(d, "test.json"))
+        test = TestRecord.read(store.test_path(d))
         r = judge_history(read_jsonl(os.path.join(d, "history.jsonl")), test)
         assert r["valid"] is True, (d, r)
     return {"start": 0.0, "jobs": time.perf_counter() - t}

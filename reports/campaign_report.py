@@ -23,6 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
+from sleuth import store
 from sleuth.campaign import RECORD, label_counts, run_key, verdict
 from sleuth.checker.spark.aggregate import NOT_AUDITED
 from sleuth.exits import valid_of_text, verdict_text
@@ -65,7 +66,7 @@ def table_from_runs(record: dict):
     for r in record["runs"]:
         if r.get("status") != "done" or not r.get("run_dir"):
             continue
-        run, path = r["run"], os.path.join(r["run_dir"], "test.json")
+        run, path = r["run"], store.test_path(r["run_dir"])
         model = TestRecord.read(path).model if os.path.exists(path) else None  # a pruned run: its model unsaid
         duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
         word = verdict_text(r.get("valid"))

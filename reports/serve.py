@@ -13,6 +13,7 @@ def runs(store: str) -> list[tuple[str, str]]:
     """(relative run dir, verdict word) for every run in the store, newest first."""
     from sleuth.exits import verdict_word
     from sleuth.records import RecordError, Results
+    from sleuth.store import results_path
 
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
@@ -21,7 +22,7 @@ def runs(store: str) -> list[tuple[str, str]]:
             continue
         for stamp in os.listdir(d):
             try:
-                v = Results.read(os.path.join(d, stamp, "results.json")).valid
+                v = Results.read(results_path(os.path.join(d, stamp))).valid
             except RecordError:  # a run still going, or a file that is not a verdict: listed, unknown
                 v = "unknown"
             out.append((stamp, f"{name}/{stamp}", verdict_word(v)))

@@ -445,15 +445,16 @@ def record_of_runs(directory: str) -> dict:
     becomes one finished run; one with a fault switch on is expected invalid. A record file
     that is not one is refused (`sleuth.records.RecordError`, naming it), not skipped.
     """
+    from sleuth import store
     from sleuth.records import Results, TestRecord
 
     runs = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        if "test.json" in files and "results.json" in files:
+        if store.TEST in files and store.RESULTS in files:
             dirs.clear()
-            test = TestRecord.read(os.path.join(root, "test.json"))
-            results = Results.read(os.path.join(root, "results.json"))
+            test = TestRecord.read(store.test_path(root))
+            results = Results.read(store.results_path(root))
             cell = {"workload": test.workload or "?", "target": test.target or "?", "nemesis": ",".join(test.nemesis),
                     "fault": ",".join(test.fault), "isolation": test.isolation, "seed": test.seed or 0}
             run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.time_limit or 0,

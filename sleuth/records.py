@@ -24,7 +24,7 @@ judged (not_judged writes `"judged": false`).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -73,7 +73,7 @@ class TestRecord(msgspec.Struct, kw_only=True):
     duration_s: float | None = None
 
     @classmethod
-    def from_json(cls, d: Any, source: str = "test.json") -> TestRecord:
+    def from_json(cls, d: Any, source: str = "test record") -> TestRecord:
         """A test record from a parsed test.json (any format up to FORMAT); RecordError naming
         `source` when it is not one."""
         if not isinstance(d, dict):
@@ -122,7 +122,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
     at the one writer, and `to_json` gives the dict back to the pages that render it."""
 
     format: int = FORMAT
-    valid: bool | str  # True, False or "unknown" (sleuth.exits)
+    valid: bool | Literal["unknown"]  # as sleuth.exits spells a verdict in JSON
     model: str | None | UnsetType = UNSET
     anomaly_types: list[str] = []
     not_: list[str] | UnsetType = UNSET
@@ -140,7 +140,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
     online: dict[str, Any] | UnsetType = UNSET  # what a run judged online found
 
     @classmethod
-    def of(cls, d: dict[str, Any], source: str = "results.json") -> Results:
+    def of(cls, d: dict[str, Any], source: str = "results") -> Results:
         """Results from their dict (as judged, or as parsed from a file of any format)."""
         if not isinstance(d, dict):
             raise RecordError(f"{source}: not a verdict (a JSON object), but {type(d).__name__}")

@@ -32,6 +32,7 @@ import os
 import time
 from typing import Any
 
+from sleuth import store
 from sleuth.checker.spark.shard_history import warm
 from sleuth.exits import valid_of_text, verdict_text
 from sleuth.records import Results, TestRecord
@@ -48,8 +49,8 @@ def run_meta(run_dirs: list[str], campaign: str) -> list[dict[str, Any]]:
     common = os.path.commonpath([os.path.dirname(d) for d in dirs]) if dirs else ""
     out = []
     for d in dirs:
-        test = TestRecord.read(os.path.join(d, "test.json"))
-        results = (Results.read(os.path.join(d, "results.json")) if os.path.exists(os.path.join(d, "results.json"))
+        test = TestRecord.read(store.test_path(d))
+        results = (Results.read(store.results_path(d)) if os.path.exists(store.results_path(d))
                    else None)  # a run killed outright wrote none: its own verdict is unknown
         out.append({"campaign": campaign, "run": os.path.relpath(d, common), "run_dir": d,
                     "workload": test.workload, "target": test.target, "nemesis": ",".join(test.nemesis),
