@@ -15,7 +15,6 @@ can be moved or served (`sleuth serve`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -24,21 +23,16 @@ import jinja2
 from markupsafe import Markup, escape
 
 from sleuth import store
-from sleuth.campaign import RECORD, label_counts, run_key, verdict
+from sleuth.campaign import label_counts, load_record, run_key, verdict
 from sleuth.checker.spark.aggregate import NOT_AUDITED
 from sleuth.exits import valid_of_text, verdict_text
 from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
-from sleuth.records import TestRecord
+from sleuth.records import RecordError, TestRecord
 from sleuth.words import noun
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
           ("trend-p99.png", "median p99 latency, ms"))
-
-
-def load_record(campaign_dir: str) -> dict:
-    with open(os.path.join(campaign_dir, RECORD)) as f:
-        return json.load(f)
 
 
 def load_table(campaign_dir: str, record: dict | None = None):
@@ -185,26 +179,21 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def _json(path: str) -> dict:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
 def history(campaign_dir: str, name: str) -> list[tuple[str, Any]]:
     """(start time, table) of every campaign of this name in the store, oldest first, this one included."""
     parent = os.path.dirname(os.path.normpath(campaign_dir))
     out = []
     for stamp in sorted(os.listdir(parent)):
         d = os.path.join(parent, stamp)
-        rec = _json(os.path.join(d, RECORD))
-        if rec.get("name") != name:
+        try:
+            rec = load_record(d)
+        except RecordError:  # no campaign.json (a directory of runs), or not one: no night of this trend
+            continue
+        if rec["name"] != name:
             continue
         try:
             out.append((stamp, load_table(d, rec), rec))
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, RecordError):
             continue  # an unreadable earlier night is left out of the trend, not fatal
     return out
 

@@ -85,7 +85,7 @@ class TestRecord(msgspec.Struct, kw_only=True):
 
     @classmethod
     def read(cls, path: str) -> TestRecord:
-        return cls.from_json(_load(path), path)
+        return cls.from_json(load_json(path), path)
 
     def to_json(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -93,7 +93,7 @@ class TestRecord(msgspec.Struct, kw_only=True):
 
 def _upgrade_test(d: dict[str, Any], source: str) -> dict[str, Any]:
     """A parsed test.json in today's shape (FORMAT)."""
-    version = _version(d, source)
+    version = check_format(d, source)
     if version == 0:
         d = {**d, "checks": _legacy_checks(d, source).to_json(), "format": FORMAT}
     return d
@@ -144,7 +144,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
         """Results from their dict (as judged, or as parsed from a file of any format)."""
         if not isinstance(d, dict):
             raise RecordError(f"{source}: not a verdict (a JSON object), but {type(d).__name__}")
-        _version(d, source)
+        check_format(d, source)
         try:
             return msgspec.convert({**d, "format": FORMAT}, cls)
         except msgspec.ValidationError as e:
@@ -152,7 +152,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
 
     @classmethod
     def read(cls, path: str) -> Results:
-        return cls.of(_load(path), path)
+        return cls.of(load_json(path), path)
 
     def to_json(self) -> dict[str, Any]:
         return msgspec.to_builtins(self)
@@ -165,7 +165,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
         return was_judged(self.to_json())
 
 
-def _version(d: dict[str, Any], source: str) -> int:
+def check_format(d: dict[str, Any], source: str) -> int:
     v = d.get("format", 0)
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         raise RecordError(f"{source}: format {v!r} is not a record format")
@@ -174,7 +174,7 @@ def _version(d: dict[str, Any], source: str) -> int:
     return v
 
 
-def _load(path: str) -> Any:
+def load_json(path: str) -> Any:
     try:
         with open(path, "rb") as f:
             return json.loads(f.read())

@@ -46,9 +46,10 @@ def test_one_writer_and_one_name_for_each_record_file():
     assert written == []
     writers = [path for path, text in _code() if re.search(r"^def write_record\(", text, re.M)]
     assert writers == [os.path.join("sleuth", "store.py")]
-    # a record is made from its dict in its own module only (Checks, a part of test.json, in its own)
+    # a record is made from its dict in its own module only (Checks, a part of test.json, in its
+    # own; campaign.json in sleuth/campaign_record.py)
     readers = {path for path, text in _code() if "msgspec.convert(" in text}
-    assert readers == {os.path.join("sleuth", "records.py"), os.path.join("sleuth", "checks.py")}
+    assert readers == {os.path.join("sleuth", f) for f in ("records.py", "checks.py", "campaign_record.py")}
 
 
 def _run_dir(tmp_path, results=None, test=None):
@@ -153,3 +154,39 @@ def test_campaign_judge_refuses_a_run_directory_with_a_bad_results_json(tmp_path
     assert p.returncode == exits.BAD_INPUT, (p.stdout, p.stderr)
     assert str(bad / "results.json") in p.stderr and "Traceback" not in p.stderr
     assert good.exists()
+
+
+def test_campaign_entries_are_made_one_way_and_the_record_written_by_save_alone():
+    """Issue 45: campaign run entries were built or edited in four places (new_record,
+    run_all's updates, execute_run's two dicts, record_of_runs)."""
+    campaign = os.path.join("sleuth", "campaign.py")
+    edited = [f"{path}: {m.group(0)}" for path, text in _code()
+              for m in re.finditer(r'\.update\(\s*(status|valid)=|"run": asdict\(|"status": "(pending|done)"', text)]
+    assert edited == []
+    written = [path for path, text in _code() if re.search(r"write_json\([^)]*RECORD", text)]
+    assert written == [campaign]
+
+
+def test_a_campaign_record_round_trips_and_an_old_one_reads():
+    from sleuth.campaign import Run
+    from sleuth.campaign_record import CampaignRecord, RunEntry
+
+    old = CampaignRecord.read(os.path.join(DATA, "campaign-format0.json"))
+    assert old.format == FORMAT and old.interrupted and [r.status for r in old.runs] == ["done", "pending"]
+    done, pending = old.runs
+    assert done.valid is True and done.also_found == [] and (done.ok, done.fail) == (9, 1)
+    assert done.run.online is False and pending.run.expect == "invalid"  # cells before --online existed
+    assert pending == RunEntry(run=pending.run)
+    assert isinstance(done.run, Run)
+    assert CampaignRecord.of(old.to_json()) == old
+    assert old.to_json()["runs"][0]["anomaly-types"] == []
+
+
+def test_campaign_judge_refuses_a_campaign_json_that_is_not_one(tmp_path):
+    """On main a campaign.json that was not JSON ended `sleuth campaign judge` in a traceback."""
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "campaign.json").write_text('{"name": "n", "dir": "x", "runs": [{"status": "done"}]}')
+    p = _sleuth("campaign", "judge", str(d), "--no-spark")
+    assert p.returncode == exits.BAD_INPUT and str(d / "campaign.json") in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr and "$.runs[0]" in p.stderr

@@ -61,8 +61,7 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
     except CampaignError as e:
         exits.die(str(e))
     if resumed:
-        from sleuth.reports.campaign_report import load_record
-        record = load_record(cdir)
+        record = _load_record(cdir)
         record["dir"] = os.path.abspath(cdir)  # where it is now, should the store have moved
         if [Run.from_json(r["run"]) for r in record["runs"]] != list(plan.runs):
             _err(f"sleuth campaign: {file} changed since {cdir} started; resuming the matrix recorded there")
@@ -101,8 +100,7 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
     if not os.path.isdir(directory):
         exits.die(f"{directory}: not a directory")
     if os.path.exists(os.path.join(directory, RECORD)):
-        from sleuth.reports.campaign_report import load_record
-        record = load_record(directory)
+        record = _load_record(directory)
         record["dir"] = os.path.abspath(directory)
     else:
         from sleuth.records import RecordError
@@ -115,6 +113,17 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
             exits.die(f"{directory}: no campaign.json and no run directories (test.json + results.json) below it")
         save(record)
     _finish(directory, record, spark=not no_spark, master=spark_master, as_json=as_json)
+
+
+def _load_record(campaign_dir: str) -> dict:
+    """campaign.json of `campaign_dir`; one that is not a campaign record is bad input (254, named)."""
+    from sleuth.campaign import load_record
+    from sleuth.records import RecordError
+
+    try:
+        return load_record(campaign_dir)
+    except RecordError as e:
+        exits.die(str(e))
 
 
 def _dry_run(plan, as_json: bool) -> None:
