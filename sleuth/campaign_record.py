@@ -80,7 +80,7 @@ class RunEntry(msgspec.Struct, kw_only=True, rename={"anomaly_types": "anomaly-t
                    report=report, crashed=crashed, **{k: counts.get(k, 0) for k in ("ops", "ok", "fail", "info")})
 
     def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
 
 
 class CampaignRecord(msgspec.Struct, kw_only=True):
@@ -110,4 +110,4 @@ class CampaignRecord(msgspec.Struct, kw_only=True):
         return cls.of(load_json(path), path)
 
     def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr

@@ -88,7 +88,7 @@ class TestRecord(msgspec.Struct, kw_only=True):
         return cls.from_json(load_json(path), path)
 
     def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
 
 
 def _upgrade_test(d: dict[str, Any], source: str) -> dict[str, Any]:
@@ -155,7 +155,7 @@ class Results(msgspec.Struct, kw_only=True, rename={
         return cls.of(load_json(path), path)
 
     def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self)
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
 
     @property
     def was_judged(self) -> bool:
