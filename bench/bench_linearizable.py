@@ -135,6 +135,7 @@ PATH_TIMER = """
 import gc, json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from sleuth.checker import WORKLOADS
+from sleuth.checks import Checks
 from sleuth.cli.check import judge_file
 spec = WORKLOADS["register"]
 if sys.argv[2] == "general":  # the general reader, as before the columnar one
@@ -142,7 +143,7 @@ if sys.argv[2] == "general":  # the general reader, as before the columnar one
     spec = replace(spec, reader=None)
 gc.disable()  # as judge_file runs under `sleuth check`
 t, c = time.perf_counter(), time.process_time()
-status, record, result, history = judge_file(sys.argv[1], spec, {})
+status, record, result, history = judge_file(sys.argv[1], spec, Checks(checker="register"))
 print(json.dumps({"wall": time.perf_counter() - t, "cpu": time.process_time() - c,
                   "valid": record["valid"], "bad": result.stats["nonlinearizable-keys"]}))
 """

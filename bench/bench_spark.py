@@ -36,29 +36,34 @@ MASTERS = ("local[1]", "local[2]")
 
 
 def make_campaign(runs: int, ops: int) -> list[str]:
+    from sleuth import store
+    from sleuth.checks import Checks
+    from sleuth.records import TestRecord
     from sleuth.workloads.sim_list_append import write_sim
 
     dirs = []
     for seed in range(runs):
         d = os.path.join(OUT, f"runs-{ops}", f"sim-{seed:03d}")
-        if not os.path.exists(os.path.join(d, "test.json")):
+        if not os.path.exists(store.test_path(d)):
             os.makedirs(d, exist_ok=True)
             write_sim(os.path.join(d, "history.jsonl"), "serializable", ops, seed=seed)
-            with open(os.path.join(d, "test.json"), "w") as f:
-                json.dump({"workload": "list-append", "target": "sim", "nemesis": [], "fault": [],
-                           "isolation": "serializable", "model": "strict-serializable", "seed": seed}, f)
+            store.write_record(d, TestRecord(
+                name="sim", workload="list-append", target="sim", isolation="serializable",
+                model="strict-serializable", seed=seed,
+                checks=Checks(checker="list-append", model="strict-serializable")))
         dirs.append(d)
     return dirs
 
 
 def sequential(dirs: list[str]) -> dict:
+    from sleuth import store
     from sleuth.checker.spark.judge import judge_history
     from sleuth.history import read_jsonl
+    from sleuth.records import TestRecord
 
     t = time.perf_counter()
     for d in dirs:
-        with open(os.path.join(d, "test.json")) as f:
-            test = json.load(f)
+        test = TestRecord.read(store.test_path(d))
         r = judge_history(read_jsonl(os.path.join(d, "history.jsonl")), test)
         assert r["valid"] is True, (d, r)
     return {"start": 0.0, "jobs": time.perf_counter() - t}

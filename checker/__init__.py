@@ -5,7 +5,10 @@ histories, the consistency models it can be judged against, and the options
 it takes (as Jepsen's test map names its checker, and Elle's `check` takes
 only the options its datatype understands). `sleuth check` and `sleuth run`
 both read it, so an option or model that does not apply is refused in one
-place instead of being silently ignored by a checker's `**_`.
+place: no checker takes a catch-all `**_` that would swallow it. The model is
+one of the declared options (`model`), taken by the checkers that judge
+against a chosen model; `sleuth.checks.Checks.kwargs` makes every call's
+keyword arguments from these declarations.
 
 A checker is named as (module, function) and imported only when used, so a
 `sleuth check` starts without loading numpy or the other checkers.
@@ -51,6 +54,8 @@ class Option:
     switch: bool = False  # a boolean with both --name and --no-name
     default: Any = None  # shown in --help; the checker's own default applies
     minimum: float | None = None
+    own_flag: bool = False  # the command declares the flag itself (--model), not the table
+
 
     @property
     def flag(self) -> str:
@@ -58,6 +63,8 @@ class Option:
 
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
+    Option("model", "list-append, rw-register: the consistency model to judge against.", str, "MODEL",
+           own_flag=True),
     Option("initial_value", "register, cas-register: the value before any write, as JSON "
                             "(default null).", str, "JSON", json=True),
     Option("total", "bank: the conserved total (default: the first complete read).", int, "N"),
@@ -103,7 +110,8 @@ class Workload:
     aliases: other model names that mean one of `models` for this workload
              (strict serializability of single-operation transactions on one
              object is linearizability).
-    options: names in OPTIONS the checker function takes.
+    options: names in OPTIONS the checker function takes (`model` among them
+             when the checker judges against a chosen model).
     micro_ops: a transactional workload's micro-op functions; its checker
              takes micro-ops as lists or tuples (the compact reader's).
     tables:  the SQL tables its clients create (the first holds what they write).
@@ -170,10 +178,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("cas-register", "sleuth.checker.linearizable", "check_cas_register",
              LINEARIZABLE, ("initial_value", "failed_cas_observes"), REGISTER_ALIASES, large=True),
     Workload("list-append", "sleuth.checker.list_append", "check", TXN_MODELS,
-             ("cycle_search_timeout",), TXN_ALIASES, micro_ops=("append", "r"),
+             ("model", "cycle_search_timeout"), TXN_ALIASES, micro_ops=("append", "r"),
              tables=(LISTS,), large=True, audited=LIST_ROWS),
     Workload("rw-register", "sleuth.checker.rw_register", "check", TXN_MODELS,
-             ("linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES,
+             ("model", "linearizable_keys", "sequential_keys", "wfr_keys", "cycle_search_timeout"), TXN_ALIASES,
              micro_ops=("r", "w"), tables=(RW,), large=True, audited=REGISTER_ROWS),
     Workload("bank", "sleuth.checker.bank", "check_bank", (), ("total", "no_negative"), tables=(ACCOUNTS,)),
     Workload("counter", "sleuth.checker.counter", "check_counter", tables=(COUNTERS,)),

@@ -9,8 +9,6 @@ keys are always strings, EDN's may be numbers): only sums and signs matter.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
 from sleuth.history import History
@@ -18,8 +16,7 @@ from sleuth.history import History
 MAX_EXAMPLES = 20
 
 
-def check_bank(history: History, total: int | None = None, no_negative: bool = False,
-               **_: Any) -> Result:
+def check_bank(history: History, total: int | None = None, no_negative: bool = False) -> Result:
     anomalies: dict[str, list[dict]] = {}
     notes: list[str] = []
     reads = transfers = 0

@@ -12,8 +12,6 @@ possible]. With sorted times and prefix sums each read costs O(log n).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from sleuth.checker import models
@@ -29,7 +27,7 @@ def _number(history: History, op, v) -> int:
     return v
 
 
-def check_counter(history: History, **_: Any) -> Result:
+def check_counter(history: History) -> Result:
     adds, reads = [], []
     for op in history.ops():
         if op.f == "add":

@@ -829,7 +829,7 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
 
 def check_register(history: History, initial_value: Any = None,
                    max_configurations: int = MAX_CONFIGURATIONS,
-                   failed_cas_observes: bool = False, **_: Any) -> Result:
+                   failed_cas_observes: bool = False) -> Result:
     """`register` workload: independent keys, values `[key, v]`, each key judged alone."""
     return check_registers(history, True, initial_value, max_configurations,
                            failed_cas_observes=failed_cas_observes)
@@ -837,7 +837,7 @@ def check_register(history: History, initial_value: Any = None,
 
 def check_cas_register(history: History, initial_value: Any = None,
                        max_configurations: int = MAX_CONFIGURATIONS,
-                       failed_cas_observes: bool = False, **_: Any) -> Result:
+                       failed_cas_observes: bool = False) -> Result:
     """`cas-register` workload: one register, values bare."""
     return check_registers(history, False, initial_value, max_configurations,
                            failed_cas_observes=failed_cas_observes)

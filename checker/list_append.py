@@ -611,7 +611,7 @@ class Analysis:
 
 @gc_paused
 def check(history: History, model: str = "strict-serializable",
-          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+          cycle_search_timeout: float | None = None) -> Result:
     """Judge a list-append history against `model`. `cycle_search_timeout`:
     seconds of cycle search per strongly connected component (see
     `checker.cycles`; None: its default)."""

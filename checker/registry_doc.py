@@ -43,12 +43,14 @@ def table() -> str:
     rows = ["| workload | models (default first) | options |", "| --- | --- | --- |"]
     shown: dict[tuple, str] = {}  # a workload judged as an earlier one is said to be so, not listed again
     for w in WORKLOADS.values():
-        options = ", ".join(_flag(OPTIONS[o]) for o in w.options) or "—"
+        options = ", ".join(_flag(OPTIONS[o]) for o in w.options if not OPTIONS[o].own_flag) or "—"
         same = shown.setdefault((w.models, w.aliases), w.name) if w.models else w.name
         models = f"as `{same}`" if same != w.name else _models(w)
         rows.append(f"| `{w.name}` | {models} | {options} |")
     rows += ["", "| option | workloads | what it does |", "| --- | --- | --- |"]
     for o in OPTIONS.values():
+        if o.own_flag:
+            continue  # --model: the models column says what each workload takes
         users = ", ".join(f"`{w.name}`" for w in WORKLOADS.values() if o.name in w.options)
         text = o.help.split(": ", 1)[1] if ": " in o.help else o.help  # the help names the workloads first
         rows.append(f"| {_flag(o)} | {users} | {text} |")

@@ -407,7 +407,7 @@ _ASSUMED = {"real time": "linearizable", "process": "sequentially consistent"}
 @gc_paused
 def check(history: History, model: str = "strict-serializable", linearizable_keys: bool = False,
           sequential_keys: bool = False, wfr_keys: bool = True,
-          cycle_search_timeout: float | None = None, **_: Any) -> Result:
+          cycle_search_timeout: float | None = None) -> Result:
     """Judge an rw-register history against `model`. `linearizable_keys`,
     `sequential_keys`, `wfr_keys` are what the caller vouches for about the
     database, each widening version-order inference as Elle's options of the

@@ -102,7 +102,7 @@ class _Prefix:
         return self.best[i - 1] if i else (0, None)
 
 
-def check_source(history: History, **_: Any) -> Result:
+def check_source(history: History) -> Result:
     appends: dict[Any, Any] = {}  # v -> append op that may have happened (ok or info)
     ok_appends, reads, acks = [], [], []
     for op in history.ops():

@@ -15,7 +15,6 @@ can be moved or served (`sleuth serve`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -23,20 +22,17 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from sleuth.campaign import RECORD, label_counts, run_key, verdict
+from sleuth import store
+from sleuth.campaign import label_counts, load_record, run_key, verdict
 from sleuth.checker.spark.aggregate import NOT_AUDITED
 from sleuth.exits import valid_of_text, verdict_text
 from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
+from sleuth.records import RecordError, TestRecord
 from sleuth.words import noun
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
           ("trend-p99.png", "median p99 latency, ms"))
-
-
-def load_record(campaign_dir: str) -> dict:
-    with open(os.path.join(campaign_dir, RECORD)) as f:
-        return json.load(f)
 
 
 def load_table(campaign_dir: str, record: dict | None = None):
@@ -64,12 +60,13 @@ def table_from_runs(record: dict):
     for r in record["runs"]:
         if r.get("status") != "done" or not r.get("run_dir"):
             continue
-        run, test = r["run"], _json(os.path.join(r["run_dir"], "test.json"))
+        run, path = r["run"], store.test_path(r["run_dir"])
+        model = TestRecord.read(path).model if os.path.exists(path) else None  # a pruned run: its model unsaid
         duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
         word = verdict_text(r.get("valid"))
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],
-                     "fault": run["fault"], "isolation": run["isolation"] or "", "model": test.get("model") or "",
+                     "fault": run["fault"], "isolation": run["isolation"] or "", "model": model or "",
                      "seed": run["seed"], "valid": word, "anomaly_types": ",".join(sorted(r["anomaly-types"])),
                      "run_valid": word, "ops": r["ops"], "ok": r["ok"], "fail": r["fail"], "info": r["info"],
                      "duration_s": math.nan if duration is None else duration,
@@ -182,26 +179,21 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-def _json(path: str) -> dict:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
-
-
 def history(campaign_dir: str, name: str) -> list[tuple[str, Any]]:
     """(start time, table) of every campaign of this name in the store, oldest first, this one included."""
     parent = os.path.dirname(os.path.normpath(campaign_dir))
     out = []
     for stamp in sorted(os.listdir(parent)):
         d = os.path.join(parent, stamp)
-        rec = _json(os.path.join(d, RECORD))
-        if rec.get("name") != name:
+        try:
+            rec = load_record(d)
+        except RecordError:  # no campaign.json (a directory of runs), or not one: no night of this trend
+            continue
+        if rec["name"] != name:
             continue
         try:
             out.append((stamp, load_table(d, rec), rec))
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, RecordError):
             continue  # an unreadable earlier night is left out of the trend, not fatal
     return out
 

@@ -17,6 +17,7 @@ import re
 from typing import Any
 
 import jinja2
+import msgspec
 import numpy as np
 
 from sleuth import counterexample, store
@@ -25,6 +26,7 @@ from sleuth.exits import verdict_headline, verdict_word
 from sleuth.history import History, read_jsonl, write_jsonl
 from sleuth.judge import Checks, duration, duration_text, was_judged
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
+from sleuth.records import Results, TestRecord
 from sleuth.reports import plots
 from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
 
@@ -123,36 +125,35 @@ def seconds(text: str, started: float | None = None) -> str:
 
 
 def report_history(out_dir: str, history: History, results: dict, checks: Checks, source: str,
-                   run_test: dict | None = None) -> str:
+                   run_test: TestRecord | None = None) -> str:
     """`sleuth check --report DIR`: any history (imported ones too) as a run directory
     (history.jsonl in sleuth's format, results.json, a small test.json) with its report.
 
-    test.json records `checks` as a run's record does (`Checks.to_json`, the one writer of
-    that shape), so `sleuth check DIR` judges it again with the same model and options
-    (--total, --linearizable-keys, --timestamps); a run's history (`run_test`: its
-    test.json) keeps its run's record, with the checks it was judged with here."""
+    test.json records the checks (`sleuth.checks.Checks`, model and options included) as a
+    run's record does, so `sleuth check DIR` judges it again with the same model and options
+    (--total, --linearizable-keys, --timestamps, …); a run's history (`run_test`: its
+    test.json) keeps its run's record, with the checks it was judged with here. Without a
+    run, test.json has no `finished`: a whole history, not a run cut short."""
     os.makedirs(store.nodes_dir(out_dir), exist_ok=True)
     write_jsonl(history.events, store.history_path(out_dir))
-    recorded = {"model": checks.model, "checks": checks.to_json()}
     if run_test is not None:  # its `workload` is the run's client workload, not the checker's name
-        test = {**run_test, **recorded}
+        test = msgspec.structs.replace(run_test, model=checks.model, checks=checks)
     else:
         # the faults the history itself records (a Jepsen file's :start-partition, say): the
         # report names them and counts each, as it does a run's nemesis, beside the grey bands
         nemesis = sorted({ANY_STARTS[e.f] for e in history.nemesis_events() if e.f in ANY_STARTS})
-        test = {"name": os.path.basename(source), "workload": checks.checker, "target": f"history {source}",
-                **recorded,
-                "nemesis": nemesis, "fault": []}
-    store.write_record(out_dir, test, results)
+        test = TestRecord(name=os.path.basename(source), workload=checks.checker, target=f"history {source}",
+                          model=checks.model, checks=checks, nemesis=nemesis, fault=[])
+    store.write_record(out_dir, test, Results.of(results))
     return render(out_dir, history=history, test=test, results=results)
 
 
-def render(run_dir: str, history: History | None = None, test: dict | None = None,
+def render(run_dir: str, history: History | None = None, test: TestRecord | None = None,
            results: dict | None = None) -> str:
     """Write the report of `run_dir`; the history, test record and results are read from it
-    unless given."""
-    test = store.read_json(store.test_path(run_dir)) if test is None else test
-    results = store.read_json(store.results_path(run_dir)) if results is None else results
+    unless given (sleuth.records: RecordError names a record file that is not one)."""
+    test = TestRecord.read(store.test_path(run_dir)) if test is None else test
+    results = Results.read(store.results_path(run_dir)).to_json() if results is None else results
     history = read_jsonl(store.history_path(run_dir)) if history is None else history
     ops, nemesis = load_ops(history)
     done = [o for o in ops if o["end"] is not None]
@@ -181,13 +182,13 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
                 plots.cycle(os.path.join(run_dir, png), ex["steps"], f"{name} #{i + 1}")
                 pictures.append(png)
         anomalies.append({"name": name, "allowed": name not in results.get("anomaly-types", []),
-                          "found": found.get(name), "examples": [_example_text(ex, test.get("started")) for ex in examples[:5]],
+                          "found": found.get(name), "examples": [_example_text(ex, test.started) for ex in examples[:5]],
                           "pictures": pictures})
 
     shrunk = counterexample.read_summary(run_dir)
     if shrunk is not None:
         shrunk["svg"] = timeline_svg(shrunk["rows"], (shrunk.get("example") or {}).get("steps", []))
-        shrunk["text"] = _example_text(shrunk.get("example") or {}, test.get("started"))
+        shrunk["text"] = _example_text(shrunk.get("example") or {}, test.started)
     counts = {k: sum(1 for o in ops if o["type"] == k) for k in ("ok", "fail", "info")}
     logs = sorted(os.path.relpath(os.path.join(dp, f), run_dir)
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
@@ -195,7 +196,7 @@ def render(run_dir: str, history: History | None = None, test: dict | None = Non
     example = (results.get("anomalies", {}).get(first[0]) or [{}])[0] if first else {}
     _timeline(run_dir, ops, windows, focus=(first[0], _lines_named(example)) if first else None)
     lower = any((a["found"] or "").startswith(AT_LEAST) for a in anomalies)  # the legend of the mark
-    when = _when_found(results, history, test.get("started"))
+    when = _when_found(results, history, test.started)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
                              autoescape=True)
     page = env.get_template("run.html.j2").render(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import os
 import urllib.parse
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 def runs(store: str) -> list[tuple[str, str]]:
     """(relative run dir, verdict word) for every run in the store, newest first."""
     from sleuth.exits import verdict_word
+    from sleuth.records import RecordError, Results
+    from sleuth.store import results_path
 
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
@@ -20,9 +21,8 @@ def runs(store: str) -> list[tuple[str, str]]:
             continue
         for stamp in os.listdir(d):
             try:
-                with open(os.path.join(d, stamp, "results.json")) as f:
-                    v = json.load(f).get("valid")
-            except (OSError, ValueError, AttributeError):
+                v = Results.read(results_path(os.path.join(d, stamp))).valid
+            except RecordError:  # a run still going, or a file that is not a verdict: listed, unknown
                 v = "unknown"
             out.append((stamp, f"{name}/{stamp}", verdict_word(v)))
     return [(rel, verdict) for _, rel, verdict in sorted(out, reverse=True)]
@@ -31,7 +31,8 @@ def runs(store: str) -> list[tuple[str, str]]:
 def campaigns(store: str) -> list[tuple[str, dict[str, int]]]:
     """(relative campaign dir, its outcome counts) for every campaign in the store, newest first:
     the counts its page shows, by Spark's verdicts (durability included) where Spark judged it."""
-    from sleuth.campaign import RECORD, label_counts, verdict
+    from sleuth.campaign import label_counts, load_record, verdict
+    from sleuth.records import RecordError
     from sleuth.reports.campaign_report import load_table, verdicts
 
     out = []
@@ -40,11 +41,10 @@ def campaigns(store: str) -> list[tuple[str, dict[str, int]]]:
         for stamp in os.listdir(os.path.join(top, name)) if os.path.isdir(os.path.join(top, name)) else []:
             cdir = os.path.join(top, name, stamp)
             try:
-                with open(os.path.join(cdir, RECORD)) as f:
-                    record = json.load(f)
+                record = load_record(cdir)
                 judged = verdicts(load_table(cdir, record))
                 labels = [verdict(r, judged)[0] for r in record["runs"]]
-            except (OSError, ValueError, KeyError):
+            except (OSError, ValueError, KeyError, RecordError):
                 continue
             out.append((stamp, f"campaigns/{name}/{stamp}", label_counts(labels)))
     return [(rel, counts) for _, rel, counts in sorted(out, reverse=True)]

@@ -28,12 +28,17 @@ import os
 import sys
 import time
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from sleuth import exits
+from sleuth.campaign_record import CampaignRecord, Run, RunEntry
 from sleuth.jsonfile import write_json
 from sleuth.names import name_problem
+
+__all__ = ["Run", "RunEntry"]  # the matrix cell and a run's entry: sleuth/campaign_record.py owns them
 
 RECORD = "campaign.json"
 DIMENSIONS = ("workload", "target", "nemesis", "fault", "isolation", "seed")
@@ -45,32 +50,6 @@ DEFAULTS = {"time-limit": 30.0, "concurrency": 10, "rate": 200.0, "keys": 8,
 
 class CampaignError(Exception):
     """Bad campaign input: the message names the file and the key (and line, where TOML gives one)."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """One cell of the matrix: everything `sleuth run` needs, plus what the campaign expects of it."""
-    id: str
-    workload: str
-    target: str
-    nemesis: str  # comma-joined kinds, "" for none
-    fault: str  # comma-joined switches, "" for none
-    isolation: str | None
-    seed: int
-    time_limit: float
-    concurrency: int
-    rate: float
-    keys: int
-    nemesis_interval: float
-    runtime: str | None
-    expect: str  # "valid" | "invalid"
-    online: bool = False  # `sleuth run --online`: judged as it is recorded
-    fail_fast: bool = False  # `sleuth run --fail-fast`: ended at the first anomaly found online
-
-    @classmethod
-    def from_json(cls, d: dict) -> Run:
-        """A recorded cell (a record written before a field existed gets its default)."""
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 @dataclass(frozen=True)
@@ -314,11 +293,10 @@ def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]
 
 # --- running --------------------------------------------------------------------------------------
 
-def execute_run(run: Run, store: str, say) -> dict:
-    """The one call into the runner: run `run` with its run directory under `store`.
-
-    Returns what the campaign records: valid, anomaly-types, also-found (allowed by the model), run_dir, report,
-    ops/ok/fail/info, crashed (None, or why sleuth itself failed).
+def execute_run(run: Run, store: str, say) -> RunEntry:
+    """The one call into the runner: run `run` with its run directory under `store`; its entry
+    in the campaign record, done: valid, anomaly-types, also-found (allowed by the model),
+    run_dir, report, ops/ok/fail/info, crashed (None, or why sleuth itself failed).
     """
     from sleuth.runner import INTERRUPTED, RunConfig, execute
 
@@ -330,14 +308,14 @@ def execute_run(run: Run, store: str, say) -> dict:
     try:
         rec = execute(cfg, say=say)  # a run record; sleuth's own failures come back as status 255
     except Exception as e:  # sleuth failed before the run could even start (no run directory)
-        return {"valid": "unknown", "anomaly-types": [], "also-found": [], "run_dir": None, "report": None,
-                "ops": 0, "ok": 0, "fail": 0, "info": 0, "crashed": f"{type(e).__name__}: {e}"}
+        return RunEntry.of_outcome(run, valid="unknown", anomaly_types=[], run_dir=None, report=None, counts={},
+                                   crashed=f"{type(e).__name__}: {e}")
     if rec.ended == INTERRUPTED:  # SIGINT/SIGTERM: the runner healed and judged; the campaign stops
         raise KeyboardInterrupt
-    return {"valid": rec.valid, "anomaly-types": list(rec.anomaly_types),
-            "also-found": list(rec.results.get("also-found", [])),
-            "run_dir": os.path.abspath(rec.run_dir), "report": rec.report, **{k: rec.counts.get(k, 0)
-            for k in ("ops", "ok", "fail", "info")}, "crashed": crash_of(rec.status, rec.reason)}
+    return RunEntry.of_outcome(run, valid=rec.valid, anomaly_types=list(rec.anomaly_types),
+                               also_found=list(rec.results.get("also-found", [])),
+                               run_dir=os.path.abspath(rec.run_dir), report=rec.report, counts=rec.counts,
+                               crashed=crash_of(rec.status, rec.reason))
 
 
 def crash_of(status: int | None, reason: str | None) -> str | None:
@@ -352,9 +330,8 @@ def crash_of(status: int | None, reason: str | None) -> str | None:
 
 
 def new_record(campaign: Campaign, campaign_dir: str) -> dict:
-    return {"name": campaign.name, "file": os.path.abspath(campaign.file), "dir": os.path.abspath(campaign_dir),
-            "started": time.time(), "finished": None, "interrupted": False,
-            "runs": [{"run": asdict(r), "status": "pending"} for r in campaign.runs]}
+    return CampaignRecord(name=campaign.name, file=os.path.abspath(campaign.file), dir=os.path.abspath(campaign_dir),
+                          started=time.time(), runs=[RunEntry(run=r) for r in campaign.runs]).to_json()
 
 
 def campaign_dir(store: str, name: str, resume: bool) -> tuple[str, bool]:
@@ -376,7 +353,13 @@ def campaign_dir(store: str, name: str, resume: bool) -> tuple[str, bool]:
 
 
 def save(record: dict) -> None:
-    write_json(os.path.join(record["dir"], RECORD), record)
+    """campaign.json, whole: the one writer of the campaign record (sleuth.campaign_record)."""
+    write_json(os.path.join(record["dir"], RECORD), CampaignRecord.of(record).to_json())
+
+
+def load_record(campaign_dir: str) -> dict:
+    """campaign.json of `campaign_dir`, as its dict (RecordError names a file that is not one)."""
+    return CampaignRecord.read(os.path.join(campaign_dir, RECORD)).to_json()
 
 
 def run_all(record: dict, say, log, progress: bool) -> None:
@@ -388,24 +371,26 @@ def run_all(record: dict, say, log, progress: bool) -> None:
     """
     from tqdm import tqdm
 
-    pending = [r for r in record["runs"] if r["status"] != "done"]
-    bar = tqdm(total=len(record["runs"]), initial=len(record["runs"]) - len(pending), unit="run",
+    runs = record["runs"]
+    pending = [i for i, r in enumerate(runs) if r["status"] != "done"]
+    bar = tqdm(total=len(runs), initial=len(runs) - len(pending), unit="run",
                disable=not progress, file=sys.stderr, dynamic_ncols=True)
     store = os.path.join(record["dir"], "runs")
     try:
-        for r in pending:
-            run = Run.from_json(r["run"])
+        for i in pending:
+            run = Run.from_json(runs[i]["run"])
             bar.set_description(run.id)
-            r.update(status="running", started=time.time())
+            started = time.time()
+            runs[i] = RunEntry(run=run, status="running", started=started).to_json()
             save(record)
             try:
-                r.update(execute_run(run, store, log))
+                done = execute_run(run, store, log)
             except KeyboardInterrupt:
-                r["status"] = "interrupted"
+                runs[i] = RunEntry(run=run, status="interrupted", started=started).to_json()
                 record["interrupted"] = True
                 save(record)
                 raise
-            r.update(status="done", finished=time.time())
+            r = runs[i] = msgspec.structs.replace(done, started=started, finished=time.time()).to_json()
             save(record)
             label, _ = verdict(r)
             line = (f"{label:>7}  {run.id}  {exits.verdict_word(r['valid'])}"
@@ -442,35 +427,28 @@ def record_of_runs(directory: str) -> dict:
     """A campaign record for any directory of runs (`sleuth campaign judge DIR` without campaign.json).
 
     Each run directory below `directory` (it has test.json and results.json)
-    becomes one finished run; one with a fault switch on is expected invalid.
+    becomes one finished run; one with a fault switch on is expected invalid. A record file
+    that is not one is refused (`sleuth.records.RecordError`, naming it), not skipped.
     """
-    import json
+    from sleuth import store
+    from sleuth.records import Results, TestRecord
 
     runs = []
     for root, dirs, files in os.walk(directory):
         dirs.sort()
-        if "test.json" in files and "results.json" in files:
+        if store.TEST in files and store.RESULTS in files:
             dirs.clear()
-            try:
-                with open(os.path.join(root, "test.json")) as f:
-                    test = json.load(f)
-                with open(os.path.join(root, "results.json")) as f:
-                    results = json.load(f)
-            except (OSError, ValueError):
-                continue
-            cell = {"workload": test.get("workload", "?"), "target": test.get("target", "?"),
-                    "nemesis": ",".join(test.get("nemesis") or []), "fault": ",".join(test.get("fault") or []),
-                    "isolation": test.get("isolation"), "seed": test.get("seed", 0)}
-            run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.get("time_limit", 0),
-                      concurrency=test.get("concurrency", 0), rate=test.get("rate", 0), keys=test.get("keys", 0),
-                      nemesis_interval=test.get("nemesis_interval", 0), runtime=test.get("runtime"),
+            test = TestRecord.read(store.test_path(root))
+            results = Results.read(store.results_path(root))
+            cell = {"workload": test.workload or "?", "target": test.target or "?", "nemesis": ",".join(test.nemesis),
+                    "fault": ",".join(test.fault), "isolation": test.isolation, "seed": test.seed or 0}
+            run = Run(id=os.path.relpath(root, directory), **cell, time_limit=test.time_limit or 0,
+                      concurrency=test.concurrency or 0, rate=test.rate or 0, keys=test.keys or 0,
+                      nemesis_interval=test.nemesis_interval or 0, runtime=test.runtime,
                       expect="invalid" if cell["fault"] else "valid")
-            summary = test.get("summary", {})
-            runs.append({"run": asdict(run), "status": "done", "run_dir": os.path.abspath(root),
-                         "valid": results.get("valid"), "anomaly-types": results.get("anomaly-types", []),
-                         "crashed": crash_of(test.get("status"), test.get("reason")), "started": test.get("started"),
-                         "finished": test.get("finished"), "report": os.path.join(root, "index.html"),
-                         **{k: summary.get(k, 0) for k in ("ops", "ok", "fail", "info")}})
+            runs.append(RunEntry.of_outcome(
+                run, valid=results.valid, anomaly_types=results.anomaly_types, run_dir=os.path.abspath(root),
+                report=store.report_path(root), counts=test.summary, crashed=crash_of(test.status, test.reason),
+                started=test.started, finished=test.finished or None))
     name = os.path.basename(os.path.normpath(os.path.abspath(directory)))
-    return {"name": name, "file": None, "dir": os.path.abspath(directory), "started": None, "finished": None,
-            "interrupted": False, "runs": runs}
+    return CampaignRecord(name=name, dir=os.path.abspath(directory), runs=runs).to_json()

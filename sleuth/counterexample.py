@@ -77,11 +77,8 @@ def for_run(run_dir: str, history: History, checks: Any, budget: float = RUN_BUD
         return None
     ce = shrink(history, checks.checker, lambda h: check_judged(h, checks), original, budget=budget,
                 stop=stop)
-    options = {"linearizable_keys": True} if checks.linearizable_keys else {}
-    if checks.total is not None:
-        options["total"] = checks.total
     path = os.path.join(run_dir, JSONL)
-    command = check_command(JSONL, checks.checker, checks.model, options, timestamps=checks.timestamps)
+    command = check_command(JSONL, checks.checker, checks.model, checks.options, timestamps=checks.timestamps)
     summary = write(ce, path, command)
     if say is not None:
         say(f"counterexample: {ce.summary()} -> {path}")

@@ -2,7 +2,7 @@
 
 What to check is decided once, when the run starts, from the workload, the
 isolation level and what the target can say about itself (`Checks`); it is
-stored in test.json, so a later `sleuth check RUN_DIR` applies exactly the
+stored in test.json (`sleuth.records.TestRecord.checks`), so a later `sleuth check RUN_DIR` applies exactly the
 checks the run applied and reaches the same verdict (Jepsen's `analyze!`
 re-runs the test's checker on the stored history the same way).
 
@@ -20,50 +20,16 @@ results were judged at all (`not_judged`, `was_judged`), and its duration
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sleuth.checker.models import ISOLATION_MODELS
+from sleuth.checks import Checks
 from sleuth.history import History
+
+__all__ = ["Checks", "checks_for", "judge"]  # Checks: sleuth/checks.py owns it; judging uses it here
 
 NOTHING_COMPLETED = "no operation completed: nothing was checked"
 DID_NOT_FINISH = "the run did not finish: its history may be cut short"
-
-
-@dataclass(frozen=True)
-class Checks:
-    """Which checks a run's history gets."""
-
-    checker: str  # the `sleuth check` workload (checker.checker_for)
-    model: str | None = None
-    linearizable_keys: bool = False  # rw-register: Elle's per-key real-time version inference
-    total: int | None = None  # bank: the conserved total
-    timestamps: bool = False  # the grey-box timestamp rules (checker/timestamps.py)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Checks:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
-
-    def with_options(self, options: dict[str, Any]) -> Checks:
-        """These checks with the checker options given (`sleuth check`'s flags) that a run's
-        record holds (--total, --linearizable-keys); the others are not recorded."""
-        held = {k: options[k] for k in ("total", "linearizable_keys") if k in options}
-        return replace(self, **held) if held else self
-
-    @classmethod
-    def of_test(cls, test: dict[str, Any]) -> Checks:
-        """The checks a run applied, from its test.json (runs stored before test.json held
-        `checks` get them re-derived the way the runner derived them then)."""
-        if isinstance(test.get("checks"), dict):
-            return cls.from_json(test["checks"])
-        checker = test.get("workload", "")
-        model = test.get("model") if checker in ("list-append", "rw-register") else None
-        return cls(checker=checker, model="linearizable" if checker == "register" else model,
-                   linearizable_keys=bool(test.get("linearizable_keys")),
-                   timestamps=test.get("target") == "reference" and test.get("isolation") == "strict-serializable")
 
 
 def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
@@ -78,23 +44,26 @@ def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
     # workload whose checker has no such model (registers: linearizable) keeps its own
     level = target.models.get(isolation or "", ISOLATION_MODELS.get(isolation or ""))
     model = level if level in spec.models else spec.default_model
-    return Checks(
-        checker=checker, model=model,
-        linearizable_keys=checker == "rw-register" and bool(target.linearizable_keys(isolation)),
-        total=workload.total() if checker == "bank" else None,
-        timestamps=bool(target.grey_box) and isolation == "strict-serializable")
+    options: dict[str, Any] = {}
+    if checker == "rw-register" and target.linearizable_keys(isolation):
+        options["linearizable_keys"] = True
+    if checker == "bank" and workload.total() is not None:
+        options["total"] = workload.total()
+    return Checks(checker=checker, model=model, options=options,
+                  timestamps=bool(target.grey_box) and isolation == "strict-serializable")
 
 
-def run_ended(test: dict[str, Any]) -> str | None:
-    """Why a stored run's verdict can be no better than unknown, from its test.json: why it
+def run_ended(test: Any) -> str | None:
+    """Why a stored run's verdict can be no better than unknown, from its test.json (a
+    `sleuth.records.TestRecord`): why it
     ended early as it recorded (`ended`: "interrupted", "crashed: …"), or DID_NOT_FINISH when
     its record is still the one written as it started (`finished` null: the run was killed
     outright, SIGKILL or a power loss, and never concluded); None for a run that ended at
     its time limit. (A test.json without `finished` at all, `sleuth check --report`'s, is
     a whole history.)"""
-    if "finished" in test and test["finished"] is None:
+    if test.finished is None:  # unset (no `finished` at all) is a whole history
         return DID_NOT_FINISH
-    return test.get("ended")
+    return test.ended
 
 
 def not_judged(reason: str) -> dict[str, Any]:
@@ -143,21 +112,12 @@ def op_counts(history: History) -> dict[str, int]:
     return out
 
 
-def check_workload(history: History, checks: Checks, options: dict[str, Any] | None = None) -> Any:
-    """The workload's own checker under `checks` (a `Result`): what `sleuth check` runs.
-    `options`: checker options a user gave (`sleuth check RUN_DIR --total 100`), which win
-    over the run's own."""
+def check_workload(history: History, checks: Checks) -> Any:
+    """The workload's own checker under `checks` (a `Result`): what `sleuth check` runs, with
+    the keyword arguments its registry entry declares (`Checks.kwargs`)."""
     from sleuth.checker import checker_for
 
-    kwargs: dict[str, Any] = {}
-    if checks.model:
-        kwargs["model"] = checks.model
-    if checks.total is not None:
-        kwargs["total"] = checks.total
-    if checks.linearizable_keys:
-        kwargs["linearizable_keys"] = True
-    kwargs.update(options or {})
-    return checker_for(checks.checker)(history, **kwargs)
+    return checker_for(checks.checker)(history, **checks.kwargs())
 
 
 def with_timestamps(result: Any, history: History, workload: str) -> tuple[Any, Any]:
@@ -186,19 +146,18 @@ def check_judged(history: History, checks: Checks) -> Any:
 
 
 def judge(history: History, checks: Checks, reason: str | None = None, *,
-          workload: bool = True, options: dict[str, Any] | None = None) -> dict[str, Any]:
+          workload: bool = True) -> dict[str, Any]:
     """The results of `history` under `checks` (results.json's content).
 
     `reason` says why the run ended early ("interrupted", "crashed: …"): an
     otherwise valid verdict is then unknown. `workload=False` leaves out the
     workload's checker and applies only the whole-run rules (timestamps, and
     the reason): the campaign's Spark judge runs a register checker per key
-    and these once per run. `options`: as `check_workload`'s. Pure: reads
-    nothing but its arguments.
+    and these once per run. Pure: reads nothing but its arguments.
     """
     from sleuth.checker.result import Result
 
-    result = check_workload(history, checks, options) if workload else Result(True, checks.model or "")
+    result = check_workload(history, checks) if workload else Result(True, checks.model or "")
     ts = None
     if checks.timestamps:
         result, ts = with_timestamps(result, history, checks.checker)

@@ -48,6 +48,7 @@ from sleuth.history import JsonlWriter
 from sleuth.history import writes as op_writes
 from sleuth.interrupts import Interrupted, Signals
 from sleuth.judge import Checks, checks_for
+from sleuth.records import Results, TestRecord
 from sleuth.workloads.clients import WORKLOADS, Failed, Unexpected
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
@@ -119,17 +120,17 @@ class RunRecord:
     # campaign show; {} until the run is judged
     results: dict[str, Any] = field(default_factory=dict)
 
-    def test_json(self) -> dict[str, Any]:
-        """test.json: the configuration as run, then how it went."""
+    def test_record(self) -> TestRecord:
+        """test.json (sleuth.records.TestRecord): the configuration as run, then how it went."""
         c = self.config
-        return {"name": self.name, "workload": c.workload, "target": c.target, "runtime": self.runtime,
-                "nemesis": list(self.nemesis), "fault": list(c.faults), "isolation": c.isolation,
-                "model": self.checks.model, "time_limit": c.time_limit, "concurrency": c.concurrency,
-                "rate": c.rate, "keys": c.keys, "seed": c.seed, "nemesis_interval": c.nemesis_interval,
-                "checks": self.checks.to_json(), "started": self.started, "finished": self.finished,
-                "faults_happened": self.faults, "nemesis_errors": list(self.nemesis_errors),
-                "summary": self.counts, "status": self.status, "reason": self.reason, "ended": self.ended,
-                "crash_file": self.crash_file, "notes": list(self.notes), "duration_s": self.duration}
+        return TestRecord(
+            name=self.name, workload=c.workload, target=c.target, runtime=self.runtime,
+            nemesis=list(self.nemesis), fault=list(c.faults), isolation=c.isolation, model=self.checks.model,
+            time_limit=c.time_limit, concurrency=c.concurrency, rate=c.rate, keys=c.keys, seed=c.seed,
+            nemesis_interval=c.nemesis_interval, checks=self.checks, started=self.started,
+            finished=self.finished, faults_happened=dict(self.faults), nemesis_errors=list(self.nemesis_errors),
+            summary=dict(self.counts), status=self.status, reason=self.reason, ended=self.ended,
+            crash_file=self.crash_file, notes=list(self.notes), duration_s=self.duration)
 
     def summary_json(self) -> dict[str, Any]:
         """`sleuth run --json`: the one object on stdout."""
@@ -369,8 +370,7 @@ class _Online(threading.Thread):
         self.found: list[Any] = []
         self.error: str | None = None
         self.history = History([], source)
-        options = {"linearizable_keys": checks.linearizable_keys}
-        self.engine = engine_for(checks.checker, self.history, checks.model, self._found, options,
+        self.engine = engine_for(checks.checker, self.history, checks.model, self._found, checks.options,
                                  timestamps=checks.timestamps)
         self.feed = Feed(self.history, self.engine) if self.engine is not None else None
 
@@ -624,7 +624,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     failed = None  # the user's target failed before the first operation (TargetFailed)
     try:
         try:
-            store.write_record(run_dir, started_record(p, run_dir, started).test_json())
+            store.write_record(run_dir, started_record(p, run_dir, started).test_record())
             live = _Live(p, Recorder(store.history_path(run_dir)), signals, say)
             reason = live.run()
         except Interrupted:
@@ -680,7 +680,7 @@ def _target_failed(p: _Plan, run_dir: str, started: float, reason: str) -> RunRe
         started=started, finished=time.time(), faults={}, nemesis_errors=(),
         counts={"ops": 0, "ok": 0, "fail": 0, "info": 0}, valid="unknown", anomaly_types=(),
         status=exits.BAD_INPUT, reason=reason, ended=reason)
-    store.write_record(run_dir, rec.test_json())
+    store.write_record(run_dir, rec.test_record())
     return rec
 
 
@@ -755,7 +755,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     if not hurried:  # a second signal asked to stop at once: no plots
         try:
             from sleuth.reports.run_report import render
-            report = render(run_dir, history=history, test=record().test_json(), results=results)
+            report = render(run_dir, history=history, test=record().test_record(), results=results)
         except Exception as e:
             if crash is None:
                 crash = (e, traceback.format_exc())
@@ -763,7 +763,7 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     crash_file = store.write_crash(run_dir, crash[1]) if crash else None
     rec = record(crash_file, report)
     try:
-        store.write_record(run_dir, rec.test_json(), results)
+        store.write_record(run_dir, rec.test_record(), Results.of(results))
     except store.StoreError as e:
         rec = dataclasses.replace(rec, status=exits.CRASHED, reason=f"crashed: {e}")
     return rec

@@ -15,19 +15,23 @@ As in Jepsen (`jepsen.store`), test.json and results.json are written whole,
 from values, at the end of a run: nothing edits them in turn. test.json is
 also written once when the run starts, with status "running" and the checks
 the run will apply, so that a run killed outright (SIGKILL, power loss) still
-leaves a directory `sleuth check RUN_DIR` can judge. A store that
+leaves a directory `sleuth check RUN_DIR` can judge. The two files' types,
+their format version and their readers are `sleuth.records`'s; `write_record`
+is the only code that writes them. A store that
 cannot be written is sleuth's failure (`StoreError`, exit 255), not the
 system's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sleuth.jsonfile import write_json
+
+if TYPE_CHECKING:
+    from sleuth.records import Results, TestRecord
 
 HISTORY, TEST, RESULTS, REPORT, CRASH, NODES = (
     "history.jsonl", "test.json", "results.json", "index.html", "crash.txt", "nodes")
@@ -89,13 +93,13 @@ def latest(store: str) -> str | None:
     return os.path.realpath(link) if os.path.isdir(link) else None
 
 
-def write_record(run_dir: str, test: dict[str, Any], results: dict[str, Any] | None = None) -> None:
+def write_record(run_dir: str, test: TestRecord, results: Results | None = None) -> None:
     """test.json and results.json, each whole (temp file and rename), at the end of a run;
-    test.json alone (results None) as it starts."""
+    test.json alone (results None) as it starts. The one writer of both files."""
     try:
-        write_json(test_path(run_dir), test)
+        write_json(test_path(run_dir), test.to_json())
         if results is not None:
-            write_json(results_path(run_dir), results)
+            write_json(results_path(run_dir), results.to_json())
     except OSError as e:
         raise StoreError(f"cannot write the record of {run_dir}: {e.strerror or e}") from None
 
@@ -108,16 +112,6 @@ def write_crash(run_dir: str, text: str) -> str | None:
         return crash_path(run_dir)
     except OSError:
         return None
-
-
-def read_json(path: str) -> dict[str, Any]:
-    """A record file, or {} when it is missing or unreadable (a run cut short, an imported history)."""
-    try:
-        with open(path) as f:
-            out = json.load(f)
-        return out if isinstance(out, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def find_run(path: str) -> str | None:

@@ -25,6 +25,7 @@ import pytest
 from sleuth import exits, runner, store
 from sleuth.interrupts import Signals
 from sleuth.judge import DID_NOT_FINISH
+from sleuth.records import Results, TestRecord
 from sleuth.workloads.sim_list_append import write_sim
 
 STARTED_AGO = 15.0  # seconds between the run's start and its conclusion (setup included)
@@ -53,7 +54,7 @@ def make_run(tmp_path, db: str, how: str = "finished"):
             e["time"] *= STRETCH
             out.write(orjson.dumps(e) + b"\n")
     started = time.time() - STARTED_AGO
-    store.write_record(run_dir, runner.started_record(p, run_dir, started).test_json())
+    store.write_record(run_dir, runner.started_record(p, run_dir, started).test_record())
     if how == "killed":
         return run_dir, None
     signals = Signals()
@@ -82,7 +83,7 @@ def serializable(tmp_path_factory):
 
 
 def test_the_run_itself_is_valid_as_snapshot_isolation_and_finds_write_skew(si_run):
-    results = store.read_json(store.results_path(si_run))
+    results = Results.read(store.results_path(si_run)).to_json()
     assert results["valid"] is True and results["model"] == "snapshot-isolation"
     assert "G2-item" in results["also-found"]  # the known answer: write skew, allowed at SI
 
@@ -180,7 +181,7 @@ def test_a_run_not_judged_says_so_in_its_report(tmp_path):
     assert "Checked against" not in page and "None found" not in page
     assert "<b>Not judged</b>" in page and "stopped at once by a second signal, not judged" in page
     assert "Not looked for: the history was not judged." in page
-    results = store.read_json(store.results_path(run_dir))  # as the runner recorded it
+    results = Results.read(store.results_path(run_dir)).to_json()  # as the runner recorded it
     assert results["judged"] is False and results["valid"] == "unknown"
     # and judged now, it is what it is
     assert _sleuth("check", run_dir).returncode == exits.INVALID
@@ -211,7 +212,7 @@ def test_summary_and_report_give_one_duration(serializable, capsys):
     summary = _summary(rec, capsys)
     assert re.search(rf"^  ops: .* in {re.escape(text)}$", summary, re.M), summary
     assert f"<th>duration</th><td>{text}</td>" in open(store.report_path(run_dir)).read()
-    assert store.read_json(store.test_path(run_dir))["duration_s"] == pytest.approx(span)
+    assert TestRecord.read(store.test_path(run_dir)).to_json()["duration_s"] == pytest.approx(span)
     # re-rendered from the directory: the same figure
     assert _sleuth("report", run_dir).returncode == 0
     assert f"<th>duration</th><td>{text}</td>" in open(store.report_path(run_dir)).read()
@@ -221,7 +222,7 @@ def test_a_valid_runs_summary_shows_the_anomalies_its_model_allows(si, serializa
     """Item 12: valid, with write skew found (allowed at snapshot isolation): the summary says
     "found (allowed): …" with counts, as `sleuth check` does."""
     run_dir, rec = si
-    results = store.read_json(store.results_path(run_dir))
+    results = Results.read(store.results_path(run_dir)).to_json()
     assert rec.valid is True and results["also-found"]
     lines = [line for line in _summary(rec, capsys).splitlines() if "found (allowed)" in line]
     assert len(lines) == 1 and lines[0].startswith("  found (allowed): "), lines
@@ -242,7 +243,7 @@ def test_a_real_postgres_run_agrees_with_itself(tmp_path):
                        capture_output=True, text=True, timeout=180)
     assert p.returncode == exits.VALID, p.stderr
     run_dir = json.loads(p.stdout)["run_dir"]
-    results = store.read_json(store.results_path(run_dir))
+    results = Results.read(store.results_path(run_dir)).to_json()
     text = f"{_history_span(run_dir):.1f} s"
     assert re.search(rf"^  ops: .* in {re.escape(text)}$", p.stderr, re.M), p.stderr
     assert f"<th>duration</th><td>{text}</td>" in open(store.report_path(run_dir)).read()
@@ -261,7 +262,7 @@ def test_the_summary_shows_the_anomalies_from_the_record_not_from_a_file_read_ag
     import dataclasses
 
     run_dir, rec = si
-    assert rec.results == store.read_json(store.results_path(run_dir))
+    assert Results.of(rec.results) == Results.read(store.results_path(run_dir))
     elsewhere = dataclasses.replace(rec, run_dir=str(tmp_path))  # no results.json there
     lines = [line for line in _summary(elsewhere, capsys).splitlines() if "found (allowed)" in line]
     assert len(lines) == 1 and all(n in lines[0] for n in rec.results["also-found"]), lines

@@ -479,8 +479,9 @@ def test_a_report_directory_checked_again_keeps_the_options_it_was_judged_with(t
         inv(1, "read", None), done("ok", 1, "read", {"0": 50, "1": 50})])
     for name, args, recorded in (
             ("skew", [skew, "-w", "rw-register", "-m", "serializable", "--linearizable-keys", "--timestamps"],
-             {"checker": "rw-register", "model": "serializable", "linearizable_keys": True, "timestamps": True}),
-            ("bank", [bank, "-w", "bank", "--total", "50"], {"checker": "bank", "total": 50})):
+             {"checker": "rw-register", "model": "serializable", "options": {"linearizable_keys": True},
+              "timestamps": True}),
+            ("bank", [bank, "-w", "bank", "--total", "50"], {"checker": "bank", "options": {"total": 50}})):
         d = tmp_path / f"rep-{name}"
         p = run("check", *args, "--report", str(d), "--json")
         assert p.returncode == 1, (name, p.stdout, p.stderr)

@@ -209,8 +209,9 @@ def test_a_small_register_file_never_imports_numpy(tmp_path):
     """Start-up: a small file goes by the general reader, and numpy's import
     (tens of milliseconds) is not paid for it."""
     path, _ = _register_file(tmp_path, "small.jsonl")
-    code = ("import sys; from sleuth.checker import WORKLOADS; from sleuth.cli.check import "
-            f"judge_file; s = judge_file({path!r}, WORKLOADS['register'], {{}})[0]; "
+    code = ("import sys; from sleuth.checker import WORKLOADS; from sleuth.checks import Checks; "
+            "from sleuth.cli.check import judge_file; "
+            f"s = judge_file({path!r}, WORKLOADS['register'], Checks(checker='register'))[0]; "
             "print(s, 'numpy' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)

@@ -22,6 +22,7 @@ from sleuth import exits, store
 from sleuth.cluster import procs
 from sleuth.history import read_jsonl
 from sleuth.judge import op_counts
+from sleuth.records import Results, TestRecord
 
 pytestmark = [pytest.mark.cluster]
 
@@ -98,7 +99,7 @@ def test_a_signal_heals_stops_the_nodes_and_judges_what_was_recorded(tmp_path, s
     summary = json.loads(out)
     assert summary["reason"] == "interrupted" and summary["valid"] == "unknown"
     run_dir = summary["run_dir"]
-    results = store.read_json(store.results_path(run_dir))
+    results = Results.read(store.results_path(run_dir)).to_json()
     assert results["reason"] == "interrupted" and results["valid"] == "unknown"
     assert os.path.exists(store.report_path(run_dir)) and "interrupted" in open(store.report_path(run_dir)).read()
     assert results["counts"]["ok"] > 0 and results["counts"] == op_counts(read_jsonl(store.history_path(run_dir)))
@@ -149,7 +150,7 @@ def test_a_workload_that_raises_is_sleuths_crash(tmp_path, method):
     assert summary["exit"] == exits.CRASHED and os.path.exists(crash)
     text = open(crash).read()
     assert "Traceback" in text and "RuntimeError: workload bug on purpose" in text
-    assert store.read_json(store.test_path(summary["run_dir"]))["status"] == exits.CRASHED
+    assert TestRecord.read(store.test_path(summary["run_dir"])).to_json()["status"] == exits.CRASHED
     _assert_nothing_running(tmp_path, pids)
 
 
@@ -164,7 +165,8 @@ def test_one_run_through_store_report_and_check_is_one_consistent_record(tmp_pat
     run_dir = summary["run_dir"]
     assert {"history.jsonl", "test.json", "results.json", "index.html", "nodes"} <= set(os.listdir(run_dir))
     assert not [f for f in os.listdir(run_dir) if f.endswith(".tmp")] and not os.path.exists(store.crash_path(run_dir))
-    test, results = store.read_json(store.test_path(run_dir)), store.read_json(store.results_path(run_dir))
+    test = TestRecord.read(store.test_path(run_dir)).to_json()
+    results = Results.read(store.results_path(run_dir)).to_json()
     history = read_jsonl(store.history_path(run_dir))
     # written after the history was closed, from the same values
     assert os.path.getmtime(store.test_path(run_dir)) >= os.path.getmtime(store.history_path(run_dir))
@@ -197,7 +199,7 @@ def test_a_nemesis_that_injected_nothing_says_so(tmp_path):
     assert p.returncode == exits.VALID, p.stderr
     summary = json.loads(p.stdout)
     assert summary["faults"] == {} and "kill, pause (no fault was injected)" in p.stderr
-    assert store.read_json(store.test_path(summary["run_dir"]))["faults_happened"] == {}
+    assert TestRecord.read(store.test_path(summary["run_dir"])).to_json()["faults_happened"] == {}
     # and which kinds, and why: in the summary, the JSON and the report
     note = ("--nemesis kill, pause never started: this run had room for 0 faults (one every 10 s, the fault "
             "then its heal, within --time-limit 2 s); raise --time-limit or lower --nemesis-interval")

@@ -13,6 +13,7 @@ import pytest
 from test_run_interrupt import _assert_nothing_running, _env, _node_pids, _run_args
 
 from sleuth import exits, store
+from sleuth.records import Results
 
 pytestmark = [pytest.mark.cluster]
 
@@ -46,7 +47,7 @@ def test_fail_fast_stops_a_run_at_its_first_anomaly(tmp_path, workload, fault, a
     assert summary["reason"].startswith(f"fail-fast: {anomaly} found online at line "), summary
     assert f"found {anomaly} online at line" in err and "--fail-fast: stopping the load" in err
     run_dir = summary["run_dir"]
-    results = store.read_json(store.results_path(run_dir))
+    results = Results.read(store.results_path(run_dir)).to_json()
     found = results["online"]["found"]
     assert results["valid"] is False and found and found[0]["anomaly"] == anomaly
     assert found[0]["time"] > 0 and found[0]["found-at"] > 0 and found[0]["lines"]

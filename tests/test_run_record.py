@@ -20,6 +20,7 @@ from sleuth.cluster.faults import FAULTS as SWITCHES
 from sleuth.history import JsonlWriter, read_jsonl
 from sleuth.judge import DID_NOT_FINISH, NOTHING_COMPLETED, Checks, judge, op_counts
 from sleuth.nemesis.faults import FAULT_CLASSES, STARTS, STOPS, Schedule
+from sleuth.records import Results, TestRecord
 from sleuth.reports.run_report import nemesis_windows, render, seconds
 from sleuth.targets import Target, redact
 from sleuth.workloads.sim_list_append import write_sim
@@ -77,9 +78,9 @@ def test_store_layout_and_find_run(tmp_path):
     assert os.path.isdir(store.nodes_dir(d)) and store.latest(str(tmp_path / "s")) == os.path.realpath(d)
     assert store.find_run(d) is None  # no history, no test.json yet
     open(store.history_path(d), "w").close()
-    store.write_record(d, {"name": "t"}, {"valid": True})
+    store.write_record(d, TestRecord(name="t", checks=Checks(checker="counter")), Results(valid=True))
     assert store.find_run(d) == d and store.find_run(store.history_path(d)) == d
-    assert store.read_json(store.results_path(d)) == {"valid": True}
+    assert Results.read(store.results_path(d)) == Results(valid=True)
     assert not [f for f in os.listdir(d) if f.endswith(".tmp")]
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -147,7 +148,7 @@ def test_report_shows_each_explanation_once_in_seconds(tmp_path):
     h = read_jsonl(d / "history.jsonl")
     results = judge(h, LIST_APPEND)
     assert results["valid"] is False
-    page = open(render(str(d), history=h, test={"name": "x", "workload": "list-append"},
+    page = open(render(str(d), history=h, test=TestRecord(name="x", workload="list-append", checks=LIST_APPEND),
                        results=results)).read()
     expected: dict[str, int] = {}  # each step's why, as often as the shown examples hold it
     for name in results["anomaly-types"]:

@@ -455,7 +455,9 @@ def test_an_invalid_run_directory_gets_a_counterexample_shown_first_in_its_repor
     summary = counterexample.for_run(str(run_dir), h, checks, budget=20)
     assert summary is not None and summary["minimal"]
     assert summary["command"].startswith("sleuth check counterexample.jsonl --workload list-append")
-    page = open(render(str(run_dir), h, {"name": "t", "workload": "list-append"}, results)).read()
+    from sleuth.records import TestRecord
+
+    page = open(render(str(run_dir), h, TestRecord(name="t", workload="list-append", checks=checks), results)).read()
     assert page.index('id="counterexample"') < page.index('id="anomalies"')
     assert "<svg" in page and "counterexample.jsonl" in page
     # the workload's checker finds nothing: no counterexample, no file

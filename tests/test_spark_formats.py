@@ -23,6 +23,7 @@ pytestmark = pytest.mark.spark
 require_module("pyspark")
 
 from sleuth.checker import WORKLOADS  # noqa: E402
+from sleuth.checks import Checks  # noqa: E402
 from sleuth.cli.check import judge_file, judge_spark  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "imports")
@@ -73,9 +74,9 @@ def test_every_format_gets_the_same_verdict_with_and_without_spark(spark, tmp_pa
     monkeypatch.setenv("SLEUTH_HOME", str(tmp_path / "home"))  # where a read-only input's copy would go
     for path, workload, expected in cases(tmp_path):
         spec = WORKLOADS[workload]
-        kwargs = {"model": spec.default_model}
-        status, want, _, _ = judge_file(path, spec, kwargs)
-        got_status, got, _, _ = judge_spark(path, spec, kwargs, "local[1]", True)
+        checks = Checks(checker=spec.name, model=spec.default_model)
+        status, want, _, _ = judge_file(path, spec, checks)
+        got_status, got, _, _ = judge_spark(path, spec, checks, "local[1]", True)
         assert want["valid"] == {"valid": True, "invalid": False}[expected], (path, want)
         assert (got_status, got["valid"], got["anomaly-types"]) == (status, want["valid"], want["anomaly-types"]), \
             (path, got.get("error"), got["anomaly-types"], want["anomaly-types"])

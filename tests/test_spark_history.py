@@ -58,13 +58,19 @@ def spark_check(path, workload, **options):
     from sleuth.checker.spark import history_check
 
     said = []
-    options.setdefault("model", WORKLOADS[workload].default_model)
-    return history_check.check(str(path), workload, options, "local[2]", said.append).to_json(), said
+    kwargs = _checks(workload, options).kwargs()  # as `sleuth check --spark` hands them on
+    return history_check.check(str(path), workload, kwargs, "local[2]", said.append).to_json(), said
 
 
 def single_check(path, workload, **options):
-    options.setdefault("model", WORKLOADS[workload].default_model)
-    return WORKLOADS[workload].checker()(load(str(path), events=False), **options).to_json()
+    return WORKLOADS[workload].checker()(load(str(path), events=False), **_checks(workload, options).kwargs()).to_json()
+
+
+def _checks(workload, options):
+    from sleuth.checks import Checks
+
+    model = options.pop("model", WORKLOADS[workload].default_model)
+    return Checks(checker=workload, model=model, options=options)
 
 
 def assert_same(path, workload, **options):

@@ -39,6 +39,7 @@ nemesis event starts a fault, unless it only records that the start failed
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import orjson
 
@@ -206,7 +207,7 @@ def write_ops(ops, ops_path: str, campaign: str, run: str, workload: str) -> Non
 
 
 @gc_paused
-def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: dict, part: str, keyed: bool,
+def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, part: str, keyed: bool,
              ops_path: str):
     """Consolidate one run: write its operations under `ops_path` and return its `run` row
     (a one-row pandas DataFrame, RUN_SCHEMA).

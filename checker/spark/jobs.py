@@ -32,10 +32,10 @@ import os
 import time
 from typing import Any
 
-import orjson
-
+from sleuth import store
 from sleuth.checker.spark.shard_history import warm
 from sleuth.exits import valid_of_text, verdict_text
+from sleuth.records import Results, TestRecord
 from sleuth.words import plural
 
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
@@ -49,22 +49,14 @@ def run_meta(run_dirs: list[str], campaign: str) -> list[dict[str, Any]]:
     common = os.path.commonpath([os.path.dirname(d) for d in dirs]) if dirs else ""
     out = []
     for d in dirs:
-        with open(os.path.join(d, "test.json"), "rb") as f:
-            test = orjson.loads(f.read())
-        try:
-            with open(os.path.join(d, "results.json"), "rb") as f:
-                results = orjson.loads(f.read())
-        except FileNotFoundError:
-            results = {}
-
+        test = TestRecord.read(store.test_path(d))
+        results = (Results.read(store.results_path(d)) if os.path.exists(store.results_path(d))
+                   else None)  # a run killed outright wrote none: its own verdict is unknown
         out.append({"campaign": campaign, "run": os.path.relpath(d, common), "run_dir": d,
-                    "workload": test["workload"], "target": str(test.get("target", "")),
-                    "nemesis": ",".join(test.get("nemesis") or []),
-                    "fault": ",".join(test.get("fault") or []),
-                    "isolation": test.get("isolation") or "", "model": test.get("model") or "",
-                    "seed": int(test.get("seed", 0)),
-                    "run_valid": verdict_text(results.get("valid")),
-                    "run_anomaly_types": sorted(results.get("anomaly-types", [])), "test": test})
+                    "workload": test.workload, "target": test.target, "nemesis": ",".join(test.nemesis),
+                    "fault": ",".join(test.fault), "isolation": test.isolation or "", "model": test.model or "",
+                    "seed": test.seed or 0, "run_valid": verdict_text(results and results.valid),
+                    "run_anomaly_types": sorted(results.anomaly_types if results else []), "test": test})
     return out
 
 
@@ -179,11 +171,9 @@ def judge_large(spark, m: dict) -> dict:
     no task holds the run's whole analysis. A verdict part (run, valid, anomaly_types, error)."""
     from sleuth.checker import WORKLOADS as CHECKERS
     from sleuth.checker.spark import history_check
-    from sleuth.judge import Checks
-
-    checks = Checks.of_test(m["test"])
+    checks = m["test"].checks
     options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
-    if checks.linearizable_keys:
+    if checks.options.get("linearizable_keys"):
         options["linearizable_keys"] = True
     saved = {k: spark.conf.get(k, None) for k in SIZED_CONFS}  # the check sizes them to its history
     try:

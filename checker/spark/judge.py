@@ -7,7 +7,7 @@ false > unknown > true, Jepsen's `independent` checker). Inside each task the
 rows become a `sleuth.history.History` again and go to exactly the checkers
 `sleuth check` uses, so the verdicts agree by construction.
 
-The run's checks come from its test.json (`sleuth.judge.Checks.of_test`),
+The run's checks come from its test.json (`sleuth.records.TestRecord.checks`),
 and the judging is `sleuth.judge`'s: the function `sleuth run` and `sleuth
 check RUN_DIR` use, so a Spark verdict cannot drift from theirs.
 """
@@ -21,9 +21,10 @@ import orjson
 from sleuth.history import Event, History
 
 
-def judge_history(history: History, test: dict, part: str = "all") -> dict[str, Any]:
-    """The verdict `sleuth run` gives a history, from the run's own test.json: the same pure
-    judging function (`sleuth.judge`) with the checks the run recorded (`Checks.of_test`).
+def judge_history(history: History, test: Any, part: str = "all") -> dict[str, Any]:
+    """The verdict `sleuth run` gives a history, from the run's own test.json (a
+    `sleuth.records.TestRecord`): the same pure judging function (`sleuth.judge`) with the
+    checks the run recorded.
 
     `part`: "checker" (the workload's checker only, on one key's slice of a
     register history; a key where nothing was observed counts as valid, as
@@ -31,9 +32,9 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
     timestamps, nothing completed, a run that ended early), or "all". Returns
     {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.judge import Checks, check_workload, judge, run_ended
+    from sleuth.judge import check_workload, judge, run_ended
 
-    checks = Checks.of_test(test)
+    checks = test.checks
     if part == "checker":
         r = check_workload(history, checks)
         if r.stats.get("keys-judged") == 0:

@@ -61,8 +61,7 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
     except CampaignError as e:
         exits.die(str(e))
     if resumed:
-        from sleuth.reports.campaign_report import load_record
-        record = load_record(cdir)
+        record = _load_record(cdir)
         record["dir"] = os.path.abspath(cdir)  # where it is now, should the store have moved
         if [Run.from_json(r["run"]) for r in record["runs"]] != list(plan.runs):
             _err(f"sleuth campaign: {file} changed since {cdir} started; resuming the matrix recorded there")
@@ -101,15 +100,30 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
     if not os.path.isdir(directory):
         exits.die(f"{directory}: not a directory")
     if os.path.exists(os.path.join(directory, RECORD)):
-        from sleuth.reports.campaign_report import load_record
-        record = load_record(directory)
+        record = _load_record(directory)
         record["dir"] = os.path.abspath(directory)
     else:
-        record = record_of_runs(directory)
+        from sleuth.records import RecordError
+
+        try:
+            record = record_of_runs(directory)
+        except RecordError as e:
+            exits.die(str(e))
         if not record["runs"]:
             exits.die(f"{directory}: no campaign.json and no run directories (test.json + results.json) below it")
         save(record)
     _finish(directory, record, spark=not no_spark, master=spark_master, as_json=as_json)
+
+
+def _load_record(campaign_dir: str) -> dict:
+    """campaign.json of `campaign_dir`; one that is not a campaign record is bad input (254, named)."""
+    from sleuth.campaign import load_record
+    from sleuth.records import RecordError
+
+    try:
+        return load_record(campaign_dir)
+    except RecordError as e:
+        exits.die(str(e))
 
 
 def _dry_run(plan, as_json: bool) -> None:
@@ -144,7 +158,12 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         except Exception as e:  # the runs are judged already; say why Spark failed and keep their verdicts
             _err(f"sleuth campaign: the Spark jobs failed ({type(e).__name__}: {e}); judged by each run alone")
     if table is None:
-        table = campaign_report.table_from_runs(record)
+        from sleuth.records import RecordError
+
+        try:
+            table = campaign_report.table_from_runs(record)
+        except RecordError as e:  # a run's test.json that is not one: bad input, named
+            exits.die(str(e))
     verdicts = campaign_report.verdicts(table)
     page = campaign_report.render(cdir, table, record)
     xml = junit.write(cdir, record, verdicts)

@@ -9,7 +9,6 @@ say (sleuth/checker/__init__.py), not this module's.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 import os
@@ -48,7 +47,7 @@ def _checker_options(spec: Workload, values: dict[str, Any], subject: str | None
             continue  # not given: the checker's own default applies
         option = OPTIONS[name]
         if name not in spec.options:
-            takes = ", ".join(OPTIONS[o].flag for o in spec.options) or "none"
+            takes = ", ".join(OPTIONS[o].flag for o in spec.options if not OPTIONS[o].own_flag) or "none"
             exits.die(f"{option.flag} does not apply to {subject or f'--workload {spec.name}'} "
                       f"(its options: {takes})")
         if option.json:
@@ -58,6 +57,16 @@ def _checker_options(spec: Workload, values: dict[str, Any], subject: str | None
                 exits.die(f"{option.flag} {value!r} is not JSON ({e.msg})")
         kwargs[name] = value
     return kwargs
+
+
+def checks_of_flags(spec: Workload, model: str | None, options: dict[str, Any],
+                    timestamps: bool = False) -> Any:
+    """The checks a history file gets from `sleuth check`'s flags (a `sleuth.checks.Checks`):
+    the model asked (or the workload's default), the checker options given, --timestamps."""
+    from sleuth.checks import Checks
+
+    given = _checker_options(spec, options)  # an option that does not apply is named before --model
+    return Checks(checker=spec.name, model=_model_for(spec, model), options=given, timestamps=timestamps)
 
 
 def _summary_line(path: str, results: dict[str, Any]) -> str:
@@ -110,12 +119,13 @@ def _failed(path: str, e: Exception) -> tuple[int, dict[str, Any], None, None]:
 
 
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
-def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
-               events: bool = False, timestamps: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
-    """Load and judge one history: (exit status, JSON record, Result or None, the History or None).
+def judge_file(path: str, spec: Workload, checks: Any,
+               events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
+    """Load and judge one history under `checks` (a `sleuth.checks.Checks`): (exit status, JSON
+    record, Result or None, the History or None).
 
     `events=True` keeps every event (a report draws them); checkers need only ops.
-    `timestamps=True` also applies the grey-box timestamp rules (`--timestamps`).
+    `checks.timestamps` also applies the grey-box timestamp rules (`--timestamps`).
 
     Bad input is 254 with the reader's one-line error; any other exception is
     sleuth's own failure, 255 (with its traceback on stderr when SLEUTH_DEBUG=1).
@@ -127,11 +137,9 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
             click.echo(f"sleuth: note: {path}: time is not monotone ({count} events go back in "
                        f"time, the first at line {line}); the file order is the real-time order "
                        "and times are for display only", err=True)
-        result = spec.checker()(history, **kwargs)
-        if timestamps:
-            from sleuth.judge import with_timestamps
+        from sleuth.judge import check_judged
 
-            result = with_timestamps(result, history, spec.name)[0]
+        result = check_judged(history, checks)
     except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
         return _failed(path, e)
     status = exits.of_valid(result.valid)
@@ -141,7 +149,7 @@ def judge_file(path: str, spec: Workload, kwargs: dict[str, Any],
 _SPARK_MASTER = re.compile(r"^(local(\[[0-9*]+(,[0-9]+)?\])?|spark://\S+|yarn|k8s://\S+|mesos://\S+)$")
 
 
-def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
+def judge_spark(path: str, spec: Workload, checks: Any, master: str,
                 quiet: bool) -> tuple[int, dict[str, Any], Any, None]:
     """`judge_file` on Spark (sleuth/checker/spark/history_check.py): the same statuses and record."""
     from sleuth.checker.spark.history_check import check as spark_check
@@ -150,7 +158,7 @@ def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
         click.echo(f"sleuth: {s}", err=True)
 
     try:
-        result = spark_check(path, spec.name, kwargs, master, say)
+        result = spark_check(path, spec.name, checks.kwargs(), master, say)
     except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
         return _failed(path, e)
     status = exits.of_valid(result.valid)
@@ -160,6 +168,8 @@ def judge_spark(path: str, spec: Workload, kwargs: dict[str, Any], master: str,
 def _option_flags(fn):
     """One click option per entry of the registry's OPTIONS table."""
     for option in reversed(OPTIONS.values()):
+        if option.own_flag:
+            continue  # the command declares it (--model)
         if option.type is None and option.switch:
             decls = f"{option.flag}/--no-{option.flag[2:]}"
             fn = click.option(decls, option.name, default=bool(option.default), show_default=True,
@@ -258,13 +268,10 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
             exits.die(f"--follow: {files[0]}: --follow reads JSON Lines histories only (Jepsen's files are "
                       "judged whole, without --follow)")
         spec = WORKLOADS[workload]
-        kwargs = _checker_options(spec, options)
-        judged_model = _model_for(spec, model)
-        if judged_model is not None:
-            kwargs["model"] = judged_model
         from sleuth.cli.follow import follow_check
 
-        sys.exit(follow_check(files[0], spec, kwargs, idle_timeout, as_json, explain, timestamps))
+        sys.exit(follow_check(files[0], spec, checks_of_flags(spec, model, options, timestamps), idle_timeout,
+                              as_json, explain))
     if spark_master is not None and (workload is None or report_dir or timestamps):
         exits.die("--spark needs --workload and takes no --report or --timestamps")
     if spark_master is not None:
@@ -291,13 +298,10 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
     if report_dir and len(files) != 1:
         exits.die("--report DIR takes one history")
     plans = {f: _run_plan(f, d, workload, model, options, timestamps, report_dir) for f, d in runs.items()}
-    spec, kwargs = None, {}
+    spec, checks = None, None
     if len(plans) < len(files):  # history files: judged as --workload and the options say
         spec = WORKLOADS[workload]
-        kwargs = _checker_options(spec, options)
-        judged_model = _model_for(spec, model)
-        if judged_model is not None:
-            kwargs["model"] = judged_model
+        checks = checks_of_flags(spec, model, options, timestamps)
     statuses = []
     progress = None
     if len(files) > 20 and not as_json and sys.stderr.isatty():
@@ -311,23 +315,19 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
             if plan is not None:  # a run directory: its own checks, with the options given here
                 status, record, results, history = judge_run(path, plan, events=report_dir is not None)
             elif spark_master is not None:
-                status, record, result, history = judge_spark(path, spec, kwargs, spark_master, as_json)
+                status, record, result, history = judge_spark(path, spec, checks, spark_master, as_json)
                 results = None if result is None else result.to_json()
             else:
-                status, record, result, history = judge_file(path, spec, kwargs, events=report_dir is not None,
-                                                             timestamps=timestamps)
+                status, record, result, history = judge_file(path, spec, checks, events=report_dir is not None)
                 results = None if result is None else result.to_json()
             statuses.append(status)
             if report_dir and results is not None:
-                from sleuth.judge import Checks
                 from sleuth.reports.run_report import report_history
 
                 if isinstance(plan, RunPlan):
-                    report = report_history(report_dir, history, results,
-                                            plan.checks.with_options(plan.options), path, plan.test)
+                    report = report_history(report_dir, history, results, plan.checks, path, plan.test)
                 else:
-                    checks = Checks(checker=spec.name, model=kwargs.get("model"), timestamps=timestamps)
-                    report = report_history(report_dir, history, results, checks.with_options(kwargs), path)
+                    report = report_history(report_dir, history, results, checks, path)
                 click.echo(f"report: {report}", err=True)
             if progress is not None:
                 progress.update(1)
@@ -391,36 +391,36 @@ class RunPlan:
     better than unknown (`reason`, sleuth.judge.run_ended)."""
 
     run_dir: str
-    test: dict[str, Any]
-    checks: Any  # sleuth.judge.Checks
-    options: dict[str, Any]  # checker options given here, passed on to the checker
+    test: Any  # sleuth.records.TestRecord
+    checks: Any  # sleuth.checks.Checks: the run's, with the options given here laid over them
     notes: tuple[str, ...]  # what the options changed, said with the verdict
     reason: str | None
 
 
 def _run_plan(path: str, run_dir: str, workload: str | None, model: str | None, options: dict[str, Any],
               timestamps: bool, report_dir: str | None) -> RunPlan | str:
-    """The run's own checks (`Checks.of_test`) with the user's options applied, or the one-line
+    """The run's own checks (test.json's, `sleuth.records.TestRecord`) with the user's options applied, or the one-line
     error of a test.json that cannot say what the run checked (that run's bad input, 254).
     An option that cannot apply to the run is a bad argument: refused at once (254)."""
-    from sleuth.judge import Checks, run_ended
-    from sleuth.store import read_json, test_path
+    import msgspec
 
-    test = read_json(test_path(run_dir))
+    from sleuth.judge import run_ended
+    from sleuth.records import RecordError, TestRecord
+    from sleuth.store import test_path
+
     try:
-        checks = Checks.of_test(test)
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
-        return f"{test_path(run_dir)}: cannot tell what the run checked ({e})"
-    spec = WORKLOADS.get(checks.checker)
-    if spec is None:
-        return f"{test_path(run_dir)}: cannot tell what the run checked (no checker named {checks.checker!r})"
+        test = TestRecord.read(test_path(run_dir))
+    except RecordError as e:
+        return str(e)
+    checks = test.checks
+    spec = WORKLOADS[checks.checker]
     if workload is not None and workload != spec.name:
         exits.die(f"--workload {workload}: {path} is a {spec.name} run; its test.json says how it is judged "
                   f"(leave --workload out, or give {spec.name})")
     if report_dir is not None and os.path.realpath(report_dir) == os.path.realpath(run_dir):
         exits.die(f"--report {report_dir}: that is the run directory being checked, whose record and report "
                   "stay as the run wrote them; name another directory")
-    kwargs = _checker_options(spec, options, f"{path}, a {spec.name} run")
+    given = _checker_options(spec, options, f"{path}, a {spec.name} run")
     notes = []
     if model is not None:
         try:
@@ -432,11 +432,11 @@ def _run_plan(path: str, run_dir: str, workload: str | None, model: str | None, 
             if checks.timestamps and not timestamps:
                 notes.append(f"the grey-box timestamp rules the run applied with {checks.model} are left out "
                              "under another model (--timestamps applies them)")
-        checks = dataclasses.replace(checks, model=chosen, timestamps=timestamps or (checks.timestamps
-                                                                                     and chosen == checks.model))
+        checks = msgspec.structs.replace(checks, model=chosen, timestamps=timestamps or (
+            checks.timestamps and chosen == checks.model))
     elif timestamps:
-        checks = dataclasses.replace(checks, timestamps=True)
-    return RunPlan(run_dir, test, checks, kwargs, tuple(notes), run_ended(test))
+        checks = msgspec.structs.replace(checks, timestamps=True)
+    return RunPlan(run_dir, test, checks.with_options(given), tuple(notes), run_ended(test))
 
 
 @gc_paused
@@ -452,7 +452,7 @@ def judge_run(path: str, plan: RunPlan | str, events: bool = False) -> tuple[int
         return exits.BAD_INPUT, error_record(path, plan, exits.BAD_INPUT), None, None
     try:
         history = read_jsonl(history_path(plan.run_dir), events=events)
-        results = judge(history, plan.checks, plan.reason, options=plan.options)
+        results = judge(history, plan.checks, plan.reason)
     except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per run
         return _failed(path, e)
     if plan.notes:

@@ -29,9 +29,10 @@ from sleuth.history import History, HistoryError
 from sleuth.interrupts import deferred
 
 
-def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout: float | None,
-                 as_json: bool, explain: bool, timestamps: bool) -> int:
-    """Follow `path`, report online, judge at the end; the exit status."""
+def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | None,
+                 as_json: bool, explain: bool) -> int:
+    """Follow `path`, report online, judge at the end under `checks` (a `sleuth.checks.Checks`);
+    the exit status."""
     from sleuth import follow as fl
     from sleuth.cli.check import _print_result, emit, error_record, judge_file
 
@@ -58,8 +59,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
                            + (" …" if len(f.lines) > 40 else ""))
             sys.stdout.flush()
 
-    options = {k: v for k, v in kwargs.items() if k != "model"}
-    engine = engine_for(spec.name, history, kwargs.get("model"), report, options, timestamps=timestamps)
+    engine = engine_for(spec.name, history, checks.model, report, checks.options, timestamps=checks.timestamps)
     if engine is None:
         click.echo(f"sleuth: note: no online engine for {spec.name} yet: the history is judged when it "
                    "ends", err=True)
@@ -88,7 +88,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
         online_seconds = followed.seconds
         online_cpu = time.process_time() - cpu0
         online_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
-        result = certified(engine, kwargs.get("model"), followed.ended_by)
+        result = certified(engine, checks.model, followed.ended_by)
         engine_stats = engine.stats() if engine is not None else {}
         gaps = engine_stats.get("gaps") or {}
         # The engine's state is not needed again: freed before the final pass reads the
@@ -100,7 +100,7 @@ def follow_check(path: str, spec: Workload, kwargs: dict[str, Any], idle_timeout
                 status = exits.of_valid(result.valid)
                 record = {"file": followed.path, **result.to_json(), "exit": status}
             else:
-                status, record, result, judged = judge_file(followed.path, spec, kwargs, timestamps=timestamps)
+                status, record, result, judged = judge_file(followed.path, spec, checks)
         except KeyboardInterrupt:
             if as_json:
                 emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))

@@ -176,15 +176,17 @@ def report(run_dir) -> None:
 
     Exit status: 0 written, 254 not a run directory (or an unreadable history), 255 failed.
     """
+    from sleuth import store
     from sleuth.history import HistoryError
+    from sleuth.records import RecordError
     from sleuth.reports.run_report import render
 
-    for f in ("history.jsonl", "results.json"):
+    for f in (store.HISTORY, store.TEST, store.RESULTS):
         if not os.path.exists(os.path.join(run_dir, f)):
             exits.die(f"{run_dir}: no {f} here; is this a run directory?")
     try:
         click.echo(render(run_dir))
-    except HistoryError as e:
+    except (HistoryError, RecordError) as e:
         exits.die(str(e))
     except Exception as e:
         exits.die(f"{run_dir}: the report could not be written: {type(e).__name__}: {e}", exits.CRASHED)

@@ -20,10 +20,9 @@ import click
 from sleuth import exits
 from sleuth.checker import WORKLOADS
 from sleuth.cli.check import (
-    _checker_options,
-    _model_for,
     _models_epilog,
     _option_flags,
+    checks_of_flags,
     judge_file,
     timestamps_flag,
 )
@@ -57,11 +56,8 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     if os.path.abspath(output) == os.path.abspath(file):
         exits.die(f"-o {output}: that is the history being shrunk")
     spec = WORKLOADS[workload]
-    model = _model_for(spec, model)
-    kwargs = _checker_options(spec, options)
-    if model:
-        kwargs["model"] = model
-    status, record, result, history = judge_file(file, spec, kwargs, events=True, timestamps=timestamps)
+    checks = checks_of_flags(spec, model, options, timestamps)
+    status, record, result, history = judge_file(file, spec, checks, events=True)
     if result is None:
         exits.die(record["error"].removeprefix("sleuth: error: "), status)
     if result.valid is not False:
@@ -75,27 +71,23 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     if anomaly is not None and anomaly not in result.anomaly_types:
         exits.die(f"--anomaly: {anomaly!r} is not an anomaly found in {file} "
                   f"(found: {', '.join(result.anomaly_types)})")
-    checker = spec.checker()
+    from sleuth.judge import check_judged
 
     def check(h):
-        if timestamps:
-            from sleuth.judge import with_timestamps
-            return with_timestamps(checker(h, **kwargs), h, workload)[0]
-        return checker(h, **kwargs)
+        return check_judged(h, checks)
 
     def progress(stage: str, ops: int) -> None:
         click.echo(f"sleuth: shrinking: {stage} ({ops} operations)", err=True)
 
     shrinker = Shrinker(history, workload, check, result, anomaly, budget, progress,
-                        initial_value=kwargs.get("initial_value"))
+                        initial_value=checks.options.get("initial_value"))
     try:  # from the moment it says so: an interrupt may come as soon as a reader sees the line
         click.echo(f"{file}: INVALID ({result.model}) — {', '.join(result.anomaly_types)}; "
                    f"shrinking (budget {budget:g} s)", err=True)
         ce = shrinker.run()
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: what was found so far is written, then exit 2
         ce = shrinker.so_far()
-    given = {k: v for k, v in kwargs.items() if k != "model"}
-    command = counterexample.check_command(output, workload, model, given, timestamps=timestamps)
+    command = counterexample.check_command(output, workload, checks.model, checks.options, timestamps=timestamps)
     try:
         summary = counterexample.write(ce, output, command)
     except OSError as e:

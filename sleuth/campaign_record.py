@@ -1,0 +1,113 @@
+"""A campaign's record, campaign.json, as types: the campaign (`CampaignRecord`), each run's
+entry in it (`RunEntry`) and the matrix cell the entry is for (`Run`).
+
+As test.json and results.json (sleuth/records.py): one writer (`save`, after
+every run), one reader (`CampaignRecord.read`), a `format` field, and a file
+written before `format` existed read as it is (its entries had the same
+fields, a pending one only `run` and `status`; a cell without `online` or
+`fail_fast` gets their defaults). A run's entry is made in one way: from its
+cell (`RunEntry(run=…)`, pending), then replaced whole as it runs
+(`msgspec.structs.replace`) or from a finished run's own record
+(`RunEntry.of_outcome`), never edited key by key.
+
+In memory the campaign code and its pages hand the record on as its dict
+(`to_json`), which `save` makes this type again before writing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+import msgspec
+
+from sleuth.records import FORMAT, RecordError, check_format, load_json
+
+
+@dataclass(frozen=True)
+class Run:
+    """One cell of the matrix: everything `sleuth run` needs, plus what the campaign expects of it."""
+    id: str
+    workload: str
+    target: str
+    nemesis: str  # comma-joined kinds, "" for none
+    fault: str  # comma-joined switches, "" for none
+    isolation: str | None
+    seed: int
+    time_limit: float
+    concurrency: int
+    rate: float
+    keys: int
+    nemesis_interval: float
+    runtime: str | None
+    expect: str  # "valid" | "invalid"
+    online: bool = False  # `sleuth run --online`: judged as it is recorded
+    fail_fast: bool = False  # `sleuth run --fail-fast`: ended at the first anomaly found online
+
+    @classmethod
+    def from_json(cls, d: dict) -> Run:
+        """A recorded cell (a record written before a field existed gets its default)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+
+
+class RunEntry(msgspec.Struct, kw_only=True, rename={"anomaly_types": "anomaly-types",
+                                                     "also_found": "also-found"}):
+    """One run of the campaign as campaign.json records it: its cell, where it stands, and,
+    once done, what its own record says (verdict, counts, run directory, why it crashed)."""
+
+    run: Run
+    status: Literal["pending", "running", "interrupted", "done"] = "pending"
+    started: float | None = None
+    finished: float | None = None
+    valid: bool | Literal["unknown"] | None = None
+    anomaly_types: list[str] = []
+    also_found: list[str] = []  # allowed by the model, found all the same
+    run_dir: str | None = None
+    report: str | None = None
+    ops: int = 0
+    ok: int = 0
+    fail: int = 0
+    info: int = 0
+    crashed: str | None = None  # why sleuth itself failed to carry the run out
+
+    @classmethod
+    def of_outcome(cls, run: Run, *, valid: Any, anomaly_types: list[str], also_found: list[str] = (),
+                   run_dir: str | None, report: str | None, counts: dict[str, int], crashed: str | None,
+                   started: float | None = None, finished: float | None = None) -> RunEntry:
+        """The entry of a finished run, from what its record says."""
+        return cls(run=run, status="done", started=started, finished=finished, valid=valid,
+                   anomaly_types=list(anomaly_types), also_found=list(also_found), run_dir=run_dir,
+                   report=report, crashed=crashed, **{k: counts.get(k, 0) for k in ("ops", "ok", "fail", "info")})
+
+    def to_json(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
+
+
+class CampaignRecord(msgspec.Struct, kw_only=True):
+    """campaign.json: the campaign, where it lives, and every run's entry in matrix order."""
+
+    format: int = FORMAT
+    name: str
+    file: str | None = None  # the campaign file; None for `sleuth campaign judge` of any directory of runs
+    dir: str
+    started: float | None = None
+    finished: float | None = None
+    interrupted: bool = False
+    runs: list[RunEntry] = []
+
+    @classmethod
+    def of(cls, d: Any, source: str = "campaign record") -> CampaignRecord:
+        if not isinstance(d, dict):
+            raise RecordError(f"{source}: not a campaign record (a JSON object), but {type(d).__name__}")
+        check_format(d, source)
+        try:
+            return msgspec.convert({**d, "format": FORMAT}, cls)
+        except msgspec.ValidationError as e:
+            raise RecordError(f"{source}: not a campaign record: {e}") from None
+
+    @classmethod
+    def read(cls, path: str) -> CampaignRecord:
+        return cls.of(load_json(path), path)
+
+    def to_json(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
