@@ -188,6 +188,7 @@ def test_valid_under_kills(tmp, workload):
     assert s["valid"] is True, p.stderr
     killed = {n for e in history if e["process"] == "nemesis" and e["f"] == "kill" for n in e["value"]}
     assert killed == {"n1", "n2", "n3"}, p.stderr  # one at a time, rotating
+    assert "isolation: None" not in p.stderr and "  nemesis: kill (kill ×" in p.stderr  # etcd has no levels
     assert s["ok"] > 200
 
 

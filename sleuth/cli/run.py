@@ -142,7 +142,8 @@ def _summary(rec) -> None:
     if rec.nemesis:
         happened = ", ".join(f"{f} ×{n}" for f, n in sorted(rec.faults.items()))
         nemesis += f" ({happened or 'no fault was injected'})"
-    out(f"  faults: {', '.join(c.faults) or 'none'}   nemesis: {nemesis}   isolation: {c.isolation}   seed {c.seed}")
+    isolation = f"   isolation: {c.isolation}" if c.isolation else ""  # etcd, described: none to choose
+    out(f"  faults: {', '.join(c.faults) or 'none'}   nemesis: {nemesis}{isolation}   seed {c.seed}")
     n = rec.counts
     # the run's duration as its report and test.json give it (sleuth.judge.duration), same format
     out(f"  ops: {n['ops']}  ok {n['ok']}  fail {n['fail']}  info {n['info']}"
