@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from sleuth.records import FORMAT, RecordError, check_format, load_json
+from sleuth.records import Record
 
 
 @dataclass(frozen=True)
@@ -83,10 +83,10 @@ class RunEntry(msgspec.Struct, kw_only=True, rename={"anomaly_types": "anomaly-t
         return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
 
 
-class CampaignRecord(msgspec.Struct, kw_only=True):
+class CampaignRecord(Record, kw_only=True):
     """campaign.json: the campaign, where it lives, and every run's entry in matrix order."""
 
-    format: int = FORMAT
+    what = "a campaign record"
     name: str
     file: str | None = None  # the campaign file; None for `sleuth campaign judge` of any directory of runs
     dir: str
@@ -95,19 +95,3 @@ class CampaignRecord(msgspec.Struct, kw_only=True):
     interrupted: bool = False
     runs: list[RunEntry] = []
 
-    @classmethod
-    def of(cls, d: Any, source: str = "campaign record") -> CampaignRecord:
-        if not isinstance(d, dict):
-            raise RecordError(f"{source}: not a campaign record (a JSON object), but {type(d).__name__}")
-        check_format(d, source)
-        try:
-            return msgspec.convert({**d, "format": FORMAT}, cls)
-        except msgspec.ValidationError as e:
-            raise RecordError(f"{source}: not a campaign record: {e}") from None
-
-    @classmethod
-    def read(cls, path: str) -> CampaignRecord:
-        return cls.of(load_json(path), path)
-
-    def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr

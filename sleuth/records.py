@@ -24,7 +24,7 @@ judged (not_judged writes `"judged": false`).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -38,13 +38,45 @@ class RecordError(Exception):
     """A record file that cannot be read as its type (one line: the file and why)."""
 
 
-class TestRecord(msgspec.Struct, kw_only=True):
+class Record(msgspec.Struct, kw_only=True):
+    """What every record file's type shares: `format`, one reader (`of` a parsed file, `read` a
+    path) and the dict its one writer writes (`to_json`)."""
+
+    what: ClassVar[str]  # how an error names the record: "a run record"
+    format: int = FORMAT
+
+    @classmethod
+    def _upgrade(cls, d: dict[str, Any], source: str) -> dict[str, Any]:
+        """A parsed file (any format up to FORMAT) in today's shape."""
+        check_format(d, source)
+        return {**d, "format": FORMAT}
+
+    @classmethod
+    def of(cls, d: Any, source: str = "record") -> Any:
+        """The record from its dict (as made, or as parsed from a file of any format up to
+        FORMAT); RecordError naming `source` when it is not one."""
+        if not isinstance(d, dict):
+            raise RecordError(f"{source}: not {cls.what} (a JSON object), but {type(d).__name__}")
+        try:
+            return msgspec.convert(cls._upgrade(d, source), cls)
+        except msgspec.ValidationError as e:
+            raise RecordError(f"{source}: not {cls.what}: {e}") from None
+
+    @classmethod
+    def read(cls, path: str) -> Any:
+        return cls.of(load_json(path), path)
+
+    def to_json(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
+
+
+class TestRecord(Record, kw_only=True):
     """test.json: what ran, then how it went (`sleuth.runner.RunRecord.test_record`), or, for a
     history checked with `sleuth check --report`, what was judged (`report_history`)."""
 
     __test__ = False  # not a pytest class, whatever its name
+    what = "a run record"
 
-    format: int = FORMAT
     name: str = ""
     workload: str = ""  # the run's client workload; the checker's name for a checked history
     target: str = ""
@@ -73,22 +105,8 @@ class TestRecord(msgspec.Struct, kw_only=True):
     duration_s: float | None = None
 
     @classmethod
-    def from_json(cls, d: Any, source: str = "test record") -> TestRecord:
-        """A test record from a parsed test.json (any format up to FORMAT); RecordError naming
-        `source` when it is not one."""
-        if not isinstance(d, dict):
-            raise RecordError(f"{source}: not a run record (a JSON object), but {type(d).__name__}")
-        try:
-            return msgspec.convert(_upgrade_test(d, source), cls)
-        except msgspec.ValidationError as e:
-            raise RecordError(f"{source}: not a run record: {e}") from None
-
-    @classmethod
-    def read(cls, path: str) -> TestRecord:
-        return cls.from_json(load_json(path), path)
-
-    def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
+    def _upgrade(cls, d: dict[str, Any], source: str) -> dict[str, Any]:
+        return _upgrade_test(d, source)
 
 
 def _upgrade_test(d: dict[str, Any], source: str) -> dict[str, Any]:
@@ -114,14 +132,15 @@ def _legacy_checks(d: dict[str, Any], source: str) -> Checks:
         raise RecordError(f"{source}: cannot tell what the run checked ({e})") from None
 
 
-class Results(msgspec.Struct, kw_only=True, rename={
+class Results(Record, kw_only=True, rename={
         "anomaly_types": "anomaly-types", "not_": "not", "also_not": "also-not", "also_found": "also-found"}):
     """results.json: a verdict as written, whether a run's (`sleuth.judge.judge`: with `counts`,
     and `timestamps`, `online` where they apply) or a checked history's (`Result.to_json`).
     In memory the judging functions hand it on as that dict; `Results.of` makes it this type
     at the one writer, and `to_json` gives the dict back to the pages that render it."""
 
-    format: int = FORMAT
+    what = "a verdict"
+
     valid: bool | Literal["unknown"]  # as sleuth.exits spells a verdict in JSON
     model: str | None | UnsetType = UNSET
     anomaly_types: list[str] = []
@@ -138,24 +157,6 @@ class Results(msgspec.Struct, kw_only=True, rename={
     counts: dict[str, int] | UnsetType = UNSET
     timestamps: dict[str, Any] | UnsetType = UNSET  # the grey-box rules' own result
     online: dict[str, Any] | UnsetType = UNSET  # what a run judged online found
-
-    @classmethod
-    def of(cls, d: dict[str, Any], source: str = "results") -> Results:
-        """Results from their dict (as judged, or as parsed from a file of any format)."""
-        if not isinstance(d, dict):
-            raise RecordError(f"{source}: not a verdict (a JSON object), but {type(d).__name__}")
-        check_format(d, source)
-        try:
-            return msgspec.convert({**d, "format": FORMAT}, cls)
-        except msgspec.ValidationError as e:
-            raise RecordError(f"{source}: not a verdict: {e}") from None
-
-    @classmethod
-    def read(cls, path: str) -> Results:
-        return cls.of(load_json(path), path)
-
-    def to_json(self) -> dict[str, Any]:
-        return msgspec.to_builtins(self, enc_hook=repr)  # as write_json: what JSON cannot hold, by its repr
 
     @property
     def was_judged(self) -> bool:
