@@ -14,13 +14,13 @@ import html
 import json
 import os
 import re
-from typing import Any
 
 import jinja2
 import msgspec
 import numpy as np
 
 from sleuth import counterexample, store
+from sleuth.checker.online.when import lines_named, timeline
 from sleuth.checker.result import AT_LEAST, found_counts
 from sleuth.exits import verdict_headline, verdict_word
 from sleuth.history import History, read_jsonl, write_jsonl
@@ -194,7 +194,7 @@ def render(run_dir: str, history: History | None = None, test: TestRecord | None
                   for dp, _, fs in os.walk(os.path.join(run_dir, "nodes")) for f in fs)
     first = results.get("anomaly-types", [])[:1]
     example = (results.get("anomalies", {}).get(first[0]) or [{}])[0] if first else {}
-    _timeline(run_dir, ops, windows, focus=(first[0], _lines_named(example)) if first else None)
+    _timeline(run_dir, ops, windows, focus=(first[0], lines_named(example, lists=False)) if first else None)
     lower = any((a["found"] or "").startswith(AT_LEAST) for a in anomalies)  # the legend of the mark
     when = _when_found(results, history, test.started)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
@@ -220,8 +220,6 @@ def _when_found(results: dict, history: History, started: float | None) -> list[
     online = results.get("online")
     if not isinstance(online, dict):
         return None
-    from sleuth.checker.online.when import timeline
-
     rows = online.get("anomalies")
     if rows is None:  # a results.json written before this record had it
         rows = timeline(results, history, online.get("found", []), float("nan"))
@@ -244,24 +242,6 @@ def _example_text(ex: dict, started: float | None = None) -> dict:
     if all_steps:
         text = text.splitlines()[0] if text else ""
     return {"text": text, "steps": steps, "more": max(0, len(all_steps) - 12)}
-
-
-def _lines_named(example: dict) -> set[int]:
-    """Every line number an anomaly example names (a cycle's steps and transactions, a
-    non-cycle anomaly's operations), wherever in it they are."""
-    out: set[int] = set()
-
-    def walk(x: Any, key: str = "") -> None:
-        if isinstance(x, dict):
-            for k, v in x.items():
-                walk(v, k)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v, key)
-        elif key.endswith("line") and isinstance(x, int) and not isinstance(x, bool):
-            out.add(x)
-    walk(example)
-    return out
 
 
 def _timeline(run_dir: str, ops: list[dict], windows: list, focus: tuple[str, set[int]] | None = None) -> None:

@@ -28,9 +28,9 @@ from typing import Any
 from sleuth.history import History
 
 
-def lines_named(example: Any) -> set[int]:
+def lines_named(example: Any, lists: bool = True) -> set[int]:
     """Every line number an anomaly example names, wherever in it they are (keys ending in
-    `line`, or `lines` lists)."""
+    `line`, and, with `lists`, `lines` lists)."""
     out: set[int] = set()
 
     def walk(x: Any, key: str = "") -> None:
@@ -40,7 +40,8 @@ def lines_named(example: Any) -> set[int]:
         elif isinstance(x, list):
             for v in x:
                 walk(v, key)
-        elif (key.endswith("line") or key == "lines") and isinstance(x, int) and not isinstance(x, bool):
+        elif (key.endswith("line") or (lists and key == "lines")) and isinstance(x, int) \
+                and not isinstance(x, bool):
             out.add(x)
     walk(example)
     return out
