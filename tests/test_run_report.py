@@ -296,7 +296,7 @@ def test_a_long_runs_timeline_shows_the_operations_of_its_first_anomaly(tmp_path
     d = make_run(tmp_path, "read-committed")
     results = json.loads((d / "results.json").read_text())
     first = results["anomaly-types"][0]
-    named = run_report._lines_named(results["anomalies"][first][0])
+    named = run_report.lines_named(results["anomalies"][first][0], lists=False)
     h = read_jsonl(d / "history.jsonl")
     ops, _ = run_report.load_ops(h)
     order = sorted(ops, key=lambda o: o["start"])
