@@ -145,7 +145,8 @@ def _engine(workload: str, history: History, model: str | None, report: Callable
         from sleuth.checker.online.rw_register import Engine as RwRegisterEngine
 
         return RwRegisterEngine(history, model or "strict-serializable", report,
-                                wfr_keys=options.get("wfr_keys", True) is not False)
+                                wfr_keys=options.get("wfr_keys", True) is not False,
+                                vouched=bool(options.get("linearizable_keys") or options.get("sequential_keys")))
     if workload == "source":
         from sleuth.checker.online.source import Source
 
