@@ -42,9 +42,11 @@ records a *gap* for any edge that later arrives into a forgotten node
 (`list_append`, "Memory"); with no gap and nothing found, its verdict is
 offline's and `sleuth check --follow` skips the offline pass
 (`Engine.certified`). The register engine cuts each key at its quiet
-moments (`register`, "Memory"); its final pass is the offline checker. The
-rw-register engine keeps every transaction (no forgetting yet), source the
-log its reads show; their final pass is the offline checker too.
+moments (`register`, "Memory") and certifies too when no cut may have
+used a crashed write twice ("Certified verdicts" there). The rw-register
+engine keeps every transaction (no forgetting yet) and certifies under
+models with real-time order; source keeps the log its reads show, and its
+final pass is always the offline checker.
 """
 
 from __future__ import annotations
@@ -145,7 +147,8 @@ def _engine(workload: str, history: History, model: str | None, report: Callable
         from sleuth.checker.online.rw_register import Engine as RwRegisterEngine
 
         return RwRegisterEngine(history, model or "strict-serializable", report,
-                                wfr_keys=options.get("wfr_keys", True) is not False)
+                                wfr_keys=options.get("wfr_keys", True) is not False,
+                                vouched=bool(options.get("linearizable_keys") or options.get("sequential_keys")))
     if workload == "source":
         from sleuth.checker.online.source import Source
 

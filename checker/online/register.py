@@ -34,6 +34,29 @@ crashes has, about one write in twenty in the simulations). A key that is
 never quiet (always some operation in flight) keeps everything; so does
 every key of an engine that is not searched (the dict of keys itself grows
 with the keys named).
+
+**Certified verdicts** (`finish`, `certified`). The cut argument above is
+one way: it shows that a key invalid from its cut is invalid whole. The
+converse, which a valid verdict without the offline pass needs, can fail
+through the crashed writes kept across a cut: a crashed write of 5 may be
+needed *before* the cut (an ok read of 5 there) and be used again after it
+by the search from the cut (a later stale read of 5), though it took effect
+at most once. So at each cut that carries crashed writes over, the part
+before the cut is searched once more with every crashed operation left out
+(`_clean`). If that part is linearizable without them, the key's
+linearization is that one, then the solo operation, then one of the rest
+from the solo operation's state, which uses each crashed operation at most
+once (only in the last part): every operation before the cut completed
+before the solo one began, every one after it began after the solo one
+completed, so the concatenation keeps real-time order. If it is not, the
+key is *tainted* and the verdict is left to the offline pass. When the
+history ends, every key with new operations is searched; the engine
+certifies when no key was found invalid, none ran out of its search budget,
+none is tainted, and some operation was observed (offline's verdict is
+unknown when nothing was). Then the offline check finds every key
+linearizable: the same search, on the same operations, in parts that join.
+(Offline might also give up on a key too large to search whole, where the
+parts each fit the budget: the certified verdict is then the better one.)
 """
 
 from __future__ import annotations
@@ -75,6 +98,8 @@ class Engine:
         self.cuts = 0
         self.last: dict[Any, tuple[int, int]] = {}  # key -> (line, time) of its last observation
         self.start: dict[Any, Any] = {}  # key -> its state at its cut (`_cut`), if it has one
+        self.observed: set = set()  # keys with an observation (offline's judged keys)
+        self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
 
     def invoked(self, op: Op, time: int) -> None:
         key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
@@ -86,6 +111,7 @@ class Engine:
         rm.parse_op(self.history, op, self.keyed)  # validates the completion
         key = self.key_of.pop(op.id)
         if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
+            self.observed.add(key)
             if key not in self.bad and key not in self.unknown:
                 self.last[key] = (self.history.line_of(op.complete_pos), time)
                 self.dirty[key] = self.dirty.get(key, 0) + 1
@@ -182,6 +208,8 @@ class Engine:
         _, iv, okv = rm.parse_op(self.history, op, self.keyed)
         state = okv if op.f == "read" else iv if op.f == "write" else iv[1]
         crashed = [o for o in ops[:cut] if o.type == "info" and o.f != "read" and o.id not in pending]
+        if crashed and key not in self.tainted and not self._clean(key, ops[:cut + 1]):
+            self.tainted.add(key)
         for o in ops[:cut + 1]:
             self.made.pop(o.id, None)
         self.made.update({o.id: c for o, c in zip(crashed, self._calls_of(crashed), strict=True)})
@@ -190,6 +218,39 @@ class Engine:
         self.cuts += 1
         self.searched[key] = (len(self.by_key[key]), self.searched[key][1])  # growth counts from here
 
+    def _clean(self, key: Any, before: list[Op]) -> bool:
+        """Are the operations up to a cut linearizable from the key's start with every crashed
+        operation left out (see "Certified verdicts")?"""
+        initial = self.start.get(key, self.initial)
+        calls = [c for c in self._calls(key) if c.ret is not None and c.op.invoke_pos <= before[-1].invoke_pos]
+        self.searches += 1
+        out = lin.search(calls, self.model, initial, lin.QUICK_CONFIGURATIONS, count_producers=False)
+        return out.valid is True
+
+    def finish(self) -> None:
+        """The history ended: search every key with operations not yet searched."""
+        self.tick(force=True)
+
+    def certified(self) -> bool:
+        """After `finish`: is every key certainly linearizable, as offline would find it (see
+        "Certified verdicts")? False means: ask the offline pass."""
+        return not self.found and not self.bad and not self.unknown and not self.tainted \
+            and bool(self.observed) and not self.dirty
+
+    def result(self, model: str | None) -> Any:
+        """The certified verdict as offline's Result (after `certified()`)."""
+        from sleuth.checker.result import Result
+
+        n_keys = len(self.by_key)
+        note = lin.keys_note(n_keys, len(self.observed), self.ops)
+        return Result(valid=True, model="linearizable", anomaly_types=[], anomalies={},
+                      stats={"keys": n_keys, "ops": self.ops, "keys-judged": len(self.observed),
+                             "nonlinearizable-keys": 0, "unknown-keys": 0, "anomaly-counts": {},
+                             **({"anomaly-units": {models.NONLINEARIZABLE: "key"}} if self.keyed else {}),
+                             "online": self.stats(),
+                             "final-pass": "none: the online engine's verdict is complete"},
+                      notes=[note] if note else [])
+
     def _calls_of(self, ops: list[Op]) -> list[lin.Call]:
         return [lin.Call(o, o.f, rm.parse_op(self.history, o, self.keyed)[1], rm.UNKNOWN, o.invoke_pos, None)
                 for o in ops]
@@ -197,7 +258,7 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
                 "kept": sum(map(len, self.by_key.values())),
-                "keys-left-to-final-pass": len(self.unknown)}
+                "keys-left-to-final-pass": len(self.unknown), "keys-tainted": len(self.tainted)}
 
 
 def _named(example: dict, op: Op, history: History) -> bool:

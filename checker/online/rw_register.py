@@ -25,13 +25,18 @@ has an edge out only if a read saw its write, which makes it a node offline
 real-time order for models that need them, and reports each cycle as its
 last edge arrives, named as offline names it, if the model forbids it.
 
-Left out online: the offline rule that readers of nil precede the writers
-of every value with no known predecessor. Whether a value has a known
-predecessor can change as the history grows (a later transaction may read
-u and write it), so that edge is not yet certain on a prefix; the cycles
-that need it are found by the final pass. So are the orders that
-`--linearizable-keys` and `--sequential-keys` add (the engine ignores those
-options: fewer edges, still sound).
+**The nil rule.** Offline, the readers of nil precede the writers of every
+value with no known predecessor (a *first* value: its writer's last write
+to the key, and no pair u < w known). With writes following reads, values
+unique per key, and no `--linearizable-keys` or `--sequential-keys`, the
+only pair that can put something before w is the one its own writer makes
+by reading u (not nil) and then writing w; an info writer's reads are no
+facts. So whether w is a first value is a fact of its writer alone, fixed
+when it becomes a node of offline's graph (completes ok, or is info and a
+committed read observes it), and the edge from each committed reader of nil
+to it holds in every extension: `_first` adds them as either end arrives.
+The orders `--linearizable-keys` and `--sequential-keys` add are ignored
+online (fewer edges, still sound; those histories are never certified).
 
 Non-cycle anomalies, each true of every extension:
 
@@ -51,11 +56,33 @@ write, which offline judges through the cycle it makes), the cycles above,
 and Adya's label-based types (G-cursor, G-monotonic, G-update), which
 offline finds by searching every component with edge labels.
 
-Memory: the engine keeps every transaction it has seen (no window yet): its
-memory grows with the history, as the offline check's does. A window like
-the list-append engine's (forget transactions older than the newest N) would
-be sound here by the same argument, forgetting only removes nodes and
-edges, but it is not implemented.
+**Certified verdicts** (`finish`, `certified`). When the history ends, the
+engine certifies it valid, so that `sleuth check --follow` skips the offline
+pass, when it found nothing and left nothing undecided (a *gap*, `Deps.gap`),
+under a model that forbids real-time cycles (the engine then adds real-time
+edges, and with them process order: offline's graph has both whatever the
+model), with some transaction committed (offline's verdict is otherwise
+unknown). Then offline finds no anomaly of any type: every edge of its graph
+was presented here (wr, ww and rw from the facts above, the nil rule, real
+time), none closed a cycle (a cycle of a type the model allows is a gap:
+offline lists it), every non-cycle anomaly it looks for is judged here as it
+appears (one the model allows is a gap), and what only the end can judge is
+recorded as a gap by `finish`: a read of a value no transaction wrote
+(garbage), edges or judgements still waiting for a transaction that never
+completed (offline takes it as info, and an observed one as a node). Also
+gaps: an ok transaction whose completion writes otherwise than its invoke
+said (offline reads the completion), and values that are not hashable.
+Models without real-time order (serializable and weaker) are not certified:
+their final pass is offline's.
+
+Memory: the engine keeps every transaction it has seen (no forgetting yet):
+its memory grows with the history, as the offline check's does. Forgetting
+the sources of the graph, as the list-append engine does ("Memory" there),
+would be sound here by the same argument (an edge arriving into a forgotten
+transaction is a gap), but the values a forgotten writer wrote must still be
+known for two facts offline uses: that no value is written twice (offline
+refuses such a history), and what a later read of it means (a final read of
+a quiet key). Bounding both is not done.
 """
 
 from __future__ import annotations
@@ -73,7 +100,7 @@ _NONE = object()
 
 
 class Engine:
-    def __init__(self, history: History, model: str, report, wfr_keys: bool = True):
+    def __init__(self, history: History, model: str, report, wfr_keys: bool = True, vouched: bool = False):
         self.history = history
         self.model = models.canonical(model)
         self.wfr = wfr_keys
@@ -90,6 +117,10 @@ class Engine:
         self.watch: dict[int, list[tuple]] = {}  # pending writer -> reads of its values, judged at its end
         self.judged: set[tuple] = set()  # (k, v) judged for G1a / G1b (once each, as offline)
         self.bad: dict[int, HistoryError] = {}  # txn -> its invoke value's error (raised unless ok fixes it)
+        self.vouched = vouched  # --linearizable-keys or --sequential-keys: orders not added online
+        self.firsts: dict[Any, list[int]] = {}  # key -> writers of its values with no known predecessor
+        self.seen_w: set[int] = set()  # writers some committed read observed
+        self.ok = 0
 
     # -- events ---------------------------------------------------------------
 
@@ -118,10 +149,16 @@ class Engine:
         for k, v, r in watched:
             self._judge(k, v, i, r)
         if op.type == "ok":
+            self.ok += 1
             try:
+                if [m for m in op.value if m[0] == "w"] != [m for m in op.invoke_value if m[0] == "w"]:
+                    self.deps.gap("a transaction whose completion writes otherwise than its invoke")
                 self._reads(op)
-            except TypeError:  # an unhashable value: offline names it
-                pass
+                self._first(op)
+            except (TypeError, IndexError):  # an unhashable value: offline names it
+                self.deps.gap("an unhashable value")
+        elif op.type == "info" and i in self.seen_w:
+            self._first(op)
 
     # -- writes and reads -------------------------------------------------------
 
@@ -148,6 +185,7 @@ class Engine:
                         self._ww(k, v, w)
                 last[k] = v
         except TypeError:
+            self.deps.gap("an unhashable value")
             return  # an unhashable key or value: offline names it
         self.final.update(last.items())
 
@@ -174,6 +212,9 @@ class Engine:
                 t = self.writer.get((k, after))
                 if t is not None:
                     deps.edge(i, t, g.RW)
+            if v is None:  # a reader of nil precedes the writers of first values (`_first`)
+                for t in self.firsts.get(k, ()):
+                    deps.edge(i, t, g.RW)
             last = facts.last_write.get(k, _NONE)
             if last is _NONE:
                 continue
@@ -192,6 +233,26 @@ class Engine:
                     for r in self.readers[kv]:
                         deps.edge(r, t, g.RW)
 
+    def _first(self, op: Op) -> None:
+        """`op` became a node of offline's graph (completed ok, or info and observed): its last
+        write to each key with no known predecessor is a *first* value, and every committed
+        reader of nil on that key precedes it (offline's rule). Whether it has a predecessor
+        is `op`'s own fact: with writes following reads, the pair u < w of key k comes only
+        from the transaction that wrote w having read u (values are unique per key), and an
+        info transaction's reads are no facts (see "The nil rule")."""
+        i = op.id
+        if op.type == "ok":
+            facts = txn_reads(op.value)
+            last, read = facts.last_write, facts.first_read
+        else:
+            last, read = {k: v for f, k, v in op.invoke_value if f == "w"}, {}
+        for k in last:
+            if self.wfr and read.get(k) is not None:
+                continue  # it read u and then wrote: u < its value, a known predecessor
+            self.firsts.setdefault(k, []).append(i)
+            for r in self.readers.get((k, None), ()):
+                self.deps.edge(r, i, g.RW)
+
     def _ww(self, k: Any, v: Any, w: Any) -> None:
         """The pair v < w of key k: the writer of v precedes the writer of w."""
         if v is None:
@@ -202,6 +263,11 @@ class Engine:
 
     def _observed(self, k: Any, v: Any, w: int, r: int) -> None:
         """Committed txn r read (k, v), written by w: G1a or G1b once w's outcome is known."""
+        if w not in self.seen_w:
+            self.seen_w.add(w)
+            wo = self.ops[w]
+            if wo.type == "info" and w not in self.deps.pending:  # a node of offline's graph now
+                self._first(wo)
         if (k, v) in self.judged:
             return
         if w in self.deps.pending:
@@ -244,7 +310,40 @@ class Engine:
                     seen = "nil (never written)" if v is None else repr(v)
                     return (f"{na} read key {k!r} = {seen}, which {nb} overwrote with {w!r} ({nb} read {seen} "
                             f"from {k!r} and then wrote {w!r})")
+            for k, v in txn_reads(_mops(ta)).first_read.items():
+                if v is None and k in writes_b and b in self.firsts.get(k, ()):
+                    return (f"{na} read key {k!r} = nil (never written), so it came before {nb}'s write of "
+                            f"{writes_b[k]!r}, a value no known version precedes")
         return f"{na} precedes {nb} ({g.KIND_NAMES[kind]})"
+
+    def finish(self) -> None:
+        """The history ended: record as gaps what offline may still judge that this engine has
+        not: reads of values no transaction wrote (garbage, unless a write is still to come:
+        there is none), and anything still waiting for a transaction that never completed
+        (offline takes it as info: an observed one is a node whose edges were never added)."""
+        deps = self.deps
+        if self.unwritten:
+            deps.gap(models.GARBAGE_READ)
+        if any(p in deps.waiting for p in deps.pending) or any(p in self.watch for p in deps.pending) \
+                or self.bad:
+            deps.gap("edges waiting for a transaction that never completed")
+
+    def certified(self) -> bool:
+        """After `finish`: is the history certainly valid offline, with no anomaly of any type
+        (see "Certified verdicts")? False means: ask the offline pass."""
+        d = self.deps
+        return d.realtime and not self.vouched and not self.found and not d.counts and not d.gaps \
+            and self.ok > 0
+
+    def result(self, model: str | None) -> Any:
+        """The certified verdict as offline's Result (after `certified()`)."""
+        from sleuth.checker.result import Result
+
+        not_, also_not, possible = models.judge([])
+        stats = {**self.stats(), "final-pass": "none: the online engine's verdict is complete"}
+        notes = [txn.EMPTY_GRAPH_NOTE] if self.deps.data_edges == 0 and self.ok > 1 else []
+        return Result(valid=True, model=self.model, not_=not_, also_not=also_not, possible=possible,
+                      stats=stats, notes=notes)
 
     def tick(self, force: bool = False) -> None:
         """Nothing to do between events: everything is judged as it arrives."""

@@ -147,7 +147,8 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
 
 def certified(engine: Any, model: str | None, ended_by: str) -> Any:
     """The engine's own verdict when it is offline's (`certified()`: a valid history, no
-    anomaly of any type; see checker/online/list_append.py, "Certified verdicts"), as the
+    anomaly of any type; see checker/online/list_append.py, "Certified verdicts", and the
+    register and rw-register engines' docstrings), as the
     offline checker's Result would give it; else None (the offline pass judges). An
     interrupted follow is judged offline (what was read, as it is)."""
     if engine is None or not hasattr(engine, "certified") or ended_by == "interrupted":
@@ -155,6 +156,8 @@ def certified(engine: Any, model: str | None, ended_by: str) -> Any:
     engine.finish()
     if not engine.certified():
         return None
+    if hasattr(engine, "result"):  # the engine says its verdict as offline's Result
+        return engine.result(model)
     from sleuth.checker import models, txn
     from sleuth.checker.result import Result
 
