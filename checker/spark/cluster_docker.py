@@ -14,8 +14,9 @@ and the current directory), bind-mounted at the same path in every container,
 so a `file:` path means the same file on the driver and on every executor.
 
 The image is built here with no registry, as the reference cluster's node image
-is (`sleuth.cluster.image`): a Debian bookworm root filesystem by debootstrap
-with Java 17 and Python 3.11 (`SPARK_PACKAGES`), and a venv at /opt/sleuth
+is (`sleuth.cluster.image`): the reference cluster's Debian bookworm base
+(debootstrap; Python 3.11) with Java 17 added by apt (`SPARK_PACKAGES`,
+`image.ensure_layer`), and a venv at /opt/sleuth
 installed offline from a wheelhouse built on the host: sleuth and all its
 requirements with the `spark` extra, pinned to the versions the driver runs
 (pyspark, pandas and pyarrow must match the driver's). Both are cached by
@@ -40,7 +41,7 @@ import uuid
 
 from sleuth.checker.spark.standalone import _load  # one reader of a cluster's state file
 
-SPARK_PACKAGES = ["python3", "python3-venv", "openjdk-17-jre-headless", "procps", "ca-certificates"]
+SPARK_PACKAGES = ["openjdk-17-jre-headless"]  # added to the reference cluster's base (python3, venv, procps …)
 PREFIX = "sleuth-spark-"
 LABEL = "sleuth-spark"
 MASTER_PORT, UI_PORT = 7077, 8080
@@ -81,7 +82,7 @@ def ensure_image(root: str | None = None, progress=print) -> str:
 
     from sleuth.cluster import image
 
-    base = image.ensure_base(progress, SPARK_PACKAGES, "sleuth-spark-base")
+    base = image.ensure_layer(SPARK_PACKAGES, "sleuth-spark-base", progress)
     with tempfile.TemporaryDirectory(prefix="sleuth-spark-image-") as ctx:
         deps, own = os.path.join(ctx, "deps"), os.path.join(ctx, "sleuth")
         os.makedirs(deps)
