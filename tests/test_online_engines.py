@@ -58,8 +58,26 @@ def brute_txns(txns):
             for p, s, e, typ, mops in txns]
 
 
-def test_rw_register_every_prefix_is_sound():
-    reported = types = 0
+def rw_online(events, model, sweep):
+    """`online` for the rw-register engine sweeping when it keeps `sweep` transactions (1: it
+    forgets all it may at every invoke)."""
+    from sleuth.checker.online import Feed
+    from sleuth.checker.online.rw_register import Engine
+
+    found = []
+    engine = Engine(History([], "h"), model, found.append, sweep=sweep)
+    feed = Feed(engine.history, engine)
+    marks = []
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time)
+        marks.append(len(found))
+    return found, marks, engine
+
+
+@pytest.mark.parametrize("sweep", [1, 10**9])
+def test_rw_register_every_prefix_is_sound(sweep):
+    """Forgetting all it may at every transaction (sweep 1) or nothing."""
+    reported = types = forgotten = 0
     names = set()
     for seed in range(150):
         rnd = random.Random(47_000 + seed)
@@ -68,7 +86,8 @@ def test_rw_register_every_prefix_is_sound():
         offline = {m: rw_register.check(h, m) for m in MODELS}
         brute = {m: serial_order_exists(brute_txns(txns), m, registers=True) for m in BRUTE_MODELS}
         for model in MODELS:
-            found, marks = online(h.events, "rw-register", model)
+            found, marks, engine = rw_online(h.events, model, sweep)
+            forgotten += engine.forgotten
             reported += bool(found)
             for f in found:
                 names.add(f.name)
@@ -90,9 +109,11 @@ def test_rw_register_every_prefix_is_sound():
     assert reported > 100 and types > 100, (reported, types)
     # cycles, G1a/G1b and the transactions' own anomalies all occur: the test is not vacuous
     assert {"G1a", "G1b", "G1c", "G-single-realtime", "future-read"} <= names, names
+    assert (forgotten > 1000) is (sweep == 1), forgotten
 
 
-def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
+@pytest.mark.parametrize("sweep", [1, 10**9])
+def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix(sweep):
     """Whenever the rw-register engine certifies a prefix (so `--follow` skips the offline
     pass), offline finds that prefix valid with no anomaly of any type, with the same notes
     (not brute force: offline itself misses what blind writes leave unordered, and the
@@ -100,9 +121,10 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
     engine adds real-time edges only for them). Not vacuous: many prefixes are certified,
     among them some whose only cycle offline would find through the rule that readers of nil
     precede first writes, and many invalid ones are refused."""
-    from sleuth.checker.online import Feed, engine_for
+    from sleuth.checker.online import Feed
+    from sleuth.checker.online.rw_register import Engine
 
-    certified = refused = 0
+    certified = refused = forgotten = 0
     for seed in range(150):
         rnd = random.Random(47_500 + seed)
         txns = rw_txns(rnd)
@@ -110,7 +132,7 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
         for model in ("strict-serializable", "serializable"):
             for n in range(1, len(h.events) + 1):
                 p = prefix(h.events, n)
-                e = engine_for("rw-register", History([], "h"), model, lambda f: None, {})
+                e = Engine(History([], "h"), model, lambda f: None, sweep=sweep)
                 feed = Feed(e.history, e)
                 for x in p.events:
                     feed.event(x.type, x.process, x.f, x.value, x.time)
@@ -118,12 +140,14 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
                 if e.certified():
                     assert model == "strict-serializable"
                     certified += 1
+                    forgotten += e.forgotten
                     off = rw_register.check(p, model)
                     where = (seed, model, n, [x.to_dict() for x in p.events])
                     assert off.valid is True and not off.anomalies and off.notes == e.result(model).notes, where
                 elif model == "strict-serializable" and rw_register.check(p, model).valid is False:
                     refused += 1
     assert certified > 300 and refused > 200, (certified, refused)
+    assert (forgotten > 300) is (sweep == 1), forgotten  # certified after forgetting, too
 
 
 def test_rw_register_readers_of_nil_precede_first_writes_online():
