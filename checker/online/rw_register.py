@@ -75,14 +75,65 @@ said (offline reads the completion), and values that are not hashable.
 Models without real-time order (serializable and weaker) are not certified:
 their final pass is offline's.
 
-Memory: the engine keeps every transaction it has seen (no forgetting yet):
-its memory grows with the history, as the offline check's does. Forgetting
-the sources of the graph, as the list-append engine does ("Memory" there),
-would be sound here by the same argument (an edge arriving into a forgotten
-transaction is a gap), but the values a forgotten writer wrote must still be
-known for two facts offline uses: that no value is written twice (offline
-refuses such a history), and what a later read of it means (a final read of
-a quiet key). Bounding both is not done.
+**Memory** (`_sweep`: when what is kept has doubled, from `SWEEP`
+transactions). A transaction is forgotten only when it is a *source* of the
+graph (every edge into it came from a node already forgotten), completed
+before every pending transaction was invoked, and every value it read has
+a settled writer (not pending, not yet to be invoked); barriers but the
+newest by the same rule. Taken in the graph's order, so forgetting a source
+makes its successors sources in the same sweep. The graph's side is the
+list-append engine's argument (`deps`, "Forgetting"): an edge that arrives
+later into a forgotten node is a gap, one from it is dropped, and without
+gaps no cycle passes through a forgotten node. What else must be judged
+after a writer is forgotten, and how, each without a guess:
+
+- *a value written twice* (offline refuses the history at the second
+  write's line): the values forgotten transactions wrote stay in an exact
+  set (`written.Written`: 8 bytes an int), so the second write is refused
+  at the same line, with the same error, however old the first;
+- *a read of a forgotten write* v of key k: offline's edges from it are the
+  wr edge from v's writer (from a forgotten node: dropped), rw edges to the
+  writers of values known to follow v, and G1a or G1b if v's writer failed
+  or overwrote v itself. Per key, `tops` keeps the forgotten values that
+  answer all of these with "nothing more": each the last write to k of a
+  committed transaction, and none that a forgotten transaction read and
+  then overwrote (a pair v < w whose w's writer is forgotten: an rw edge
+  from the reader into it). A read of one of them is judged (its rw edges
+  to kept writers are added as before) with no gap; a read of any other
+  forgotten value is a gap: among them a crashed (info) transaction's write,
+  which may take effect after any later write, so no real-time rule bounds
+  how many a key would have to keep. `tops` keeps only values not superseded in
+  real time (a value whose writer completed before another committed
+  forgotten writer of k began is dropped): the values left overlap in time
+  pairwise, so they all overlap at one moment (intervals on a line), and a
+  key keeps no more than the writes of k concurrent then;
+- *a read of nil* of k after a writer of a first value of k was forgotten
+  would precede it (the nil rule): a gap. Readers of nil forgotten are
+  dropped from the rule's lists (their edges are from forgotten nodes);
+- a value read whose writer has not been invoked (a future write) keeps its
+  reader until the writer comes; lost updates are reported once and their
+  pair kept; the other tables (readers, pairs, first values, what was
+  judged) lose a forgotten transaction at its sweep.
+
+Why a strict serializable history forgets everything old with no gap:
+every edge into a transaction T arrives by the time everything invoked
+before T completed has completed, except from a transaction invoked after
+T completed, which real time puts after T: such an edge (a read of a value
+T overwrote, a read of nil after T's first value) closes a cycle, and never
+arrives in a valid history. A read in such a history of a committed
+forgotten value not in `tops` is stale (a committed write of k that follows
+it, in real time or by reading it and overwriting it, completed before the
+read began), so invalid too, though with blind writes offline may not see
+it: the gap then only costs the final pass. Reads of crashed writes whose
+writer was forgotten are gaps in valid histories too: such a history is
+judged by the final pass, as before. So the kept transactions, graph and tables stay bounded by the
+transactions concurrent with the oldest pending one; what grows is the set
+of forgotten values, 8 bytes each (`tests/test_online_engines.py`: 20,000
+transactions swept from 1,000 keep no more at the end than early on, and
+are certified as offline judges them). Under models without real-time order
+the same rule forgets, but a valid history may read an old version: a gap,
+and the final pass is offline's (it is anyway there). A transaction pending
+forever keeps everything invoked after it.
 """
 
 from __future__ import annotations
@@ -366,8 +417,8 @@ class Engine:
         if op.type != "ok":
             return True
         try:
-            for k, v in txn_reads(op.value).first_read.items():
-                if v is None:
+            for f, k, v in op.value:  # every read: a fuzzy one's writer is judged too (`_observed`)
+                if f != "r" or v is None:
                     continue
                 w = self.writer.get((k, v))
                 if w in self.deps.pending or (w is None and (k, v) in self.unwritten):
