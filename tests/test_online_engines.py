@@ -18,7 +18,7 @@ from test_online import online, prefix
 
 from sleuth.checker import cycles, models, rw_register
 from sleuth.checker.source import check_source
-from sleuth.history import Event, History
+from sleuth.history import Event, History, read_jsonl
 
 BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
@@ -58,8 +58,26 @@ def brute_txns(txns):
             for p, s, e, typ, mops in txns]
 
 
-def test_rw_register_every_prefix_is_sound():
-    reported = types = 0
+def rw_online(events, model, sweep):
+    """`online` for the rw-register engine sweeping when it keeps `sweep` transactions (1: it
+    forgets all it may at every invoke)."""
+    from sleuth.checker.online import Feed
+    from sleuth.checker.online.rw_register import Engine
+
+    found = []
+    engine = Engine(History([], "h"), model, found.append, sweep=sweep)
+    feed = Feed(engine.history, engine)
+    marks = []
+    for e in events:
+        feed.event(e.type, e.process, e.f, e.value, e.time)
+        marks.append(len(found))
+    return found, marks, engine
+
+
+@pytest.mark.parametrize("sweep", [1, 10**9])
+def test_rw_register_every_prefix_is_sound(sweep):
+    """Forgetting all it may at every transaction (sweep 1) or nothing."""
+    reported = types = forgotten = 0
     names = set()
     for seed in range(150):
         rnd = random.Random(47_000 + seed)
@@ -68,7 +86,8 @@ def test_rw_register_every_prefix_is_sound():
         offline = {m: rw_register.check(h, m) for m in MODELS}
         brute = {m: serial_order_exists(brute_txns(txns), m, registers=True) for m in BRUTE_MODELS}
         for model in MODELS:
-            found, marks = online(h.events, "rw-register", model)
+            found, marks, engine = rw_online(h.events, model, sweep)
+            forgotten += engine.forgotten
             reported += bool(found)
             for f in found:
                 names.add(f.name)
@@ -90,9 +109,11 @@ def test_rw_register_every_prefix_is_sound():
     assert reported > 100 and types > 100, (reported, types)
     # cycles, G1a/G1b and the transactions' own anomalies all occur: the test is not vacuous
     assert {"G1a", "G1b", "G1c", "G-single-realtime", "future-read"} <= names, names
+    assert (forgotten > 1000) is (sweep == 1), forgotten
 
 
-def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
+@pytest.mark.parametrize("sweep", [1, 10**9])
+def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix(sweep):
     """Whenever the rw-register engine certifies a prefix (so `--follow` skips the offline
     pass), offline finds that prefix valid with no anomaly of any type, with the same notes
     (not brute force: offline itself misses what blind writes leave unordered, and the
@@ -100,9 +121,10 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
     engine adds real-time edges only for them). Not vacuous: many prefixes are certified,
     among them some whose only cycle offline would find through the rule that readers of nil
     precede first writes, and many invalid ones are refused."""
-    from sleuth.checker.online import Feed, engine_for
+    from sleuth.checker.online import Feed
+    from sleuth.checker.online.rw_register import Engine
 
-    certified = refused = 0
+    certified = refused = forgotten = 0
     for seed in range(150):
         rnd = random.Random(47_500 + seed)
         txns = rw_txns(rnd)
@@ -110,7 +132,7 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
         for model in ("strict-serializable", "serializable"):
             for n in range(1, len(h.events) + 1):
                 p = prefix(h.events, n)
-                e = engine_for("rw-register", History([], "h"), model, lambda f: None, {})
+                e = Engine(History([], "h"), model, lambda f: None, sweep=sweep)
                 feed = Feed(e.history, e)
                 for x in p.events:
                     feed.event(x.type, x.process, x.f, x.value, x.time)
@@ -118,12 +140,14 @@ def test_a_certified_rw_register_verdict_is_offline_s_on_every_prefix():
                 if e.certified():
                     assert model == "strict-serializable"
                     certified += 1
+                    forgotten += e.forgotten
                     off = rw_register.check(p, model)
                     where = (seed, model, n, [x.to_dict() for x in p.events])
                     assert off.valid is True and not off.anomalies and off.notes == e.result(model).notes, where
                 elif model == "strict-serializable" and rw_register.check(p, model).valid is False:
                     refused += 1
     assert certified > 300 and refused > 200, (certified, refused)
+    assert (forgotten > 300) is (sweep == 1), forgotten  # certified after forgetting, too
 
 
 def test_rw_register_readers_of_nil_precede_first_writes_online():
@@ -137,11 +161,13 @@ def test_rw_register_readers_of_nil_precede_first_writes_online():
     assert [(f.name, f.line) for f in found] == [("G-single-realtime", 4)], found
 
 
-def serial_rw_history(path, n, rnd, stale=False):
+def serial_rw_history(path, n, rnd, stale=False, per_client=False):
     """n rw-register transactions of five clients on eight keys, each taking effect at its
     completion (a strict serializable database); with `stale`, one read in fifty returns a
-    value the key held earlier."""
+    value the key held earlier. Values count up from 1, or with `per_client` as sleuth's
+    clients write them (client c's n-th value is n * 1000 + c + 1: not increasing per key)."""
     state, old, t, nxt, pending, done = {}, {}, 0, 1, {}, 0
+    counts = [0] * 5
     with open(path, "w") as out:
         def emit(d):
             nonlocal t
@@ -164,8 +190,10 @@ def serial_rw_history(path, n, rnd, stale=False):
                 mops = []
                 for _ in range(rnd.randint(1, 3)):
                     k = rnd.randrange(8)
-                    mops.append(["r", k, None] if rnd.random() < 0.5 else ["w", k, nxt])
+                    mops.append(["r", k, None] if rnd.random() < 0.5
+                                else ["w", k, counts[p] * 1000 + p + 1 if per_client else nxt])
                     nxt += 1
+                    counts[p] += 1
                 pending[p] = mops
                 done += 1
                 emit({"type": "invoke", "process": p, "f": "txn", "value": mops})
@@ -184,6 +212,89 @@ def test_rw_register_follow_skips_the_final_pass_only_when_certified(tmp_path, s
     assert (record["valid"], record["anomaly-types"]) == (offline["valid"], offline["anomaly-types"])
     assert r.returncode == (1 if stale else 0), r.stderr
     assert record["online"]["final-pass"] == ("offline" if stale else "none")
+
+
+@pytest.mark.parametrize("db", ["serial", "stale"])
+def test_rw_register_memory_is_flat_over_a_long_stream(tmp_path, db):
+    """20,000 transactions swept from 1,000 kept on: what the engine keeps (transactions,
+    graph nodes and edges, readers, pairs, first values, forgotten latest values) is no
+    larger after 20,000 than after 7,000, and it forgets over 16,000 (counted, not timed).
+    A strict serializable history then ends certified with no gap, as offline judges it
+    valid; stale reads of forgotten writes are gaps (and found online when they close a
+    cycle), never certified. The forgotten values themselves stay, packed (8 bytes each):
+    the valid stream's are sleuth's clients' (not increasing per key), the stale one's count up."""
+    from sleuth.checker.online import Feed
+    from sleuth.checker.online.rw_register import Engine
+
+    path = tmp_path / "h.jsonl"
+    serial_rw_history(str(path), 20_000, random.Random(8), stale=db == "stale", per_client=db == "serial")
+    h = History([], str(path))
+    found = []
+    engine = Engine(h, "strict-serializable", found.append, sweep=1000)
+    feed = Feed(h, engine)
+    sizes = {}
+
+    def size():
+        return {"ops": len(engine.ops), "nodes": len(engine.deps.graph), "edges": engine.deps.graph.edges(),
+                "writers": len(engine.writer), "readers": sum(map(len, engine.readers.values())),
+                "succ": sum(map(len, engine.succ.values())), "firsts": sum(map(len, engine.firsts.values())),
+                "tops": sum(map(len, engine.tops.values())), "judged": len(engine.judged)}
+
+    with open(path, "rb") as f:
+        for line in f:
+            e = orjson.loads(line)
+            feed.event(e["type"], e["process"], e["f"], e.get("value"), e["time"])
+            if engine.n in (7_000, 20_000) and engine.n not in sizes:
+                sizes[engine.n] = size()
+    early, late = sizes[7_000], sizes[20_000]
+    assert all(v <= 6 * 2000 for v in (early["ops"], late["ops"])), (early, late)
+    assert all(late[k] <= 3 * max(early[k], 500) for k in early), (early, late)
+    assert late["tops"] <= 8 * 5, late  # at most the concurrent writes per key
+    assert engine.forgotten > 16_000 and engine.gone.count > 10_000, engine.stats()
+    engine.finish()
+    offline = rw_register.check(read_jsonl(str(path)), "strict-serializable")
+    if db != "stale":
+        assert not found and not engine.deps.gaps and engine.certified(), engine.deps.gaps
+        assert offline.valid is True and not offline.anomalies
+    else:
+        assert not engine.certified() and offline.valid is False
+        assert "a read of a forgotten write not known to be its key's latest" in engine.deps.gaps
+
+
+def test_rw_register_a_value_written_again_after_its_writer_was_forgotten_is_refused():
+    """Offline refuses a value written twice to one key, at the second write's line; online
+    too when the first writer is long forgotten (the forgotten values are kept exactly)."""
+    from sleuth.history import HistoryError
+
+    rows = [("invoke", 0, [["w", "x", 7]]), ("ok", 0, [["w", "x", 7]])]
+    rows += [r for i in range(5) for r in (("invoke", 1, [["w", "y", i]]), ("ok", 1, [["w", "y", i]]))]
+    rows += [("invoke", 2, [["w", "x", 7]]), ("ok", 2, [["w", "x", 7]])]
+    with pytest.raises(HistoryError) as offline:
+        rw_register.check(History(ev(rows), "h"))
+    with pytest.raises(HistoryError) as online_:
+        _, _, engine = rw_online(ev(rows), "strict-serializable", 1)
+    assert str(offline.value).split(":")[:2] == str(online_.value).split(":")[:2] == ["h", "13"]
+    _, _, engine = rw_online(ev(rows[:-2]), "strict-serializable", 1)
+    assert engine.forgotten >= 5 and ("x", 7) not in engine.writer  # it was forgotten, not kept
+
+
+def test_rw_register_a_final_read_of_a_quiet_key_is_judged_after_its_writer_is_forgotten():
+    """x is written once, then only y for a while (x's writer forgotten); a read of x = 1 then
+    is judged without a gap (the write is x's latest: no committed write of x followed it),
+    and the history is certified, as offline finds it valid. A read of x's older value
+    after a later write of x (stale, under strict serializability) is a gap instead."""
+    rows = [("invoke", 0, [["w", "x", 1]]), ("ok", 0, [["w", "x", 1]])]
+    rows += [r for i in range(5) for r in (("invoke", 1, [["r", "y", None], ["w", "y", i]]),
+                                           ("ok", 1, [["r", "y", i - 1 if i else None], ["w", "y", i]]))]
+    final = [("invoke", 2, [["r", "x", None], ["r", "y", None]]), ("ok", 2, [["r", "x", 1], ["r", "y", 4]])]
+    found, _, engine = rw_online(ev(rows + final), "strict-serializable", 1)
+    engine.finish()
+    assert engine.forgotten >= 6 and not found and not engine.deps.gaps and engine.certified()
+    assert rw_register.check(History(ev(rows + final), "h")).valid is True
+    stale = [("invoke", 3, [["w", "x", 2]]), ("ok", 3, [["w", "x", 2]])] + rows[2:] + final
+    _, _, engine = rw_online(ev(rows[:2] + stale), "strict-serializable", 1)
+    engine.finish()
+    assert not engine.certified() and engine.deps.gaps
 
 
 def ev(rows, f="txn"):

@@ -44,8 +44,9 @@ offline's and `sleuth check --follow` skips the offline pass
 (`Engine.certified`). The register engine cuts each key at its quiet
 moments (`register`, "Memory") and certifies too when no cut may have
 used a crashed write twice ("Certified verdicts" there). The rw-register
-engine keeps every transaction (no forgetting yet) and certifies under
-models with real-time order; source keeps the log its reads show, and its
+engine forgets the sources of its graph as list-append's does, keeping the
+values they wrote in an exact packed set ("Memory" there), and certifies
+under models with real-time order; source keeps the log its reads show, and its
 final pass is always the offline checker.
 """
 

@@ -28,10 +28,21 @@ of the final graph is a cycle the offline search finds in the same strongly
 connected component (it may name that component's cycles otherwise: it
 looks for one cycle of each type per component).
 
+Forgetting (`forget`): the datatype's engine may drop a transaction (or a
+barrier) that is a *source* of the graph, every edge into it from a node
+already forgotten (the list-append engine's rule, "Memory" there; the
+rw-register engine's sweep, "Memory" in `rw_register`). An edge that then
+arrives *into* a forgotten node is not guessed at: it is a gap (it might close
+a cycle no longer visible). One *from* a forgotten node into a kept one is
+dropped: without gaps no cycle passes through a forgotten node (the first
+node of the cycle forgotten had its edge in on the cycle before, from a node
+forgotten earlier, a contradiction, or after, a gap). A transaction id not in
+`ops` was forgotten (a failed one stays in `ops`, without a node, until it is
+forgotten too; an edge into it is then a gap, conservatively).
+
 This is the graph part of the list-append engine (`list_append`), written
 once for the engines that came after it; the list-append engine keeps its
-own copy for now (its window forgets transactions, which this graph does
-not do yet: see `rw_register`, "Memory").
+own copy for now.
 """
 
 from __future__ import annotations
@@ -96,7 +107,7 @@ class Deps:
             return
         gr = self.graph
         b = self.before.pop(i, None)
-        if b is not None:
+        if b is not None and b in gr:  # a forgotten barrier: from a forgotten node, dropped
             self._add(b, i, g.REALTIME)
         if self.process:
             p = op.process
@@ -125,7 +136,13 @@ class Deps:
             return
         gr = self.graph
         order = gr.ord
-        if a not in order or b not in order:  # failed
+        if b not in order:
+            if b not in self.ops:  # forgotten (see "Forgetting"): it might close a hidden cycle
+                self.gap("an edge into a forgotten transaction")
+            return  # else failed: no node offline
+        if a not in order:  # failed, or forgotten: dropped (see "Forgetting")
+            if a >= 0 and a not in self.ops and kind != g.REALTIME and kind != g.PROCESS:
+                self.data_edges += 1  # an edge of offline's graph all the same (its notes)
             return
         if kind != g.REALTIME and kind != g.PROCESS:
             self.data_edges += 1
@@ -134,6 +151,13 @@ class Deps:
             gr.into[b].append(a)
         else:
             self._add(a, b, kind)
+
+    def forget(self, n: int) -> None:
+        """Drop transaction or barrier `n`, a source of the graph, and what is kept of it."""
+        if n in self.graph:
+            self.graph.forget(n)
+        self.ops.pop(n, None)
+        self.before.pop(n, None)
 
     def _add(self, a: int, b: int, kind: int) -> None:
         cycle = self.graph.add(a, b, kind)

@@ -75,14 +75,65 @@ said (offline reads the completion), and values that are not hashable.
 Models without real-time order (serializable and weaker) are not certified:
 their final pass is offline's.
 
-Memory: the engine keeps every transaction it has seen (no forgetting yet):
-its memory grows with the history, as the offline check's does. Forgetting
-the sources of the graph, as the list-append engine does ("Memory" there),
-would be sound here by the same argument (an edge arriving into a forgotten
-transaction is a gap), but the values a forgotten writer wrote must still be
-known for two facts offline uses: that no value is written twice (offline
-refuses such a history), and what a later read of it means (a final read of
-a quiet key). Bounding both is not done.
+**Memory** (`_sweep`: when what is kept has doubled, from `SWEEP`
+transactions). A transaction is forgotten only when it is a *source* of the
+graph (every edge into it came from a node already forgotten), completed
+before every pending transaction was invoked, and every value it read has
+a settled writer (not pending, not yet to be invoked); barriers but the
+newest by the same rule. Taken in the graph's order, so forgetting a source
+makes its successors sources in the same sweep. The graph's side is the
+list-append engine's argument (`deps`, "Forgetting"): an edge that arrives
+later into a forgotten node is a gap, one from it is dropped, and without
+gaps no cycle passes through a forgotten node. What else must be judged
+after a writer is forgotten, and how, each without a guess:
+
+- *a value written twice* (offline refuses the history at the second
+  write's line): the values forgotten transactions wrote stay in an exact
+  set (`written.Written`: 8 bytes an int), so the second write is refused
+  at the same line, with the same error, however old the first;
+- *a read of a forgotten write* v of key k: offline's edges from it are the
+  wr edge from v's writer (from a forgotten node: dropped), rw edges to the
+  writers of values known to follow v, and G1a or G1b if v's writer failed
+  or overwrote v itself. Per key, `tops` keeps the forgotten values that
+  answer all of these with "nothing more": each the last write to k of a
+  committed transaction, and none that a forgotten transaction read and
+  then overwrote (a pair v < w whose w's writer is forgotten: an rw edge
+  from the reader into it). A read of one of them is judged (its rw edges
+  to kept writers are added as before) with no gap; a read of any other
+  forgotten value is a gap: among them a crashed (info) transaction's write,
+  which may take effect after any later write, so no real-time rule bounds
+  how many a key would have to keep. `tops` keeps only values not superseded in
+  real time (a value whose writer completed before another committed
+  forgotten writer of k began is dropped): the values left overlap in time
+  pairwise, so they all overlap at one moment (intervals on a line), and a
+  key keeps no more than the writes of k concurrent then;
+- *a read of nil* of k after a writer of a first value of k was forgotten
+  would precede it (the nil rule): a gap. Readers of nil forgotten are
+  dropped from the rule's lists (their edges are from forgotten nodes);
+- a value read whose writer has not been invoked (a future write) keeps its
+  reader until the writer comes; lost updates are reported once and their
+  pair kept; the other tables (readers, pairs, first values, what was
+  judged) lose a forgotten transaction at its sweep.
+
+Why a strict serializable history forgets everything old with no gap:
+every edge into a transaction T arrives by the time everything invoked
+before T completed has completed, except from a transaction invoked after
+T completed, which real time puts after T: such an edge (a read of a value
+T overwrote, a read of nil after T's first value) closes a cycle, and never
+arrives in a valid history. A read in such a history of a committed
+forgotten value not in `tops` is stale (a committed write of k that follows
+it, in real time or by reading it and overwriting it, completed before the
+read began), so invalid too, though with blind writes offline may not see
+it: the gap then only costs the final pass. Reads of crashed writes whose
+writer was forgotten are gaps in valid histories too: such a history is
+judged by the final pass, as before. So the kept transactions, graph and tables stay bounded by the
+transactions concurrent with the oldest pending one; what grows is the set
+of forgotten values, 8 bytes each (`tests/test_online_engines.py`: 20,000
+transactions swept from 1,000 keep no more at the end than early on, and
+are certified as offline judges them). Under models without real-time order
+the same rule forgets, but a valid history may read an old version: a gap,
+and the final pass is offline's (it is anyway there). A transaction pending
+forever keeps everything invoked after it.
 """
 
 from __future__ import annotations
@@ -93,14 +144,17 @@ from sleuth.checker import graph as g
 from sleuth.checker import models, txn
 from sleuth.checker.online import Found
 from sleuth.checker.online.deps import Deps
+from sleuth.checker.online.written import Written
 from sleuth.checker.rw_register import parse_txn, txn_anomaly_text, txn_reads
 from sleuth.history import History, HistoryError, Op
 
 _NONE = object()
+SWEEP = 20_000  # transactions kept before the first sweep (see "Memory")
 
 
 class Engine:
-    def __init__(self, history: History, model: str, report, wfr_keys: bool = True, vouched: bool = False):
+    def __init__(self, history: History, model: str, report, wfr_keys: bool = True, vouched: bool = False,
+                 sweep: int = SWEEP):
         self.history = history
         self.model = models.canonical(model)
         self.wfr = wfr_keys
@@ -118,14 +172,24 @@ class Engine:
         self.judged: set[tuple] = set()  # (k, v) judged for G1a / G1b (once each, as offline)
         self.bad: dict[int, HistoryError] = {}  # txn -> its invoke value's error (raised unless ok fixes it)
         self.vouched = vouched  # --linearizable-keys or --sequential-keys: orders not added online
-        self.firsts: dict[Any, list[int]] = {}  # key -> writers of its values with no known predecessor
+        self.firsts: dict[Any, dict[int, None]] = {}  # key -> writers of its values with no known predecessor
         self.seen_w: set[int] = set()  # writers some committed read observed
         self.ok = 0
+        # forgetting (see "Memory")
+        self.sweep = sweep
+        self.next_sweep = sweep  # sweep when this many transactions are kept
+        self.forgotten = 0
+        self.gone = Written()  # (k, v) that forgotten transactions wrote
+        self.tops: dict[Any, dict[Any, tuple[int, int]]] = {}  # key -> forgotten values a read may show
+        self.nil_gone: set = set()  # keys a forgotten transaction wrote a first value of
+        self.nil_read_gone: set = set()  # keys a forgotten committed transaction read nil from
 
     # -- events ---------------------------------------------------------------
 
     def invoked(self, op: Op, time: int) -> None:
         self.n += 1
+        if len(self.ops) >= self.next_sweep:
+            self._sweep()
         h = self.history
         if op.f != "txn":
             raise h.error(op.invoke_pos, f"rw-register histories hold txn operations, not {op.f!r}")
@@ -171,6 +235,8 @@ class Engine:
                 if f != "w":
                     continue
                 j = writer.get((k, v))
+                if j is None and (k, v) in self.gone:
+                    j = -1  # written by a transaction since forgotten: offline's error all the same
                 if j is not None and j != i:
                     also = self.ops.get(j)
                     where = "earlier" if also is None else f"at line {h.line_of(also.invoke_pos)}"
@@ -203,7 +269,11 @@ class Engine:
             self.readers.setdefault(kv, []).append(i)
             if v is not None:
                 w = self.writer.get(kv)
-                if w is None:
+                if w is None and kv in self.gone:  # its writer was forgotten (see "Memory")
+                    if v not in self.tops.get(k, ()):
+                        deps.gap("a read of a forgotten write not known to be its key's latest")
+                    deps.data_edges += 1  # its wr edge, dropped: offline's all the same
+                elif w is None:
                     self.unwritten.setdefault(kv, []).append(i)
                 else:
                     deps.edge(w, i, g.WR)
@@ -213,6 +283,8 @@ class Engine:
                 if t is not None:
                     deps.edge(i, t, g.RW)
             if v is None:  # a reader of nil precedes the writers of first values (`_first`)
+                if k in self.nil_gone:
+                    deps.gap("a read of nil after a first value's writer was forgotten")
                 for t in self.firsts.get(k, ()):
                     deps.edge(i, t, g.RW)
             last = facts.last_write.get(k, _NONE)
@@ -249,7 +321,9 @@ class Engine:
         for k in last:
             if self.wfr and read.get(k) is not None:
                 continue  # it read u and then wrote: u < its value, a known predecessor
-            self.firsts.setdefault(k, []).append(i)
+            self.firsts.setdefault(k, {})[i] = None
+            if k in self.nil_read_gone:  # an edge from a forgotten reader of nil, dropped
+                self.deps.data_edges += 1
             for r in self.readers.get((k, None), ()):
                 self.deps.edge(r, i, g.RW)
 
@@ -287,6 +361,124 @@ class Engine:
             self.deps.emit(models.G1B, [tr, tw], f"{txn.txn_label(h, tr)} read key {k!r} = {v!r}, an intermediate "
                                             f"write of {txn.txn_label(h, tw)}, which wrote {k!r} again later "
                                             "(intermediate read)")
+
+    # -- forgetting (see "Memory") ------------------------------------------------
+
+    def _sweep(self) -> None:
+        """Forget the transactions that completed before every pending one was invoked,
+        whose reads all have a settled writer (or none that could come: a forgotten one),
+        and that are sources once those before them in the graph's order are forgotten; and
+        the barriers but the newest, by the same rule. Next sweep when what is kept has
+        doubled."""
+        deps = self.deps
+        ops, gr, pending = deps.ops, deps.graph, deps.pending
+        oldest = min((ops[p].invoke_pos for p in pending), default=None)
+        ord_, into = gr.ord, gr.into
+        cands = [i for i, op in ops.items() if i not in pending and op.complete_pos is not None
+                 and (oldest is None or op.complete_pos < oldest) and self._settled(op)]
+        cands += [b for b in ord_ if b < 0 and b != deps.barrier]
+        cands.sort(key=lambda n: ord_.get(n, -1))  # failed transactions (no node) first
+        batch: set[int] = set()
+        for n in cands:  # in topological order: a node's predecessors are decided before it
+            if all(p in batch for p in into.get(n, ())):
+                batch.add(n)
+        gone: dict[Any, list] = {}
+        affected: set[tuple] = set()
+        for n in cands:
+            if n not in batch:
+                continue
+            if n >= 0:
+                self._forget_txn(ops[n], gone, affected)
+                self.forgotten += 1
+            deps.forget(n)
+        for k, values in gone.items():
+            self.gone.add(k, values)
+        writer = self.writer
+        for kv in affected:
+            k = kv[0]
+            rs = self.readers.get(kv)
+            if rs is not None:
+                rs[:] = [t for t in rs if t in ops]
+                if not rs:
+                    del self.readers[kv]
+            ws = self.writing.get(kv)
+            if ws is not None and len(ws) < 2 and ws[0] not in ops:  # two: a lost update, reported
+                del self.writing[kv]
+            su = self.succ.get(kv)
+            if su:
+                su.intersection_update([w for w in su if writer.get((k, w)) is not None])
+                if not su:
+                    del self.succ[kv]
+        self.next_sweep = max(self.sweep, 2 * len(ops))
+
+    def _settled(self, op: Op) -> bool:
+        """Are the writers of every value `op` read known and settled? (Else an edge into it,
+        or a judgement of it, is still to come.)"""
+        if op.type != "ok":
+            return True
+        try:
+            for f, k, v in op.value:  # every read: a fuzzy one's writer is judged too (`_observed`)
+                if f != "r" or v is None:
+                    continue
+                w = self.writer.get((k, v))
+                if w in self.deps.pending or (w is None and (k, v) in self.unwritten):
+                    return False
+        except TypeError:  # unhashable: a gap already
+            return False
+        return True
+
+    def _forget_txn(self, op: Op, gone: dict[Any, list], affected: set[tuple]) -> None:
+        """Drop what is kept of `op` (a source of the graph, completed): its values go to
+        `gone` (the exact set of forgotten writes), its last write per key, if it committed,
+        to `tops` (a later read of it is judged without its writer), its pairs v < w evict v
+        from `tops` (a read of v then has an rw edge into `op`: a gap)."""
+        i = op.id
+        value = op.value if op.type == "ok" else op.invoke_value
+        writer, tops = self.writer, self.tops
+        try:
+            keys = set()
+            for f, k, v in value:
+                if f == "w" and writer.get((k, v)) == i:
+                    del writer[(k, v)]
+                    self.final.discard((k, v))
+                    self.judged.discard((k, v))
+                    gone.setdefault(k, []).append(v)
+                    affected.add((k, v))
+                    keys.add(k)
+            if op.type == "ok":
+                facts = txn_reads(op.value)
+                for k, v in facts.last_write.items():
+                    if k in keys and not any(writer.get((k, w)) is None for w in self.succ.get((k, v), ())):
+                        self._top(k, v, op)
+                for k, v in facts.first_read.items():
+                    affected.add((k, v))
+                    if v is None:
+                        self.nil_read_gone.add(k)
+                    if k in facts.last_write and k in tops:
+                        tops[k].pop(v, None)
+            for k in keys:
+                fk = self.firsts.get(k)
+                if fk is not None and fk.pop(i, _NONE) is not _NONE:
+                    self.nil_gone.add(k)  # a later reader of nil would precede it: a gap then
+                    if not fk:
+                        del self.firsts[k]
+        except TypeError:  # an unhashable value: a gap already
+            pass
+        self.seen_w.discard(i)
+
+    def _top(self, k: Any, v: Any, op: Op) -> None:
+        """Committed `op`'s last write of k, v, becomes one of k's forgotten values a read may
+        still show: unless a committed write of k, forgotten too, began after `op` completed
+        (then v came before it, in a strict model: a read of v now is stale, and a gap).
+        Those `op` itself follows so are dropped: what stays overlaps pairwise in time, so a
+        key keeps no more values than writes were concurrent at one moment."""
+        tops = self.tops.setdefault(k, {})
+        s, e = op.invoke_pos, op.complete_pos
+        if any(s2 > e for s2, _ in tops.values()):
+            return
+        for u in [u for u, (_, e2) in tops.items() if e2 < s]:
+            del tops[u]
+        tops[v] = (s, e)
 
     # -- explanations ------------------------------------------------------------
 
@@ -349,7 +541,8 @@ class Engine:
         """Nothing to do between events: everything is judged as it arrives."""
 
     def stats(self) -> dict[str, Any]:
-        return {"txns": self.n, **self.deps.stats(), "reads-of-unwritten-values": len(self.unwritten)}
+        return {"txns": self.n, **self.deps.stats(), "reads-of-unwritten-values": len(self.unwritten),
+                "forgotten": self.forgotten}
 
 
 def _mops(op: Op) -> list:
