@@ -30,9 +30,19 @@ def checker_name(workload: str) -> str:
     return WORKLOADS[workload].checker if workload in WORKLOADS else workload
 
 
-def judge_history(history: History, test: dict, part: str = "all") -> dict[str, Any]:
-    """The verdict `sleuth run` gives a history, from the run's own test.json: the same pure
-    judging function (`sleuth.judge`) with the checks the run recorded (`Checks.of_test`).
+def task_checks(test: dict) -> dict[str, Any]:
+    """What a task needs of a run's test.json to judge it, and nothing more: its checks
+    (`Checks.of_test`, as JSON) and why it ended early (`run_ended`). Tasks get this small
+    record in their closures, never the whole test.json."""
+    from sleuth.judge import Checks, run_ended
+
+    return {"checks": Checks.of_test(test).to_json(), "ended": run_ended(test)}
+
+
+def judge_history(history: History, what: dict, part: str = "all") -> dict[str, Any]:
+    """The verdict `sleuth run` gives a history, from the run's own test.json (`what`, its
+    `task_checks`): the same pure judging function (`sleuth.judge`) with the checks the run
+    recorded.
 
     `part`: "checker" (the workload's checker only, on one key's slice of a
     register history; a key where nothing was observed counts as valid, as
@@ -40,15 +50,15 @@ def judge_history(history: History, test: dict, part: str = "all") -> dict[str, 
     timestamps, nothing completed, a run that ended early), or "all". Returns
     {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.judge import Checks, check_workload, judge, run_ended
+    from sleuth.judge import Checks, check_workload, judge
 
-    checks = Checks.of_test(test)
+    checks = Checks.from_json(what["checks"])
     if part == "checker":
         r = check_workload(history, checks)
         if r.stats.get("keys-judged") == 0:
             return {"valid": True, "anomaly-types": []}
         return {"valid": r.valid, "anomaly-types": sorted(r.anomaly_types)}
-    results = judge(history, checks, run_ended(test), workload=part == "all")
+    results = judge(history, checks, what["ended"], workload=part == "all")
     return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 
