@@ -343,7 +343,10 @@ def operations(spark, files: list[str], ranges: list[tuple[int, int, int]], ops_
         before = spark.createDataFrame(offsets or [(0, 0)], "seg BIGINT, before BIGINT")
         inside = (rows.where(F.col("kind") == "op").join(F.broadcast(before), "seg")
                   .select((F.col("before") + F.col("rank")).alias("id"), *OPS_COLUMNS[1:]))
-        ops = inside.unionByName(spark.createDataFrame(crossing, schema=OPS_SCHEMA)) if crossing.num_rows else inside
+        # one chunk: pyspark 4.3's createDataFrame of a table whose chunks include empty ones
+        # drops rows (3 rows in chunks of 0, 2, 0, 1 came back as 2)
+        crossing = spark.createDataFrame(crossing.combine_chunks(), schema=OPS_SCHEMA)
+        ops = inside.unionByName(crossing)
         with following(spark, say, f"writing {info['ops']:,} operations"):
             ops.write.mode("overwrite").parquet(ops_dir)
     finally:
