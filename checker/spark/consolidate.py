@@ -318,5 +318,7 @@ def operations(spark, ops_path: str, meta: list[dict]):
     campaigns = sorted({m["campaign"] for m in meta})
     dirs = spark.createDataFrame([(m["campaign"], m["run"], m["run_dir"]) for m in meta],
                                  "campaign STRING, run STRING, run_dir STRING")
-    ops = spark.read.parquet(ops_path).where(F.col("campaign").isin(*campaigns))
+    # in the dataset's schema: a campaign of no operations has no files Spark could infer it from
+    schema = ", ".join(f"`{c}` {_DDL[t]}" for c, t in FILE_COLUMNS.items()) + ", `campaign` STRING, `run` STRING"
+    ops = spark.read.schema(schema).parquet(ops_path).where(F.col("campaign").isin(*campaigns))
     return ops.join(F.broadcast(dirs), ["campaign", "run"]).select(*OPS_COLUMNS)
