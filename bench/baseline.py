@@ -43,6 +43,15 @@ def path(rev: str = BASELINE) -> str:
     return out
 
 
+def cwd() -> str:
+    """Where the children run: not the checkout, whose `sleuth/` directory would be imported
+    from the working directory by Spark's Python workers (in local mode they start in the
+    driver's) before anything on PYTHONPATH, so the old jobs would run the new tasks."""
+    out = os.path.join(HERE, "out")
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
 def env(rev: str | None) -> dict[str, str]:
     """The environment of a child that imports `rev`'s sleuth (None: this checkout's)."""
     e = dict(os.environ)

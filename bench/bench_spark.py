@@ -101,9 +101,9 @@ def spark_child(master: str, dirs: list[str], out: str) -> None:
 def spark(master: str, a, rev: str | None) -> dict:
     """`judge_runs` on `master` in a fresh process, with this checkout's sleuth (`rev` None) or `rev`'s."""
     out = os.path.join(OUT, f"out-{'new' if rev is None else 'old'}-" + master[len("local["):-1])
-    p = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--ops", str(a.ops),
+    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--runs", str(a.runs), "--ops", str(a.ops),
                         "--child", master, out], capture_output=True, text=True, timeout=3600,
-                       env=baseline.env(rev))
+                       env=baseline.env(rev), cwd=baseline.cwd())
     if p.returncode:
         sys.exit(f"{master} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])

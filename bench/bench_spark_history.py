@@ -109,8 +109,8 @@ def worker(path: str, master: str | None) -> dict:
 
 def measure(path: str, master: str | None, rev: str | None = None) -> dict:
     """One check in a fresh process, with this checkout's sleuth (`rev` None) or `rev`'s."""
-    argv = [sys.executable, __file__, "--worker", path, *(["--master", master] if master else [])]
-    p = subprocess.run(argv, capture_output=True, text=True, env=baseline.env(rev))
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", path, *(["--master", master] if master else [])]
+    p = subprocess.run(argv, capture_output=True, text=True, env=baseline.env(rev), cwd=baseline.cwd())
     if p.returncode != 0:
         raise SystemExit(f"{master or 'single process'} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])

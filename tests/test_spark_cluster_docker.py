@@ -71,8 +71,10 @@ def task(it):  # a file in the executor's own /tmp
     yield socket.gethostname()
 
 def blocks(it):  # where this executor's Spark keeps shuffle files and persisted blocks
-    local = os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",")
-    found = [d for root in local for d in glob.glob(os.path.join(root, "**", "blockmgr-*"), recursive=True)]
+    # pyspark gives its Python workers the block manager's directories as SPARK_LOCAL_DIRS
+    local = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",") if d]
+    found = [d for root in local for d in ([root] if os.path.basename(root).startswith("blockmgr-")
+             else glob.glob(os.path.join(root, "**", "blockmgr-*"), recursive=True))]
     for d in found:
         yield (socket.gethostname(), d, sum(len(s) + len(f) for _, s, f in os.walk(d)))  # its subdirectories are made as blocks are written
 
