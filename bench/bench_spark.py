@@ -12,15 +12,11 @@ same judging as a plain sequential loop in one Python process: read each
 history (sleuth's reader pairs the operations) and judge it with the same
 function the Spark tasks call.
 
-The Spark jobs run twice per master: `old`, sleuth as it was at
-`--baseline REV` (default `baseline.BASELINE`, the jobs before issue 46 moved
-every output to Spark's writers; built once into bench/out/baseline/), and
-`new`, this checkout. Each round measures them all side by side, in a
-rotating order (the machine is shared: a burst of other work should not
-always land on the same one); the table shows each round, then the medians,
-with the load average beside them. `speedup` is local[1]'s jobs time over
-local[2]'s (the goal: >= 1.6 from the second core), for old and new; new
-over old is the new jobs' time over the old ones'.
+Each round measures the three side by side, in a rotating order (the
+machine is shared: a burst of other work should not always land on the same
+one); the table shows each round, then the medians, with the load average
+beside them. `speedup` is local[1]'s jobs time over local[2]'s (the goal:
+>= 1.6 from the second core); `vs loop` is the loop's time over Spark's.
 """
 
 from __future__ import annotations
@@ -32,8 +28,6 @@ import statistics
 import subprocess
 import sys
 import time
-
-import baseline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "out", "spark")
@@ -63,14 +57,14 @@ def make_campaign(runs: int, ops: int) -> list[str]:
 
 def sequential(dirs: list[str]) -> dict:
     from sleuth import store
-    from sleuth.checker.spark.judge import judge_history, task_checks
+    from sleuth.checker.spark.judge import judge_history
     from sleuth.history import read_jsonl
     from sleuth.records import TestRecord
 
     t = time.perf_counter()
     for d in dirs:
         test = TestRecord.read(store.test_path(d))
-        r = judge_history(read_jsonl(os.path.join(d, "history.jsonl")), task_checks(test))
+        r = judge_history(read_jsonl(os.path.join(d, "history.jsonl")), test)
         assert r["valid"] is True, (d, r)
     return {"start": 0.0, "jobs": time.perf_counter() - t}
 
@@ -103,12 +97,10 @@ def spark_child(master: str, dirs: list[str], out: str) -> None:
     print(json.dumps({"start": start + warm, "jobs": jobs, "ops": int(table["ops"].sum()), **timings}))
 
 
-def spark(master: str, a, rev: str | None) -> dict:
-    """`judge_runs` on `master` in a fresh process, with this checkout's sleuth (`rev` None) or `rev`'s."""
-    out = os.path.join(OUT, f"out-{'new' if rev is None else 'old'}-" + master[len("local["):-1])
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--runs", str(a.runs), "--ops", str(a.ops),
-                        "--child", master, out], capture_output=True, text=True, timeout=3600,
-                       env=baseline.env(rev), cwd=baseline.cwd())
+def spark(master: str, a) -> dict:
+    out = os.path.join(OUT, "out-" + master[len("local["):-1])
+    p = subprocess.run([sys.executable, __file__, "--runs", str(a.runs), "--ops", str(a.ops),
+                        "--child", master, out], capture_output=True, text=True, timeout=3600)
     if p.returncode:
         sys.exit(f"{master} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -126,7 +118,6 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=3, help="rounds; the medians are reported")
     ap.add_argument("--child", nargs=2, metavar=("MASTER", "OUT"))
-    ap.add_argument("--baseline", default=baseline.BASELINE, help="the revision whose jobs are 'old'")
     a = ap.parse_args()
     dirs = make_campaign(a.runs, a.ops)
     if a.child:
@@ -135,8 +126,7 @@ def main() -> None:
     print(f"Spark campaign jobs: {a.runs} runs x {a.ops:,} list-append txns (sleuth sim), "
           f"consolidate + judge + audit + aggregate; {a.repeat} rounds on {os.cpu_count()} cores", flush=True)
     head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>14}" for s in STAGES))
-    names = ("plain loop", "2 loops at once", *(f"{v} {m}" for v in ("old", "new") for m in MASTERS))
-    baseline.path(a.baseline)  # built before the first round, not on its clock
+    names = ("plain loop", "2 loops at once", *(f"spark {m}" for m in MASTERS))
     results: dict[str, list[dict]] = {n: [] for n in names}
     loads = []
     ops = 0
@@ -144,9 +134,8 @@ def main() -> None:
         before = os.getloadavg()[0]
         order = [names[(i + j) % len(names)] for j in range(len(names))]
         for name in order:
-            v, master = name.split(" ", 1)
             r = (sequential(dirs) if name == "plain loop" else two_loops(dirs) if name == "2 loops at once"
-                 else spark(master, a, a.baseline if v == "old" else None))
+                 else spark(name.split()[1], a))
             ops = r.get("ops", ops)
             results[name].append(r)
         loads.append((before, os.getloadavg()[0]))
@@ -159,17 +148,14 @@ def main() -> None:
     print(f"median of {a.repeat} rounds (load average {min(ld):.1f}–{max(ld):.1f}):\n{head}")
     for name in names:
         print(row(name, med[name], ops))
-    loop, loops = med["plain loop"]["jobs"], med["2 loops at once"]["jobs"]
-    for v in ("old", "new"):
-        one, two = med[f"{v} local[1]"]["jobs"], med[f"{v} local[2]"]["jobs"]
-        speedups = sorted(results[f"{v} local[1]"][i]["jobs"] / results[f"{v} local[2]"][i]["jobs"]
-                          for i in range(a.repeat))
-        print(f"{v}: speedup local[2] over local[1]: {one / two:.2f}x of the medians (rounds: "
-              f"{', '.join(f'{s:.2f}' for s in speedups)}; goal >= 1.6); plain loop over local[2]: "
-              f"{loop / two:.2f}x, over local[1]: {loop / one:.2f}x")
-    print("new over old (jobs time): " + ", ".join(
-        f"{m} {med[f'new {m}']['jobs'] / med[f'old {m}']['jobs']:.2f}x" for m in MASTERS)
-        + f"; the machine's own ceiling (the loop in two processes at once over one): {loop / loops:.2f}x")
+    one, two, loop, loops = (med[n]["jobs"] for n in ("spark local[1]", "spark local[2]", "plain loop",
+                                                       "2 loops at once"))
+    speedups = sorted(results["spark local[1]"][i]["jobs"] / results["spark local[2]"][i]["jobs"]
+                      for i in range(a.repeat))
+    print(f"speedup local[2] over local[1]: {one / two:.2f}x of the medians (rounds: "
+          f"{', '.join(f'{s:.2f}' for s in speedups)}; goal >= 1.6); plain loop over local[2]: "
+          f"{loop / two:.2f}x, over local[1]: {loop / one:.2f}x; the machine's own ceiling (the loop "
+          f"in two processes at once over one): {loop / loops:.2f}x")
 
 
 if __name__ == "__main__":

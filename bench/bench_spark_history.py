@@ -12,13 +12,7 @@ local[2] over local[1], and the peak memory of the driver's Python process
 (where the integer graph lives) beside the JVM's (in local mode it hosts the
 executors; their Python workers are its children).
 
-    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR] [--baseline REV]
-
-Each Spark check runs twice, by turns: `old`, sleuth as it was at
-`--baseline REV` (default `baseline.BASELINE`: before issue 46 moved the key
-buckets through Spark's shuffle and every output to Spark's writers), and
-`new`, this checkout; the last line per size gives new over old at each
-master (the goal: no more than 1.2 at local[2]).
+    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR]
 """
 
 from __future__ import annotations
@@ -32,8 +26,6 @@ import subprocess
 import sys
 import threading
 import time
-
-import baseline
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
@@ -107,10 +99,9 @@ def worker(path: str, master: str | None) -> dict:
             "children_rss_gib": sampler.peak / GIB}
 
 
-def measure(path: str, master: str | None, rev: str | None = None) -> dict:
-    """One check in a fresh process, with this checkout's sleuth (`rev` None) or `rev`'s."""
-    argv = [sys.executable, os.path.abspath(__file__), "--worker", path, *(["--master", master] if master else [])]
-    p = subprocess.run(argv, capture_output=True, text=True, env=baseline.env(rev), cwd=baseline.cwd())
+def measure(path: str, master: str | None) -> dict:
+    argv = [sys.executable, __file__, "--worker", path, *(["--master", master] if master else [])]
+    p = subprocess.run(argv, capture_output=True, text=True)
     if p.returncode != 0:
         raise SystemExit(f"{master or 'single process'} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -152,39 +143,32 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(HERE, "out", "spark-history"))
     ap.add_argument("--worker")
     ap.add_argument("--master")
-    ap.add_argument("--baseline", default=baseline.BASELINE, help="the revision whose checks are 'old'")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.master)))
         return
     os.makedirs(args.out, exist_ok=True)
-    baseline.path(args.baseline)  # built before the first check, not on its clock
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"sleuth check --spark, list-append sim ({args.db}); load average {os.getloadavg()[0]:.1f}")
     print(f"{'txns':>10} {'checker':>16} {'start s':>8} {'check s':>8} {'s/M txns':>9} "
           f"{'driver GiB':>10} {'JVM+workers GiB':>15}  verdict")
     for i, n in enumerate(sizes):
         path = history(args.out, args.db, n)
-        runs = [(f"{v} {m}", m, args.baseline if v == "old" else None)
-                for m in ("local[1]", "local[2]") for v in ("old", "new")]  # by turns
+        runs = [("local[1]", "local[1]"), ("local[2]", "local[2]")]
         if i == 0:
-            runs.insert(0, ("single process", None, None))
+            runs.insert(0, ("single process", None))
         got = {}
-        for name, master, rev in runs:
-            r = got[name] = measure(path, master, rev)
+        for name, master in runs:
+            r = got[name] = measure(path, master)
             print(f"{n:>10} {name:>16} {r['start_s']:>8} {r['check_s']:>8} {r['check_s'] / n * 1e6:>9.1f} "
                   f"{r['driver_rss_gib']:>10.2f} {r['children_rss_gib'] if master else 0:>15.2f}  "
                   f"{r['valid']} {','.join(r['types'])}", flush=True)
         same = len({(r["valid"], tuple(r["types"])) for r in got.values()}) == 1
-        for v in ("old", "new"):
-            speedup = got[f"{v} local[1]"]["check_s"] / got[f"{v} local[2]"]["check_s"]
-            print(f"{n:>10} {v}: local[2] over local[1]: {speedup:.2f}x (goal >= 1.6x); driver under 2 GiB: "
-                  f"{got[f'{v} local[2]']['driver_rss_gib'] < 2}", flush=True)
-        print(f"{n:>10} new over old: " + ", ".join(
-            f"{m} {got[f'new {m}']['check_s'] / got[f'old {m}']['check_s']:.2f}x" for m in ("local[1]", "local[2]"))
-            + f" (goal at local[2] <= 1.2x); the machine's ceiling, two single-process checks at once: "
-            f"{ceiling(args.out, args.db):.2f}x; verdicts equal: {same}; load average {os.getloadavg()[0]:.1f}",
-            flush=True)
+        speedup = got["local[1]"]["check_s"] / got["local[2]"]["check_s"]
+        print(f"{n:>10} local[2] over local[1]: {speedup:.2f}x (goal >= 1.6x; the machine's ceiling, two "
+              f"single-process checks at once: {ceiling(args.out, args.db):.2f}x); driver under 2 GiB: "
+              f"{got['local[2]']['driver_rss_gib'] < 2}; verdicts equal: {same}; "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,7 @@ filesystem, sharing only the test's directory (bind-mounted at the same path), t
 One cluster for the module (`make spark-up CLUSTER=docker`'s code, image cached by content hash).
 On it: a campaign of real runs judged by `judge_runs`, and a `sleuth sim` history checked by
 `sleuth check --spark`, against the single-process checker's verdicts and anomaly types; a task's
-file in its worker's /tmp is seen neither by the driver nor by the other worker, and the block
-manager directories where Spark kept the jobs' shuffle and persisted data are on the workers'
-disks only; an input the
+file in its worker's /tmp is seen neither by the driver nor by the other worker; an input the
 workers cannot read is bad input (exit 254 naming it).
 """
 
@@ -58,7 +56,7 @@ def cluster(tmp_path_factory):
 
 
 DRIVER = """
-import glob, json, os, socket, sys
+import json, os, socket, sys
 from sleuth.checker.spark.jobs import judge_runs
 from sleuth.checker.spark.shard_history import spark_session
 
@@ -70,19 +68,10 @@ def task(it):  # a file in the executor's own /tmp
         f.write(socket.gethostname())
     yield socket.gethostname()
 
-def blocks(it):  # where this executor's Spark keeps shuffle files and persisted blocks
-    # pyspark gives its Python workers the block manager's directories as SPARK_LOCAL_DIRS
-    local = [d for d in os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",") if d]
-    found = [d for root in local for d in ([root] if os.path.basename(root).startswith("blockmgr-")
-             else glob.glob(os.path.join(root, "**", "blockmgr-*"), recursive=True))]
-    for d in found:
-        yield (socket.gethostname(), d, sum(len(s) + len(f) for _, s, f in os.walk(d)))  # its subdirectories are made as blocks are written
-
 hosts = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(task).collect()))
 t = judge_runs(runs, out, campaign="test", master=master, say=lambda m: None)
-stores = sorted(set(spark.sparkContext.parallelize(range(8), 8).mapPartitions(blocks).collect()))
 cols = ["run_dir", "valid", "anomaly_types", "run_valid", "spark_agrees", "durability", "ops"]
-print(json.dumps({"hosts": hosts, "stores": stores, "table": json.loads(t[cols].to_json(orient="records"))}))
+print(json.dumps({"hosts": hosts, "table": json.loads(t[cols].to_json(orient="records"))}))
 """
 
 
@@ -109,7 +98,7 @@ def judged(cluster):
     print(f"session and judge_runs on the cluster: {time.monotonic() - t:.1f} s", file=sys.stderr)
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    return {"runs": runs, "root": root, "scratch": scratch, "hosts": out["hosts"], "stores": out["stores"],
+    return {"runs": runs, "root": root, "scratch": scratch, "hosts": out["hosts"],
             "table": {r["run_dir"]: r for r in out["table"]}}
 
 
@@ -166,18 +155,6 @@ def test_a_workers_scratch_is_its_own(cluster, judged):
     assert len(seen) == 2
     for host, content in seen.items():
         assert content == (host if host in hosts else None), seen  # each holds only its own
-
-
-def test_the_jobs_shuffle_and_persist_on_the_workers_own_disks(judged):
-    """The campaign's jobs moved data through Spark (the consolidation's persisted rows, the
-    register keys' shuffle): Spark kept it in each executor's block manager directory, on its
-    worker's own disk, which the driver cannot see, and the jobs gave the right verdicts all
-    the same (test_campaign_of_real_runs_gives_the_runs_own_verdicts)."""
-    stores = judged["stores"]
-    assert stores and {h for h, _, _ in stores} <= {"worker-1", "worker-2"}, stores
-    assert any(n for _, _, n in stores), stores  # shuffle files or blocks were written there
-    for _, d, _ in stores:
-        assert not os.path.exists(d), d  # not on the driver's host
 
 
 def test_an_input_the_workers_cannot_read_is_bad_input(cluster, tmp_path_factory):

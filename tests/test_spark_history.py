@@ -178,7 +178,7 @@ def test_campaign_consolidation_parquet(spark, tmp_path):
     (run / "test.json").write_text(json.dumps({"workload": "list-append", "checks": {
         "checker": "list-append", "model": "strict-serializable"}}))
     from sleuth.checker.spark.jobs import run_meta
-    consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations"))
+    consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations")).collect()
     got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
     want = single_check(run / "history.jsonl", "list-append")
     assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
@@ -436,25 +436,3 @@ def test_a_process_breaking_its_rules_across_shards_is_named(spark, tmp_path, mo
     write_jsonl(second, d / "b.jsonl")
     with pytest.raises(HistoryError, match=r"b\.jsonl:1: " + problem):
         _paired(spark, d)
-
-
-def test_progress_follows_a_running_jobs_tasks(spark):
-    """While a job runs, `progress.following` says how many of its stage's tasks are done: two
-    tasks, one quick and one that sleeps, so some line must say "1 of 2" before the job ends."""
-    from sleuth.checker.spark.progress import following
-    from sleuth.checker.spark.shard_history import per_task
-
-    def task(batches):
-        import time
-
-        import pyarrow as pa
-
-        for b in batches:
-            for i in b.column("id").to_pylist():
-                time.sleep(3.0 * i)
-                yield pa.RecordBatch.from_pydict({"rows": [i]})
-
-    said = []
-    with following(spark, said.append, "sleeping", every=0.5):
-        per_task(spark, 2, task)
-    assert any(s.startswith("sleeping: stage ") and s.endswith(", 1 of 2 tasks done") for s in said), said

@@ -143,9 +143,8 @@ def campaign(tmp_path_factory):
     runs["lost"] = shutil.copytree(runs["valid"], os.path.join(doctored, "lost"))
     runs["phantom"] = shutil.copytree(runs["valid"], os.path.join(doctored, "phantom"))
     runs["torn"] = shutil.copytree(runs["valid"], os.path.join(doctored, "torn"))
-    # a campaign names a run of the nemesis mix kill,pause `…kill+pause…`; a user's store may hold spaces,
-    # and '=' and ':', which Spark's partitioned writer escapes in the path and its reader unescapes
-    runs["odd-name"] = shutil.copytree(runs["valid"], os.path.join(doctored, "kill+pause 100% a:b=c"))
+    # a campaign names a run of the nemesis mix kill,pause `…kill+pause…`; a user's store may hold spaces
+    runs["odd-name"] = shutil.copytree(runs["valid"], os.path.join(doctored, "kill+pause 100%"))
     with open(os.path.join(runs["torn"], "history.jsonl"), "rb+") as f:  # a torn last line
         f.truncate(os.path.getsize(f.name) - 20)
     runs["legacy"] = as_stored_before_sleuth_table_names(

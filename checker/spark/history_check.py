@@ -34,10 +34,12 @@ same cycles and explains them with the same words.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import logging
 import os
+import shutil
 import signal
 import threading
 import time
@@ -50,21 +52,8 @@ from sleuth.checker import graph as g
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.spark import history_keys as hk
-from sleuth.checker.spark.history_ops import (
-    cache_dir,
-    imported,
-    input_files,
-    load_ops,
-    native,
-    read_ops,
-)
-from sleuth.checker.spark.progress import following
-from sleuth.checker.spark.shard_history import (
-    local_master,
-    per_task,
-    spark_session,
-    warm,
-)
+from sleuth.checker.spark.history_ops import cache_dir, imported, input_files, load_ops, native
+from sleuth.checker.spark.shard_history import LOG_LEVEL, per_task, spark_session, warm
 from sleuth.history import HistoryError
 from sleuth.words import noun, plural
 
@@ -81,8 +70,7 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
     in another format `sleuth check` reads is judged from its JSON Lines copy (`imported`):
     the same events, so the same verdict; an error found in the copy names the input's line."""
     if not native(path):
-        # bad input is named before a JVM starts
-        copy, history = imported(path, workload, local_master(master or DEFAULT_MASTER))
+        copy, history = imported(path, workload)  # bad input is named before a JVM starts
         say(f"{path} read by sleuth check's importer into {copy} (JSON Lines: the lines that "
             "explanations name are that file's)")
         try:
@@ -100,15 +88,15 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
     def say(s: str) -> None:  # each step with the seconds since the check began
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
-    spark = _session(master or DEFAULT_MASTER)
-    with _interrupts(spark):
+    spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
+    with _jvm_log_off(spark), _interrupts(spark):
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
         if not spark.sparkContext.master.startswith("local"):
             _readable_on_executors(spark, path)
         ops_dir, meta = load_ops(spark, path, say)
         judged = _judge(spark, path, ops_dir, meta, workload, options, say)
-        out = _read(spark, judged)
+        out = _read(judged)
         errors = out[out["tag"] == hk.ERROR]
         if len(errors):
             first = errors.sort_values("a").iloc[0]
@@ -123,7 +111,7 @@ def _readable_on_executors(spark, path: str) -> None:
     path on every executor (storage every worker mounts): a task per core looks, so that a
     worker that cannot is bad input named here, not a stack trace from the pairing job."""
     files = input_files(path)
-    cache = cache_dir(path, local=False)
+    cache = cache_dir(path)
 
     def look(batches):
         import socket
@@ -146,19 +134,23 @@ def _readable_on_executors(spark, path: str) -> None:
                            "workers must mount the input and its directory at the same path as this host")
 
 
-def _session(master: str):
-    """The check's session. One it starts itself has the JVM's log off from the start: its
-    errors reach the user as the command's one line, and the JVM's own log of them (a task
-    failed, a cancelled job's workers gone) would add Java stack traces around it. A session
-    already running (a campaign's, whose large runs are checked here: jobs.judge_large) is
-    used as it is: the check changes none of its settings, so there is nothing to restore."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    spark = spark_session(master, "sleuth-check")
-    if active is None:
-        spark.sparkContext.setLogLevel("OFF")
-    return spark
+@contextlib.contextmanager
+def _jvm_log_off(spark):
+    """The JVM's log off while the check runs: its errors reach the user as the command's one
+    line, and the JVM's own log of them (a task failed, a cancelled job's workers gone) would
+    add Java stack traces around it. Back at the sessions' LOG_LEVEL when the check is over,
+    since a campaign's session goes on; not after an interrupt, as the command leaves while
+    its cancelled tasks are still logging their ends."""
+    spark.sparkContext.setLogLevel("OFF")
+    interrupted = False
+    try:
+        yield
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
+    finally:
+        if not interrupted:
+            spark.sparkContext.setLogLevel(LOG_LEVEL)
 
 
 @contextlib.contextmanager
@@ -200,76 +192,56 @@ def _interrupts(spark):
 
 
 def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: dict, say) -> str:
-    """The executors' per-bucket answers, written by Spark's writer into the cache (reused while
-    valid: the driver writes `<dir>.done` once the job has committed them).
-
-    The operations are split into buckets in the tasks that read them (`history_keys.split`),
-    Spark's shuffle brings each bucket to one task (`repartition(n, bucket)`: exactly n
-    partitions, which adaptive execution does not coalesce; `groupBy` then needs no second
-    exchange), and that task judges it (`history_keys.judge_arrow`)."""
+    """The executors' per-bucket answers, as Parquet in the cache (reused while valid)."""
     n = hk.buckets_for(meta["ops"])
     per_key = {k: v for k, v in options.items() if k not in ("model", "cycle_search_timeout")
                or workload in hk.REGISTERS}  # the driver's concern for transactions
     digest = hashlib.sha1(json.dumps([workload, sorted(per_key.items()), n, meta["inputs"]],
                                      default=repr).encode()).hexdigest()[:12]
-    out_dir = os.path.join(cache_dir(path, _local(spark)), f"judged-{workload}-{digest}")
-    done = out_dir + ".done"
-    if os.path.exists(done):
+    out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
+    if os.path.exists(os.path.join(out_dir, "_SUCCESS")):
         return out_dir
-    say(f"judging {meta['ops']:,} operations in {n} key buckets")
-    split = (read_ops(spark, ops_dir).select(*hk.OP_COLUMNS)
-             .mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA).repartition(n, "bucket"))
-    answers = split.groupBy("bucket").applyInArrow(
-        hk.judge_arrow(workload, path, meta["start_time"], per_key_options(options, workload)), hk.OUT_SCHEMA)
-    with following(spark, say, f"judging {n} key buckets"):
-        answers.write.mode("overwrite").parquet(out_dir)
-    open(done, "w").close()
-    say(f"judged {meta['ops']:,} operations in {n} key buckets")
+    files = sorted(glob.glob(os.path.join(ops_dir, "*.parquet")))
+    staging = os.path.join(out_dir, ".buckets")  # hidden from the readers of out_dir
+    shutil.rmtree(out_dir, ignore_errors=True)
+    os.makedirs(out_dir)
+    try:
+        # each file's operations split into buckets, written as files by the tasks; then a
+        # task per bucket judges it (history_keys.split_files, judge_files)
+        per_task(spark, len(files), hk.split_files(workload, n, files, staging))
+        per_task(spark, n, hk.judge_files(workload, path, meta["start_time"], options, staging, out_dir))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if not glob.glob(os.path.join(out_dir, "*.parquet")):  # no operations: no answers, but a table
+        import pyarrow.parquet as pq
+
+        from sleuth.checker.spark.history_ops import arrow_schema
+
+        pq.write_table(arrow_schema(hk.OUT_SCHEMA).empty_table(), os.path.join(out_dir, "part-empty.parquet"))
+    open(os.path.join(out_dir, "_SUCCESS"), "w").close()
+    say(f"judged {meta['ops']} operations in {n} key buckets")
     return out_dir
 
 
-def per_key_options(options: dict, workload: str) -> dict:
-    """What a bucket's task needs of the options (not the whole set)."""
-    if workload in hk.REGISTERS:
-        return dict(options)
-    return {k: v for k, v in options.items() if k in ("linearizable_keys", "sequential_keys", "wfr_keys")}
+def _read(judged: str):
+    """Everything but the edges, as pandas (edges are read as arrays by `_edges`)."""
+    import pyarrow.dataset as ds
+
+    scan = ds.dataset(judged, format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
+                                                        batch_readahead=1, fragment_readahead=1)
+    return scan.to_table().to_pandas()
 
 
-def _local(spark) -> bool:
-    return spark.sparkContext.master.startswith("local")
-
-
-def _answers(spark, judged: str):
-    return spark.read.schema(hk.OUT_SCHEMA).parquet(judged)
-
-
-def _read(spark, judged: str):
-    """Everything but the edges, as pandas (edges are read as arrays by `_edges`), through Spark's
-    reader: the driver does not list what the executors wrote."""
-    from pyspark.sql import functions as F
-
-    return _answers(spark, judged).where(F.col("tag") != hk.EDGE).select("tag", "a", "text").toArrow().to_pandas()
-
-
-CHUNK_ROWS = 4 << 20  # rows the driver collects at a time, about
-
-
-def _chunks(n: int) -> int:
-    return max(1, -(-n // CHUNK_ROWS))
-
-
-def _edges(spark, judged: str, node: np.ndarray, index: np.ndarray, ops: int) -> tuple[np.ndarray, np.ndarray]:
-    """The dependency edges between nodes, as node numbers (int32), collected a chunk of
-    sources at a time (edges with an end that is no node are dropped, as `txn.Graph` drops
-    them)."""
-    from pyspark.sql import functions as F
+def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The dependency edges between nodes, as node numbers (int32), a Parquet
+    batch at a time (edges with an end that is no node are dropped, as
+    `txn.Graph` drops them)."""
+    import pyarrow.dataset as ds
 
     src, dst = [], []
-    edges = _answers(spark, judged).where(F.col("tag") == hk.EDGE).select("a", "b")
-    k = _chunks(3 * ops)
-    for j in range(k):
-        t = (edges if k == 1 else edges.where(F.pmod("a", F.lit(k)) == j)).toArrow()
-        a, d = t["a"].to_numpy(), t["b"].to_numpy()
+    for b in ds.dataset(judged, format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
+                                                              batch_readahead=1, fragment_readahead=1):
+        a, d = b["a"].to_numpy(), b["b"].to_numpy()
         keep = node[a] & node[d]
         src.append(index[a[keep]])
         dst.append(index[d[keep]])
@@ -318,19 +290,18 @@ def _merge_registers(parts: list[str], n_ops: int) -> Result:
                   anomalies={models.NONLINEARIZABLE: examples} if examples else {}, stats=stats, notes=notes)
 
 
-def _ops_arrays(spark, ops_dir: str, n: int) -> dict[str, np.ndarray]:
+def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:
     """Per operation, in id order (ids are 0..n-1): ok and info flags, process,
-    invoke and completion positions; collected through Spark a chunk of ids at a
-    time, so the driver never holds the table besides the arrays."""
+    invoke and completion positions; filled a Parquet batch at a time, so the
+    driver never holds the table besides the arrays."""
     import pyarrow.compute as pc
-    from pyspark.sql import functions as F
+    import pyarrow.dataset as ds
 
     out = {"ok": np.zeros(n, bool), "info": np.zeros(n, bool), "process": np.zeros(n, np.int64),
            "invoke": np.zeros(n, np.int64), "complete": np.zeros(n, np.int64)}
-    table = read_ops(spark, ops_dir).select("id", "type", "process", "invoke_pos", "complete_pos")
-    k = _chunks(n)
-    for j in range(k):
-        b = (table if k == 1 else table.where(F.pmod("id", F.lit(k)) == j)).toArrow()
+    columns = ["id", "type", "process", "invoke_pos", "complete_pos"]
+    for b in ds.dataset(ops_dir, format="parquet").to_batches(columns=columns, batch_readahead=1,
+                                                              fragment_readahead=1):
         i = b["id"].to_numpy()
         out["ok"][i] = pc.equal(b["type"], "ok").to_numpy(zero_copy_only=False)
         out["info"][i] = pc.equal(b["type"], "info").to_numpy(zero_copy_only=False)
@@ -338,13 +309,6 @@ def _ops_arrays(spark, ops_dir: str, n: int) -> dict[str, np.ndarray]:
         out["invoke"][i] = b["invoke_pos"].to_numpy()
         out["complete"][i] = pc.fill_null(b["complete_pos"], g.INF_TIME).to_numpy()
     return out
-
-
-def _by_ids(spark, ops_dir: str, ids: list[int], columns: list[str]):
-    """The operations `ids` (columns `columns`), as an Arrow table, through Spark's reader."""
-    from pyspark.sql import functions as F
-
-    return read_ops(spark, ops_dir).where(F.col("id").isin(ids)).select(*columns).toArrow()
 
 
 def _non_cycle(out) -> dict[str, list[dict]]:
@@ -374,11 +338,13 @@ def _described(example: dict) -> list[dict]:
 
 def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
     """Examples describe transactions cut to one bucket's keys: put back their whole values."""
+    import pyarrow.dataset as ds
+
     described = [d for examples in found.values() for ex in examples for d in _described(ex)]
     ids = sorted({int(d["name"][1:]) for d in described if "name" in d})
     if not ids:
         return
-    t = _by_ids(spark, ops_dir, ids, ["id", "value"])
+    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
     values = dict(zip(t["id"].to_pylist(), t["value"].to_pylist(), strict=True))
     for d in described:
         v = values.get(int(d["name"][1:]))
@@ -386,7 +352,7 @@ def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
             d["value"] = orjson.loads(v)
 
 
-def _on_cycles(spark, ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) -> tuple[np.ndarray, int, int]:
+def _on_cycles(ops: dict[str, np.ndarray], observed: np.ndarray, judged: str) -> tuple[np.ndarray, int, int]:
     """Op ids of the transactions in non-trivial strongly connected components,
     the number of transactions, and of dependency edges. Nodes are ok
     transactions and observed info ones, as `txn.analyze` has them; process
@@ -398,7 +364,7 @@ def _on_cycles(spark, ops: dict[str, np.ndarray], observed: np.ndarray, judged: 
     node[observed] |= ops["info"][observed]
     n = int(node.sum())
     index = (np.cumsum(node) - 1).astype(np.int32)
-    src, dst = _edges(spark, judged, node, index, len(node))  # kinds matter only on cycles: the sub-history has them
+    src, dst = _edges(judged, node, index)  # kinds matter only on cycles: the sub-history has them
     del index
     ps, pd = (x.astype(np.int32) for x in txn.process_edges(ops.pop("process")[node]))
     complete = np.where(ops["info"], g.INF_TIME, ops.pop("complete"))[node]
@@ -422,9 +388,9 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
             options: dict, say) -> Result:
     from sleuth.checker import txn
 
-    ops = _ops_arrays(spark, ops_dir, meta["ops"])
+    ops = _ops_arrays(ops_dir, meta["ops"])
     observed = out[out["tag"] == hk.OBSERVED]["a"].to_numpy().astype(np.int64)
-    ids, n, edges = _on_cycles(spark, ops, observed, judged)
+    ids, n, edges = _on_cycles(ops, observed, judged)
     say(f"{n} transactions, {edges} dependency edges; {len(ids)} in strongly connected components")
     non_cycle = _non_cycle(out)
     counts = {name: len(v) for name, v in non_cycle.items()}
@@ -467,11 +433,13 @@ def _cycles(spark, path: str, ops_dir: str, meta: dict, judged: str, out, worklo
 
 def _sub_history(spark, path: str, ops_dir: str, meta: dict, workload: str, ids: np.ndarray) -> hk.Part:
     """Every operation touching a key of the transactions `ids`, cut to those keys."""
+    import pyarrow.dataset as ds
+
     empty = hk.Part(events=[], source=path, _ops=[], first_time=meta["start_time"])
     if not len(ids):
         return empty
-    t = _by_ids(spark, ops_dir, ids.tolist(), ["value"])
+    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["value"],
+                                                       filter=ds.field("id").isin(ids.tolist()))
     keys = sorted({orjson.dumps(m[1]).decode() for v in t["value"].to_pylist() for m in orjson.loads(v)})
-    rows = (read_ops(spark, ops_dir).select(*hk.OP_COLUMNS).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA)
-            .toArrow().to_pandas(integer_object_nulls=True))
+    rows = spark.read.parquet(ops_dir).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
     return hk.part_history(rows, path, meta["start_time"]) if len(rows) else empty

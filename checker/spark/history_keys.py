@@ -2,8 +2,8 @@
 
 Keys are hashed into buckets (many keys per task: a task per key would cost
 more than the work). Each operation goes to every bucket of a key it
-touches, with its micro-ops cut down to that bucket's keys (`split`); Spark's
-shuffle brings each bucket's rows to one task, which judges the bucket by the single-process
+touches, with its micro-ops cut down to that bucket's keys, written by the
+splitting task as the bucket's files (`split_files`); a bucket is then judged by the single-process
 checker's own code on a `Part` history of exactly those operations, with
 their global ids and positions (so line numbers, names and explanations are
 the ones `sleuth check` prints):
@@ -27,6 +27,7 @@ line, text: the problem).
 from __future__ import annotations
 
 import math
+import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -250,21 +251,60 @@ def restrict(keys: list[str]):
     return run
 
 
-def judge_arrow(workload: str, source: str, first_time: int, options: dict[str, Any]):
-    """applyInArrow over the shuffled split rows, grouped by bucket: one bucket's rows (an Arrow
-    table of SPLIT_SCHEMA) -> its OUT_SCHEMA rows (`judge`).
+def split_files(workload: str, n: int, files: list[str], staging: str):
+    """mapInArrow over task numbers (`id`, positions in `files`, Parquet files of operations):
+    each task splits its file into buckets (`split`) and writes each bucket's rows as its own
+    file, `staging/bucket=<k>/part-<task>.parquet`; yields how many rows it wrote.
 
-    The buckets reach their tasks through Spark's shuffle (`history_check._judge`:
-    `repartition(n, bucket)` then `groupBy(bucket)`), so no task reads a file another task
-    wrote. Arrow, not pandas, at the boundary: pyspark's pandas conversion makes a nullable
-    BIGINT a float, and a time in nanoseconds (about 2^60) does not survive that; here the
-    nullable integers become Python ints (`integer_object_nulls`)."""
-    def run(table):
+    The buckets reach the tasks that judge them as files, not through Spark's shuffle: the
+    rows would cross into the JVM, be sorted there and cross back into pandas, which cost
+    more than the splitting (the executors share the cache directory, as they share the
+    input)."""
+    def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
 
         from sleuth.checker.spark.history_ops import arrow_schema
 
-        pdf = table.to_pandas(integer_object_nulls=True)
-        return pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf),
-                                    schema=arrow_schema(OUT_SCHEMA), preserve_index=False)
+        for b in batches:
+            for t in b.column("id").to_pylist():
+                src = pq.ParquetFile(files[t]).iter_batches(columns=list(OP_COLUMNS))
+                table = pa.Table.from_batches(list(split(workload, n)(src)), schema=arrow_schema(SPLIT_SCHEMA))
+                for k in pc.unique(table["bucket"]).to_pylist():
+                    d = os.path.join(staging, f"bucket={k}")
+                    os.makedirs(d, exist_ok=True)
+                    tmp = os.path.join(d, f".{t}.tmp")
+                    pq.write_table(table.filter(pc.equal(table["bucket"], k)), tmp)
+                    os.replace(tmp, os.path.join(d, f"part-{t:05d}.parquet"))
+                yield pa.RecordBatch.from_pydict({"rows": [table.num_rows]})
+    return run
+
+
+def judge_files(workload: str, source: str, first_time: int, options: dict[str, Any], staging: str,
+                out_dir: str):
+    """mapInArrow over bucket numbers (`id`): each task reads its bucket's files, judges the
+    bucket (`judge`) and writes its OUT_SCHEMA rows as `out_dir/part-<k>.parquet`; yields how
+    many rows it wrote. A bucket no operation went to has no answer, as a group of no rows."""
+    def run(batches: Iterator) -> Iterator:
+        import glob
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from sleuth.checker.spark.history_ops import arrow_schema
+
+        schema = arrow_schema(OUT_SCHEMA)
+        for b in batches:
+            for k in b.column("id").to_pylist():
+                parts = sorted(glob.glob(os.path.join(staging, f"bucket={k}", "*.parquet")))
+                if not parts:
+                    continue
+                pdf = pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas(integer_object_nulls=True)
+                out = pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
+                                           preserve_index=False)
+                tmp = os.path.join(out_dir, f".{k}.tmp")
+                pq.write_table(out, tmp)
+                os.replace(tmp, os.path.join(out_dir, f"part-{k:05d}.parquet"))
+                yield pa.RecordBatch.from_pydict({"rows": [out.num_rows]})
     return run

@@ -34,10 +34,12 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterator
 
 import orjson
 
+from sleuth.checker.spark.shard_history import per_task
 from sleuth.history import NEMESIS, History, HistoryError, dumps_event, event_from_dict
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
@@ -71,7 +73,7 @@ def native(path: str) -> bool:
     return os.path.isdir(path) or os.path.splitext(path)[1].lower() == ".jsonl"
 
 
-def imported(path: str, workload: str, local: bool = True) -> tuple[str, History]:
+def imported(path: str, workload: str) -> tuple[str, History]:
     """A file in another format (Jepsen's `history.edn` or text log, elle-cli's JSON array,
     a sparse file), read by the importer `sleuth check` uses for `workload` (its errors name
     the file and line as `sleuth check` names them) and written as JSON Lines, which Spark
@@ -88,7 +90,7 @@ def imported(path: str, workload: str, local: bool = True) -> tuple[str, History
         data = b"".join(dumps_event(e) for e in history.events)
     except TypeError as e:  # a map with keys JSON cannot hold: no workload Spark judges has one
         raise HistoryError(path, None, f"cannot be written as JSON Lines for Spark ({e})") from None
-    out = os.path.join(cache_dir(path, local), "imported.jsonl")
+    out = os.path.join(cache_dir(path), "imported.jsonl")
     try:
         with open(out, "rb") as fh:
             same = fh.read() == data
@@ -104,14 +106,10 @@ def parquet_files(path: str) -> list[str]:
     return sorted(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
 
 
-def cache_dir(path: str, local: bool = True) -> str:
+def cache_dir(path: str) -> str:
     """Where the paired operations of `path` are kept: beside it (`<input>.sleuth-ops`), or,
-    on a local master where that cannot be written (a read-only mount of CI artifacts, another
-    user's files), under `$SLEUTH_HOME/spark-cache/` (default ~/.sleuth), named by the input's
-    absolute path. On a cluster only beside the input: the executors write there through
-    Spark's writers and the driver reads it back, so it must be storage every node mounts,
-    which the input's directory is and the driver's $SLEUTH_HOME is not; a directory that
-    cannot be written is bad input (HistoryError)."""
+    where that cannot be written (a read-only mount of CI artifacts, another user's files),
+    under `$SLEUTH_HOME/spark-cache/` (default ~/.sleuth), named by the input's absolute path."""
     full = os.path.normpath(os.path.abspath(path))
     beside = full + ".sleuth-ops"
     try:
@@ -120,9 +118,6 @@ def cache_dir(path: str, local: bool = True) -> str:
             return beside
     except OSError:
         pass
-    if not local:
-        raise HistoryError(path, None, f"cannot write {beside}: on a cluster the paired operations are kept "
-                           "beside the input, on storage every worker mounts")
     home = os.environ.get("SLEUTH_HOME") or os.path.join(os.path.expanduser("~"), ".sleuth")
     digest = hashlib.sha1(full.encode()).hexdigest()[:12]
     elsewhere = os.path.join(home, "spark-cache", f"{os.path.basename(full)}-{digest}.sleuth-ops")
@@ -210,7 +205,7 @@ def _decode_slow(files: list[str], fnos: list[int], lines: list) -> dict:
     return {c: [r[i] for r in rows] for i, c in enumerate(ddl_columns(EVENT_SCHEMA))}
 
 
-_ARROW = {"STRING": "string", "BIGINT": "int64", "INT": "int32", "BOOLEAN": "bool_", "DOUBLE": "float64"}
+_ARROW = {"STRING": "string", "BIGINT": "int64", "INT": "int32"}
 
 
 def ddl_columns(ddl: str) -> list[str]:
@@ -222,15 +217,11 @@ OPS_COLUMNS = tuple(ddl_columns(OPS_SCHEMA))
 
 
 def arrow_schema(ddl: str):
-    """The pyarrow schema of a DDL column list of STRING, BIGINT, INT, BOOLEAN, DOUBLE and
-    ARRAY<STRING> columns (as EVENT_SCHEMA)."""
+    """The pyarrow schema of a DDL column list of STRING, BIGINT and INT columns (as EVENT_SCHEMA)."""
     import pyarrow as pa
 
-    def arrow(t: str):
-        return pa.list_(pa.string()) if t == "ARRAY<STRING>" else getattr(pa, _ARROW[t])()
-
     types = [c.split("`")[2].strip() for c in ddl.split(", ")]
-    return pa.schema([(name, arrow(t)) for name, t in zip(ddl_columns(ddl), types, strict=True)])
+    return pa.schema([(name, getattr(pa, _ARROW[t])()) for name, t in zip(ddl_columns(ddl), types, strict=True)])
 
 
 def decode_batch(files: list[str], b) -> dict:
@@ -385,55 +376,51 @@ def consolidated(spark, path: str):
     return number(ops)
 
 
-def read_ops(spark, ops_dir: str):
-    """The table of operations, read by Spark in its schema (OPS_SCHEMA: so a history of no
-    operations, whose table Spark wrote as no rows, reads back as an empty table)."""
-    return spark.read.schema(OPS_SCHEMA).parquet(ops_dir)
-
-
 def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     """The paired operations of the history at `path` as a Parquet directory
     (built, or reused when its input is unchanged), and its meta
-    (events, start_time, ops, files).
-
-    Every file under the cache is written by Spark's writer (its committer, its `_SUCCESS`),
-    but `meta.json`, which the driver writes after the job has committed (and removes before
-    a rebuild): so the driver never lists nor stats what the executors wrote."""
+    (events, start_time, ops, files)."""
     files = input_files(path)
-    cache = cache_dir(path, spark.sparkContext.master.startswith("local"))
+    cache = cache_dir(path)
     meta_path = os.path.join(cache, "meta.json")
     sources = files or parquet_files(path)
     want = {"version": CACHE_VERSION, "inputs": fingerprint(sources)}
     if os.path.exists(meta_path):
         with open(meta_path) as fh:
             meta = json.load(fh)
-        if {k: meta.get(k) for k in want} == want:
+        if {k: meta.get(k) for k in want} == want and os.path.isdir(os.path.join(cache, "ops")):
             say(f"reusing paired operations in {cache}")
             return os.path.join(cache, "ops"), meta
-        os.remove(meta_path)
-    ops_dir = os.path.join(cache, "ops")
+    size = sum(os.path.getsize(f) for f in sources)
+    # enough tasks for every core: text splits and shuffle partitions of SPLIT_BYTES (128 MiB by
+    # default would leave a core idle: a 300 MB file is 3 splits)
+    parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
+    spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
+    split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
     if files:
-        from sleuth.checker.spark.history_pair import operations, splits
+        from sleuth.checker.spark.history_pair import decode_and_pair, operations, splits
 
-        size = sum(os.path.getsize(f) for f in files)
-        # enough tasks for every core: byte ranges of at most SPLIT_BYTES, at least two per core
-        parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
-        ranges = splits(files, max(1 << 20, min(SPLIT_BYTES, size // parallel)))
-        say(f"reading and pairing {len(files)} {'file' if len(files) == 1 else 'files'} "
-            f"({size / 1e6:.0f} MB) in {len(ranges)} tasks")
-        # the tasks read, decode and pair their byte ranges (history_pair.py); the driver pairs
-        # across the ranges; Spark numbers the operations and writes the table of operations
-        info = operations(spark, files, ranges, ops_dir, say)
+        # the tasks read, decode and pair their byte ranges and write what they found
+        # (history_pair.py); the driver pairs across the ranges, and the tasks number the
+        # operations into the table of operations
+        staging = os.path.join(cache, "staging")
+        ranges = splits(files, split_bytes)
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            per_task(spark, len(ranges), decode_and_pair(files, staging, ranges))
+            info = operations(spark, staging, files, os.path.join(cache, "ops"))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     else:
         ops = consolidated(spark, path)
-        ops.write.mode("overwrite").parquet(ops_dir)
-        written = read_ops(spark, ops_dir)
-        info = {"events": None, "start_time": written.agg({"invoke_time": "min"}).collect()[0][0] or 0,
-                "ops": written.count()}
+        ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+        info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0,
+                "ops": spark.read.parquet(os.path.join(cache, "ops")).count()}
     n = info["ops"]
     meta = {**want, **info}
     with open(meta_path + ".tmp", "w") as fh:
         json.dump(meta, fh)
     os.replace(meta_path + ".tmp", meta_path)
-    say(f"paired {n:,} operations into {cache}")
-    return ops_dir, meta
+    say(f"paired {n} operations into {cache}")
+    return os.path.join(cache, "ops"), meta

@@ -7,9 +7,10 @@ rules path) and pairs as it goes: a process has at most one operation in
 flight (docs/history-format.md), so an invoke's completion is the next event of the same
 process, and within a run of consecutive indexes (a *segment*) that next
 event is in the same segment unless the operation is still open at its end.
-So each task yields to Spark, for every segment it read:
+So each task writes, for every segment it read:
 
-- `op` rows: operations invoked and completed inside the segment, paired;
+- `op` rows: operations invoked and completed inside the segment, paired
+  (`staging/op/`);
 - a `head` row per process: its first event in the segment (with all of the
   event when it is a completion: its invoke is in an earlier segment);
 - a `tail` row per process: its last event in the segment (with all of the
@@ -19,8 +20,8 @@ So each task yields to Spark, for every segment it read:
   the rules refuse, or a process breaking its rules inside the segment).
 
 Everything that crosses a segment boundary is in the head and tail rows,
-at most two per process and segment, which Spark keeps with the op rows
-(`operations`): the driver collects them, orders them per process by index (a group of
+at most two per process and segment, which the task writes too
+(`staging/ends/`): the driver orders them per process by index (a group of
 processes at a time, `ENDS_CHUNK`), checks the per-process rules between a
 segment's tail and the next segment's head, and pairs each open invoke with
 the head that completes it (`_crossing`). Operation ids are
@@ -46,13 +47,14 @@ import os
 from collections.abc import Iterator
 
 from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
+from sleuth.checker.spark.shard_history import per_task
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
                "`complete_time` BIGINT, `node` STRING, `error` STRING, `ts` BIGINT, `file` INT, `hi` BIGINT, "
                "`problem` STRING")
 _NAMES = ddl_columns(ROWS_SCHEMA)
-# the op rows' columns
+# the op rows' columns, in the files the tasks write
 OP_SCHEMA = "`seg` BIGINT, `rank` BIGINT, " + OPS_SCHEMA.split(", ", 1)[1]  # OPS_SCHEMA, id to come
 
 
@@ -143,6 +145,20 @@ def _pair_columns(cols: dict, state: list, rows: _Rows) -> None:
     state[0] = seg
 
 
+def _writer(staging: str, sub: str, i: int, ddl: str):
+    """Where a task writes its rows of kind `sub` for range `i`: `staging/<sub>/part-<i>.parquet`,
+    through a temporary file renamed at the end, so a retried task leaves one whole file."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    d = os.path.join(staging, sub)
+    os.makedirs(d, exist_ok=True)
+    final = os.path.join(d, f"part-{i:05d}.parquet")
+    tmp = os.path.join(d, f".{uuid.uuid4().hex}.tmp")
+    return pq.ParquetWriter(tmp, arrow_schema(ddl)), tmp, final
+
+
 READ_BYTES = 4 << 20  # bytes of whole lines a task decodes at a time
 
 
@@ -178,43 +194,77 @@ def read_lines(path: str, start: int, end: int) -> Iterator[bytes]:
             pos += len(data)
 
 
-def decode_and_pair(files: list[str], ranges: list[tuple[int, int, int]]):
+def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int, int]]):
     """mapInArrow function over range numbers (`id`, positions in `ranges`): each task reads
-    its byte range of a file itself (the files are the input, which every worker mounts),
-    decodes and pairs it, and yields its op, head, tail and seg rows (ROWS_SCHEMA) to Spark,
-    which keeps them (`operations`). The text itself never passes through the JVM, only the
-    paired rows, once, in Arrow batches."""
+    its byte range of a file itself, decodes and pairs it, and writes the `op` rows as Parquet
+    under `staging/op/` (OP_SCHEMA) and the head, tail and seg rows under `staging/ends/`
+    (ROWS_SCHEMA); it yields its number of op rows. Neither the text nor the operations nor
+    the rows pass through the JVM: converting them there cost it as much CPU as the decoding
+    and pairing, on top, and it was work the second core did not share."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         from sleuth.checker.spark.history_ops import decode_block
 
-        schema = arrow_schema(ROWS_SCHEMA)
+        schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
         for b in batches:
+            n = 0
             for i in b.column("id").to_pylist():
                 fno, start, end = ranges[i]
+                out = [_writer(staging, "op", i, OP_SCHEMA), _writer(staging, "ends", i, ROWS_SCHEMA)]
                 state: list = [None]
-                for block in read_lines(files[fno], start, end):
-                    rows = _Rows()
-                    _pair_columns(decode_block(files, fno, block), state, rows)
-                    yield pa.RecordBatch.from_pydict(rows.cols, schema=schema)
-                if state[0] is not None:
-                    rows = _Rows()
-                    _close(state[0], rows)
-                    yield pa.RecordBatch.from_pydict(rows.cols, schema=schema)
+                try:
+                    for block in read_lines(files[fno], start, end):
+                        rows = _Rows()
+                        _pair_columns(decode_block(files, fno, block), state, rows)
+                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
+                    if state[0] is not None:
+                        rows = _Rows()
+                        _close(state[0], rows)
+                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
+                    for writer, tmp, final in out:
+                        writer.close()
+                        os.replace(tmp, final)
+                finally:
+                    for writer, tmp, _ in out:
+                        if os.path.exists(tmp):
+                            writer.close()
+                            os.remove(tmp)
+            yield pa.RecordBatch.from_pydict({"rows": [n]})
     return run
 
 
-def segments_checked(spark, rows, files: list[str]) -> dict:
+def _split(rows: _Rows, op_writer, end_writer, schema, op_schema, pa) -> int:
+    """Write the op rows of `rows` to `op_writer`, the rest to `end_writer`; the number of op rows."""
+    kinds = rows.cols["kind"]
+    ops = [i for i, k in enumerate(kinds) if k == "op"]
+    if ops:
+        op_writer.write_batch(pa.RecordBatch.from_pydict(
+            {c: [rows.cols[c][i] for i in ops] for c in op_schema.names}, schema=op_schema))
+    if len(ops) < len(kinds):
+        rest = [i for i, k in enumerate(kinds) if k != "op"]
+        end_writer.write_batch(pa.RecordBatch.from_pydict(
+            {c: [v[i] for i in rest] for c, v in rows.cols.items()}, schema=schema))
+    return len(ops)
+
+
+def _ends(ends_dir: str):
+    import pyarrow.dataset as ds
+
+    return ds.dataset(ends_dir, format="parquet", schema=arrow_schema(ROWS_SCHEMA))
+
+
+def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
     """The seg rows: every line obeys the rules, the segments cover 0..n-1 once, in file order.
-    Returns {events, start_time, ops, offsets: [(segment lo, invokes before it)]}; else the first
+    Returns {events, start_time, offsets: [(segment lo, invokes before it)]}; else the first
     bad line's HistoryError (or the window pairing's, for a process breaking its rules)."""
-    from pyspark.sql import functions as F
+    import pyarrow.dataset as ds
 
     from sleuth.checker.spark.history_ops import first_bad_line, pairing_error
     from sleuth.history import HistoryError
 
-    t = rows.where(F.col("kind") == "seg").select("seg", "hi", "file", "rank", "invoke_time", "problem").toArrow()
+    t = _ends(ends_dir).to_table(columns=["seg", "hi", "file", "rank", "invoke_time", "problem"],
+                                 filter=ds.field("kind") == "seg")
     segs = sorted(zip(*(t[c].to_pylist() for c in t.column_names), strict=True))
     lines_bad = any(s[0] < 0 for s in segs)
     order_bad = bool(segs) and (segs[0][0] != 0 or any(
@@ -231,27 +281,29 @@ def segments_checked(spark, rows, files: list[str]) -> dict:
         offsets.append((lo, total))
         total += invokes
     return {"events": segs[-1][1] + 1 if segs else 0, "start_time": segs[0][4] if segs else 0,
-            "ops": total, "offsets": offsets}
+            "offsets": offsets}
 
 
 ENDS_CHUNK = 1 << 20  # head and tail rows the driver pairs at a time, at most (about)
 
 
-def across_segments(spark, rows, files: list[str]):
+def across_segments(spark, ends_dir: str, files: list[str]):
     """Operations that cross a segment boundary (an Arrow table of OP_SCHEMA), paired on the
     driver from the head and tail rows; a process breaking its rules across a boundary raises
     the window pairing's error. A process's rows are all in one chunk (chunks are processes
     with equal low bits), so however many rows there are, the driver holds ENDS_CHUNK or so."""
     import pyarrow as pa
-    from pyspark.sql import functions as F
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
 
-    ends = rows.where(F.col("kind").isin("head", "tail"))
-    k, n = 1, ends.count()
+    data = _ends(ends_dir)
+    ends = ds.field("kind") != "seg"
+    k, n = 1, data.count_rows(filter=ends)
     while n > k * ENDS_CHUNK:
         k *= 2
     out = [arrow_schema(OP_SCHEMA).empty_table()]
     for j in range(k):
-        chunk = (ends if k == 1 else ends.where(F.col("process").bitwiseAND(k - 1) == j)).toArrow()
+        chunk = data.to_table(filter=ends if k == 1 else ends & (pc.bit_wise_and(ds.field("process"), k - 1) == j))
         crossing = _crossing(chunk)
         if crossing is None:
             from sleuth.checker.spark.history_ops import pairing_error
@@ -316,42 +368,25 @@ def _crossing(t) -> dict | None:
     return out
 
 
-def operations(spark, files: list[str], ranges: list[tuple[int, int, int]], ops_dir: str,
-               say=lambda s: None) -> dict:
-    """Read and pair the history and write its operations (history_ops.OPS_SCHEMA, ids as invoke
-    ordinals) into `ops_dir` with Spark's writer; returns {events, start_time, ops}.
+def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
+    """Write the history's operations (history_ops.OPS_SCHEMA, ids as invoke ordinals) into
+    `ops_dir`, from what the tasks wrote (`staging/op/`, `staging/ends/`); returns {events,
+    start_time, ops}.
 
-    The tasks' rows (`decode_and_pair`) are kept by Spark (persisted: memory, else the
-    executors' own disks) while the driver reads the seg rows and the head and tail rows, a
-    few per process and range, and pairs across the ranges. The operations then get their ids
-    in the JVM: a broadcast join of each segment's offset (the invokes before it) plus the
-    operation's rank in its segment; the few that crossed a boundary are added, and Spark
-    writes the table. No task writes a file of its own and the driver lists none."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from sleuth.checker.spark.history_ops import OPS_COLUMNS
-    from sleuth.checker.spark.progress import following
-
-    rows = (spark.range(0, len(ranges), 1, numPartitions=max(1, len(ranges)))
-            .mapInArrow(decode_and_pair(files, ranges), ROWS_SCHEMA).persist(StorageLevel.MEMORY_AND_DISK))
-    try:
-        with following(spark, say, f"reading and pairing {len(ranges)} byte ranges"):
-            info = segments_checked(spark, rows, files)
-        offsets = info.pop("offsets")
-        crossing = _numbered(across_segments(spark, rows, files), offsets)
-        before = spark.createDataFrame(offsets or [(0, 0)], "seg BIGINT, before BIGINT")
-        inside = (rows.where(F.col("kind") == "op").join(F.broadcast(before), "seg")
-                  .select((F.col("before") + F.col("rank")).alias("id"), *OPS_COLUMNS[1:]))
-        # one chunk: pyspark 4.3's createDataFrame of a table whose chunks include empty ones
-        # drops rows (3 rows in chunks of 0, 2, 0, 1 came back as 2)
-        crossing = spark.createDataFrame(crossing.combine_chunks(), schema=OPS_SCHEMA)
-        ops = inside.unionByName(crossing)
-        with following(spark, say, f"writing {info['ops']:,} operations"):
-            ops.write.mode("overwrite").parquet(ops_dir)
-    finally:
-        rows.unpersist()
-    return info
+    A task per range numbers its own file (`_numbered`: id = the invokes of the segments before
+    its segment + its rank in it) and writes it anew with pyarrow; the few operations that cross
+    a boundary are paired on the driver and written as one more file. No Spark job but the
+    numbering runs here: on this 2-core machine each small job cost a second or more of
+    serial time."""
+    ends_dir = os.path.join(staging, "ends")
+    info = segments_checked(spark, ends_dir, files)
+    offsets = info.pop("offsets")
+    crossing = across_segments(spark, ends_dir, files)
+    os.makedirs(ops_dir, exist_ok=True)
+    parts = sorted(p for p in os.listdir(os.path.join(staging, "op")) if p.endswith(".parquet"))
+    rows = per_task(spark, len(parts), _number_files(os.path.join(staging, "op"), parts, offsets, ops_dir))
+    _write(_numbered(crossing, offsets), OPS_SCHEMA, os.path.join(ops_dir, "part-crossing.parquet"))
+    return {**info, "ops": sum(r["rows"] for r in rows) + crossing.num_rows}
 
 
 def _numbered(table, offsets: list[tuple[int, int]]):
@@ -366,3 +401,31 @@ def _numbered(table, offsets: list[tuple[int, int]]):
     seg = table.column("seg").to_numpy(zero_copy_only=False).astype(np.int64)
     ids = before[np.searchsorted(lo, seg)] + table.column("rank").to_numpy(zero_copy_only=False)
     return pa.table([pa.array(ids, pa.int64()), *(table.column(c) for c in OPS_COLUMNS[1:])], names=list(OPS_COLUMNS))
+
+
+def _write(table, ddl: str, path: str) -> None:
+    """`table` as the Parquet file `path` in schema `ddl`, through a temporary file renamed at the
+    end (a retried task leaves one whole file)."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.tmp")
+    pq.write_table(table.cast(arrow_schema(ddl)), tmp)
+    os.replace(tmp, path)
+
+
+def _number_files(src: str, parts: list[str], offsets: list[tuple[int, int]], ops_dir: str):
+    """mapInArrow function over positions in `parts`: each of the tasks' op files, numbered."""
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for b in batches:
+            n = 0
+            for i in b.column("id").to_pylist():
+                t = _numbered(pq.read_table(os.path.join(src, parts[i])), offsets)
+                _write(t, OPS_SCHEMA, os.path.join(ops_dir, parts[i]))
+                n += t.num_rows
+            yield pa.RecordBatch.from_pydict({"rows": [n]})
+    return run

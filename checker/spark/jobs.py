@@ -88,7 +88,7 @@ def configure(spark) -> None:
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
 
 
-def _judge_group(checks: dict[str, dict], part: str, key, pdf):
+def _judge_group(tests: dict[str, dict], part: str, key, pdf):
     """applyInPandas: one group's rows -> one verdict row (runs on an executor)."""
     import pandas as pd
 
@@ -97,7 +97,7 @@ def _judge_group(checks: dict[str, dict], part: str, key, pdf):
     run = key[0]
     try:
         h = history_of(pdf.sort_values("invoke_index").itertuples(index=False), f"{run}/history.jsonl")
-        r = judge_history(h, checks[run], part)
+        r = judge_history(h, tests[run], part)
         valid, types, error = verdict_text(r["valid"]), r["anomaly-types"], None
     except Exception as e:  # a malformed history is "unknown", as sleuth run says
         valid, types, error = verdict_text(None), [], f"{type(e).__name__}: {e}"
@@ -126,10 +126,9 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
 
     from sleuth.checker.result import merge_valid
     from sleuth.checker.spark.consolidate import keyed_workloads
-    from sleuth.checker.spark.judge import task_checks
 
+    tests = {m["run"]: m["test"] for m in meta}
     keyed = [m["run"] for m in meta if m["workload"] in keyed_workloads()]
-    checks = {m["run"]: task_checks(m["test"]) for m in meta if m["run"] in keyed}  # not whole test.json
     parts = runs[["run", "valid", "anomaly_types", "reason"]].rename(columns={"reason": "error"})
     if large:  # the workload checker's verdicts of large runs (judge_large)
         parts = pd.concat([parts, pd.DataFrame(large)], ignore_index=True)
@@ -138,7 +137,7 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
         cols = ["run", "process", "f", "invoke_index", "complete_index", "invoke_time", "complete_time",
                 "outcome", "invoke_value", "complete_value", "node", "error", "ts", "key"]
         per_key = (ops().where(F.col("run").isin(*keyed)).select(*cols).groupBy("run", "key")
-                   .applyInPandas(functools.partial(_judge_group, checks, "checker"), JUDGED_SCHEMA))
+                   .applyInPandas(functools.partial(_judge_group, tests, "checker"), JUDGED_SCHEMA))
         parts = pd.concat([parts, per_key.toPandas()[["run", "valid", "anomaly_types", "error"]]],
                           ignore_index=True)
     rows = []
@@ -151,6 +150,7 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
 
 
 LARGE_RUN_BYTES = 64 << 20  # a transactional run's history from this size is judged per key (judge_large)
+SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
 
 
 def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
@@ -175,6 +175,7 @@ def judge_large(spark, m: dict) -> dict:
     options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
     if checks.options.get("linearizable_keys"):
         options["linearizable_keys"] = True
+    saved = {k: spark.conf.get(k, None) for k in SIZED_CONFS}  # the check sizes them to its history
     try:
         r = history_check.check(os.path.join(m["run_dir"], "history.jsonl"), checks.checker, options,
                                 spark.sparkContext.master)
@@ -182,6 +183,12 @@ def judge_large(spark, m: dict) -> dict:
                 "error": None}
     except Exception as e:  # a history the checker cannot judge: unknown, the rest go on
         return {"run": m["run"], "valid": verdict_text(None), "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
@@ -211,7 +218,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
         large = large_runs(meta, large_run_bytes)
-        runs = consolidate.consolidate(spark, meta, ops_path, large, say)
+        runs = consolidate.consolidate(spark, meta, ops_path, large).toPandas()
         # Read back only by the jobs that need it (register keys, the audit): listing a
         # campaign's partitions is a Spark job of its own, on the driver's clock.
         ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))

@@ -21,19 +21,10 @@ import orjson
 from sleuth.history import Event, History
 
 
-def task_checks(test: Any) -> dict[str, Any]:
-    """What a task needs of a run's test.json (a `sleuth.records.TestRecord`) to judge it, and
-    nothing more: its checks (as JSON) and why it ended early (`run_ended`). Tasks get this
-    small record in their closures, never the whole test.json."""
-    from sleuth.judge import run_ended
-
-    return {"checks": test.checks.to_json(), "ended": run_ended(test)}
-
-
-def judge_history(history: History, what: dict, part: str = "all") -> dict[str, Any]:
-    """The verdict `sleuth run` gives a history, from the run's own test.json (`what`, its
-    `task_checks`): the same pure judging function (`sleuth.judge`) with the checks the run
-    recorded.
+def judge_history(history: History, test: Any, part: str = "all") -> dict[str, Any]:
+    """The verdict `sleuth run` gives a history, from the run's own test.json (a
+    `sleuth.records.TestRecord`): the same pure judging function (`sleuth.judge`) with the
+    checks the run recorded.
 
     `part`: "checker" (the workload's checker only, on one key's slice of a
     register history; a key where nothing was observed counts as valid, as
@@ -41,15 +32,15 @@ def judge_history(history: History, what: dict, part: str = "all") -> dict[str, 
     timestamps, nothing completed, a run that ended early), or "all". Returns
     {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.judge import Checks, check_workload, judge
+    from sleuth.judge import check_workload, judge, run_ended
 
-    checks = Checks.from_json(what["checks"])
+    checks = test.checks
     if part == "checker":
         r = check_workload(history, checks)
         if r.stats.get("keys-judged") == 0:
             return {"valid": True, "anomaly-types": []}
         return {"valid": r.valid, "anomaly-types": sorted(r.anomaly_types)}
-    results = judge(history, checks, what["ended"], workload=part == "all")
+    results = judge(history, checks, run_ended(test), workload=part == "all")
     return {"valid": results["valid"], "anomaly-types": sorted(results["anomaly-types"])}
 
 

@@ -64,9 +64,6 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
                .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
-               # Parquet read splits small enough that the Python tasks over a history's
-               # operations (a few files of some MB each) use every core; set once, here
-               .config("spark.sql.files.maxPartitionBytes", str(16 << 20))
                .config("spark.ui.showConsoleProgress", "false"))
     host = "127.0.0.1" if master.startswith(("local", "spark://127.")) else driver_address(master)
     if host:  # where the executors reach the driver (a cluster on this machine: loopback)
