@@ -300,7 +300,10 @@ def test_partitioned_run_interrupted_leaves_no_node_and_no_rule(tmp_path, own_tm
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 2 and json.loads(out)["reason"] == "interrupted", err[-2000:]
+    # unknown, or invalid where what was recorded before the interrupt already holds an anomaly
+    # (Galera's stale reads under a partition: nonlinearizable), which an interrupt does not undo
+    s = json.loads(out)
+    assert s["reason"] == "interrupted" and p.returncode == (1 if s["anomaly-types"] else 2), err[-2000:]
     _nothing_left(own_tmp)
 
 
