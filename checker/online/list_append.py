@@ -165,6 +165,7 @@ engine and skips the offline pass; otherwise it runs it.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import orjson
@@ -180,6 +181,26 @@ MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 PRE = 8  # added to an edge's kind: an edge into a registered writer, true before any read places it
+
+
+# A floating writer's record, packed in one int (a list of six cost some 200 bytes a writer;
+# a sim history has 68,000 floating writers per million transactions until its final reads):
+# bit 0 incomplete, bit 1 info (the writer completed info), bits 2-33 its bit in its batch,
+# bits 34-65 its batch, bits 66 and up how many of its registered appends no read has shown.
+_INCOMPLETE, _INFO, _BIT, _NB, _LEFT = 1, 2, 2, 34, 66
+_M32 = (1 << 32) - 1
+_LEFT1 = 1 << _LEFT
+
+
+def _float(batch: int, bit: int, left: int, info: bool) -> int:
+    return left << _LEFT | batch << _NB | bit << _BIT | (_INFO if info else 0)
+
+
+def _pack(summary: list) -> bytes:
+    """A forgotten key's summary as JSON, in a bytes object of its own size. orjson.dumps
+    returns its working buffer (4 KiB, not shrunk: 39,000 summaries per million
+    transactions of a sim history made 160 MiB), so it is copied once to its length."""
+    return bytes(memoryview(orjson.dumps(summary)))
 
 
 class Engine:
@@ -232,8 +253,12 @@ class Engine:
         # ("registered": the edges every extension orders before them are added, see "Memory")
         self.unseen_w: dict[Any, dict[Any, int]] = {}
         self.barrier_pos: dict[int, int] = {}  # barrier -> the position of the completion that made it
-        self.floating: dict[int, list] = {}  # forgotten registered writer -> [batch, bit, anc, left, info, incomplete]
-        self.batch_of: dict[int, list[int]] = {}  # batch -> its floating writers still recorded
+        # forgotten registered writer -> its record packed in one int (`_float`): batch, bit,
+        # appends still unseen, info, incomplete; and, when not empty, its `anc` (a bit set)
+        self.floating: dict[int, int] = {}
+        self.anc: dict[int, int] = {}
+        self.batch_of: dict[int, array] = {}  # batch -> its floating writers, in bit order
+        self.batch_live: dict[int, int] = {}  # batch -> how many of them are still floating
         self.nbatch = 0
 
     # -- events ---------------------------------------------------------------
@@ -716,21 +741,22 @@ class Engine:
                 break
         if cands:
             self.nbatch += 1
-            nb, bits, anc = self.nbatch, 0, {}
-            members: set = set()
+            nb, anc = self.nbatch, {}
+            members = array("q")
+            floating = self.floating
             for n in cands:
                 a = 0
                 for p in into.get(n, ()):
                     a |= anc.get(p, 0)
-                    fp = self.floating.get(p)
-                    if fp is not None and fp[0] == nb:
-                        a |= 1 << fp[1]
+                    fp = floating.get(p)
+                    if fp is not None and fp >> _NB & _M32 == nb:
+                        a |= 1 << (fp >> _BIT & _M32)
                 left = self._registered(n) if n >= 0 else 0
                 if left:
-                    op = ops[n]
-                    self.floating[n] = [nb, bits, a, left, op.type == "info", False]
-                    members.add(n)
-                    bits += 1
+                    floating[n] = _float(nb, len(members), left, ops[n].type == "info")
+                    if a:
+                        self.anc[n] = a
+                    members.append(n)
                 if a:
                     anc[n] = a
                 if n in ord_:
@@ -741,6 +767,7 @@ class Engine:
                     self.barrier_pos.pop(n, None)
             if members:
                 self.batch_of[nb] = members
+                self.batch_live[nb] = len(members)
         self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
         for k in [k for k, t in self.touched.items() if t not in ops]:
             if k in self.broken:
@@ -793,15 +820,15 @@ class Engine:
         append (a crashed transaction may never have taken effect), and then it is a gap."""
         if w not in self.ops:
             fw = self.floating.get(w)
-            if fw is not None and fw[4] and w not in self.observed:
+            if fw is not None and fw & _INFO and w not in self.observed:
                 if a in self.graph or not self._late(a, w):
-                    fw[5] = True
+                    self.floating[w] |= _INCOMPLETE
                 return
         self._edge(a, w, kind)
 
     def _incomplete(self, w: int) -> bool:
         fw = self.floating.get(w)
-        return fw is not None and fw[5]
+        return fw is not None and fw & _INCOMPLETE != 0
 
     def _late(self, a: int, b: int) -> bool:
         """May the edge a -> b, into the forgotten b, be added without a gap? Yes when both
@@ -809,17 +836,19 @@ class Engine:
         or within one batch when b is not among a's ancestors there (`anc`, kept up to date
         with the late edges added). See "Memory"."""
         fa, fb = self.floating.get(a), self.floating.get(b)
-        if fa is None or fb is None or fb[5]:
+        if fa is None or fb is None or fb & _INCOMPLETE:
             return False
-        if fa[0] != fb[0]:
-            return fa[0] < fb[0]
-        if fa[2] >> fb[1] & 1:
+        na, nb = fa >> _NB & _M32, fb >> _NB & _M32
+        if na != nb:
+            return na < nb
+        anc, bit = self.anc, fb >> _BIT & _M32
+        if anc.get(a, 0) >> bit & 1:
             return False
-        new, bit = fa[2] | (1 << fa[1]), fb[1]
-        for w in self.batch_of[fb[0]]:
-            fw = self.floating[w]
-            if w == b or fw[2] >> bit & 1:
-                fw[2] |= new
+        new = anc.get(a, 0) | (1 << (fa >> _BIT & _M32))
+        floating = self.floating
+        for w in self.batch_of[nb]:
+            if w == b or (w in floating and anc.get(w, 0) >> bit & 1):
+                anc[w] = anc.get(w, 0) | new
         return True
 
     def _revealed(self, w: int) -> None:
@@ -828,13 +857,16 @@ class Engine:
         fw = self.floating.get(w)
         if fw is None:
             return
-        fw[3] -= 1
-        if fw[3] <= 0:
-            del self.floating[w]
-            members = self.batch_of[fw[0]]
-            members.discard(w)
-            if not members:
-                del self.batch_of[fw[0]]
+        fw -= _LEFT1
+        if fw >> _LEFT > 0:
+            self.floating[w] = fw
+            return
+        del self.floating[w]
+        self.anc.pop(w, None)
+        nb = fw >> _NB & _M32
+        self.batch_live[nb] -= 1
+        if not self.batch_live[nb]:
+            del self.batch_of[nb], self.batch_live[nb]
 
     def _forget_txn(self, i: int) -> None:
         op = self.ops.pop(i)
@@ -862,7 +894,7 @@ class Engine:
         del self.touched[k]
         rest = [[v, *status.get(v, ("ok", w)), v in mid] for v, w in wk.items() if v not in seen]
         try:
-            self.dead[k] = orjson.dumps([len(o), hash(tuple(o)), False, rest])
+            self.dead[k] = _pack([len(o), hash(tuple(o)), False, rest])
         except TypeError:  # a value JSON cannot hold: the key is left to the final pass
             self._gap("a forgotten key's values")
             self.broken.add(k)
@@ -910,7 +942,7 @@ class Engine:
             self._gap("G1b candidate on a forgotten key")
         for w in ws:
             self._revealed(w)
-        self.dead[k] = orjson.dumps([len(r), hash(tuple(r)), since or bool(live),
+        self.dead[k] = _pack([len(r), hash(tuple(r)), since or bool(live),
                                      [[v, st, w, m] for v, (st, w, m) in left.items()]])
 
     def _node(self, k: Any, v: Any, w: int) -> bool:
