@@ -191,6 +191,28 @@ def test_bad_line_is_254_naming_it(tmp_path):
     assert json.loads(r.stdout)["exit"] == 254
 
 
+def test_end_marker_is_an_ordinary_event_with_its_index(tmp_path):
+    """The end marker is an event of the history format (docs/history-format.md: `index` is
+    required), so a bare one is refused as any event without an index is, naming its line;
+    the marker docs/online.md shows carries every required field and ends the follow."""
+    from sleuth.history import RULES
+
+    required = {"index"} | {name for name, rule in RULES.items() if rule.required}
+    docs = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "online.md")
+    with open(docs) as fh:
+        shown = [json.loads(x) for x in map(str.strip, fh) if x.startswith("{") and '"f": "end"' in x]
+    assert shown and all(required <= set(m) for m in shown)
+    good = lines_of([{"time": 0, "type": "invoke", "process": 0, "f": "txn", "value": [["append", 1, 1]]},
+                     {"time": 1, "type": "ok", "process": 0, "f": "txn", "value": [["append", 1, 1]]}])
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"".join(good) + orjson.dumps(end_marker(2)) + b"\n")
+    r = run("check", "-w", "list-append", "--follow", str(path), "--idle-timeout", "5")
+    assert r.returncode == 254 and r.stderr.strip() == f"sleuth: error: {path}:3: missing field 'index'"
+    path.write_bytes(b"".join(good) + orjson.dumps({**shown[0], "index": 2, "time": 2}) + b"\n")
+    r = run("check", "-w", "list-append", "--follow", str(path), "--json", "--idle-timeout", "5")
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["online"]["ended-by"] == "end marker"
+
+
 def test_options_refused():
     assert run("check", "-w", "list-append", "x.jsonl", "--idle-timeout", "1").returncode == 254
     r = run("check", "--follow", "x.jsonl")
