@@ -141,11 +141,23 @@ follows only if a read then shows its append.
 
 A key is forgotten when every transaction that named it is: its version
 order becomes a summary (`dead`: the order's length and hash, and the
-appends no read had shown yet, with their writers' status), some 100 bytes
-a key, so a later read of it (a final read) is checked: the same prefix,
-then only appends it knew; anything else is a gap. Real-time edges are
-kept for every model that gets cycles online (so that cycles a weaker model
-allows are seen, as offline sees them: their edge then leaves a gap).
+appends no read had shown yet, with their writers' status), so a later read
+of it (a final read) is checked: the same prefix, then only appends it
+knew; anything else is a gap. Real-time edges are kept for every model that
+gets cycles online (so that cycles a weaker model allows are seen, as
+offline sees them: their edge then leaves a gap).
+
+What stays, then, beyond the transactions not yet forgettable: each
+forgotten key's summary (JSON in bytes of its own size, `_pack`: some 180
+bytes a key with its dict entry) until the end, and each floating writer's
+record (one packed int, `_float`, and its `anc` only when not empty: some 100
+bytes) until a read shows its appends. Neither can go sooner without a gap:
+a final read of the key may come at any time and must be checked against
+the order and the appends it left unseen. So a history over a fixed set of
+keys stays flat, and one that retires keys grows by a summary per retired
+key and a record per floating writer not yet revealed: `sleuth sim` retires
+39 keys per 1,000 transactions, whose last appends (1.7 floating writers a
+key) only the final reads show, some 15 MiB a million transactions.
 
 **Certified verdicts.** When the history ends (`finish`), the edges offline
 adds for appends no read saw are presented, and `certified()` is true when
