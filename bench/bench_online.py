@@ -18,7 +18,10 @@ anomaly of any type: checker/online/list_append.py, "Certified verdicts") and
 `offline` when the offline checker judged the whole file again. Printed per
 row: the online phase (CPU and wall seconds, transactions or operations per
 CPU second, its peak memory, from the run's own "online" record), the final
-pass, the whole run's peak memory, and the offline check beside it (CPU,
+pass (and, when offline, the engine's gaps that asked for it; a final pass
+that grows past `--final-pass-cap-mib`, 4 GiB, is stopped with Ctrl-C, which
+leaves the online phase's record whole), the whole run's peak memory, and
+the offline check beside it (CPU,
 wall, peak memory, verdict). Offline is run at the sizes up to
 `--offline-max` (1M by default): offline holds the whole history (1.6 GB at
 1M), so at 10M it would need some 16 GiB of a machine whose 24 GiB are shared
@@ -45,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -106,9 +110,47 @@ def register_history(cache: str, n: int) -> str:
                   lambda p: write_sim(p, ops=n, processes=10, keys=max(1, n // 1000), seed=1))
 
 
-def row(workload: str, path: str, n: int, unit: str, offline: bool) -> dict:
+def follow(path: str, workload: str, cap_mib: int) -> dict:
+    """`sleuth check -w W --follow PATH --json` in a fresh process, as `measure` reports a run
+    (wall, CPU, peak memory, exit, stdout), stopped with Ctrl-C if it grows past `cap_mib`:
+    the online phase stays far below it, so only an offline final pass of a long history
+    (some 1.6 GiB a million transactions) reaches it. The record then says the final pass
+    was interrupted and still carries the online phase's figures."""
+    proc = subprocess.Popen([SLEUTH, "check", "-w", workload, "--follow", path, "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
+    reader.start()
+    t, stopped = time.perf_counter(), None
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if stopped is None and rss_mib(proc.pid) > cap_mib:
+            stopped = cap_mib
+            proc.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    reader.join(60)
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
+            "exit": proc.returncode, "stdout": "".join(out), "stopped": stopped}
+
+
+def rss_mib(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def row(workload: str, path: str, n: int, unit: str, offline: bool, cap_mib: int) -> dict:
     """Judge `path` online (and offline, if asked); print the row; return the figures."""
-    online = measure(SLEUTH, "check", "-w", workload, "--follow", path, "--json")
+    online = follow(path, workload, cap_mib)
     record = json.loads(online["stdout"].splitlines()[-1])
     phase = record.get("online", {})
     cpu = phase.get("cpu-seconds") or float("nan")
@@ -118,6 +160,10 @@ def row(workload: str, path: str, n: int, unit: str, offline: bool) -> dict:
     line = (f"{workload:11} {n:>10,} {unit:4} | online {cpu:7.1f} s CPU = {n / cpu:>7,.0f} {unit}/s "
             f"({wall:7.1f} s wall), peak {out['peak']:5} MiB | final pass {out['final']:7} | "
             f"whole --follow {online['cpu']:7.1f} s CPU {online['rss_mb']:6.0f} MiB, valid {out['valid']}")
+    if online["stopped"]:
+        line += f" (final pass stopped at {online['stopped']} MiB: --final-pass-cap-mib)"
+    if phase.get("final-pass-because"):
+        line += f", final pass because of: {', '.join(phase['final-pass-because'])}"
     if offline:
         off = measure(SLEUTH, "check", "-w", workload, "--json", path)
         valid = json.loads(off["stdout"]).get("valid") if off["stdout"].strip() else f"exit {off['exit']}"
@@ -217,16 +263,19 @@ def main() -> None:
                     help="run offline sleuth check only up to this size (10M needs ~16 GiB)")
     ap.add_argument("--latency-txns", type=int, default=50_000)
     ap.add_argument("--latency-rate", type=float, default=10_000.0, help="lines a second")
+    ap.add_argument("--final-pass-cap-mib", type=int, default=4096,
+                    help="stop a --follow whose (offline) final pass grows past this (Ctrl-C)")
     ap.add_argument("--cache", default=CACHE)
     args = ap.parse_args()
     print(uptime(), flush=True)
     rows = []
     for n in map(int, args.sizes.split(",")):
-        rows.append(row("list-append", list_append_history(args.cache, n), n, "txns", n <= args.offline_max))
+        rows.append(row("list-append", list_append_history(args.cache, n), n, "txns", n <= args.offline_max,
+                        args.final_pass_cap_mib))
     reg = None
     if args.register_ops:
         reg = row("register", register_history(args.cache, args.register_ops), args.register_ops, "ops",
-                  args.register_ops <= args.offline_max)
+                  args.register_ops <= args.offline_max, args.final_pass_cap_mib)
     worst = latency(args.latency_txns, args.latency_rate) if args.latency_txns else None
     print(uptime(), flush=True)
     print("goals (issue 47):")

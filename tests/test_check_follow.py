@@ -259,3 +259,33 @@ def test_lines_are_the_file_s_lines_with_blank_lines_in_it(tmp_path):
     offline = json.loads(run("check", "-w", "list-append", str(path), "--json").stdout)
     assert records[-1]["anomaly-types"] == offline["anomaly-types"] and "G1a" in offline["anomaly-types"]
     assert offline["anomalies"]["G1a"][0]["op"]["line"] == 6  # the same file lines offline
+
+
+def test_an_interrupted_final_pass_still_says_what_the_online_phase_found(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the final pass (the offline check of a long history, which may hold more than
+    the machine has): unknown, exit 2, and the --json record still carries the online phase,
+    its figures and why the final pass was needed. The interrupt is raised where the final
+    pass runs (judge_file), as the signal would raise it there."""
+    from sleuth.checker import WORKLOADS
+    from sleuth.cli import check as check_cli
+    from sleuth.cli.follow import follow_check
+
+    path = tmp_path / "stale.jsonl"
+    write_sim(str(path), "stale-reads", 2000, seed=3)
+    events = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    path.write_bytes(b"".join(lines_of(events + [end_marker(events[-1]["time"])])))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_cli, "judge_file", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        follow_check(str(path), WORKLOADS["list-append"], {}, None, True, False, False)
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    record = json.loads(out.splitlines()[-1])
+    online = record["online"]
+    assert record["valid"] == "unknown" and record["exit"] == 2 and online["final-pass"] == "interrupted"
+    assert online["ended-by"] == "end marker" and online["events"] == len(events) + 1
+    assert online["found"] and online["final-pass-because"] and online["cpu-seconds"] > 0
+    assert "interrupted in the final pass" in err
