@@ -139,8 +139,11 @@ no read has shown is not in offline's graph unless a later read shows it: an edg
 into it that cannot be added marks it *incomplete* instead of a gap, and a gap
 follows only if a read then shows its append.
 
-A key is forgotten when every transaction that named it is: its version
-order becomes a summary (`dead`: the order's length and hash, and the
+A key is forgotten when every transaction that named it is, at two sweeps
+in a row with no transaction naming it between (`quiet`: a key still in use
+may have no transaction kept for a moment, and an append to a forgotten key
+is a gap, its order being gone; one sweep later costs only the memory of the
+keys named in one sweep's span): its version order becomes a summary (`dead`: the order's length and hash, and the
 appends no read had shown yet, with their writers' status), so a later read
 of it (a final read) is checked: the same prefix, then only appends it
 knew; anything else is a gap. Real-time edges are kept for every model that
@@ -271,6 +274,7 @@ class Engine:
         self.anc: dict[int, int] = {}
         self.batch_of: dict[int, array] = {}  # batch -> its floating writers, in bit order
         self.batch_live: dict[int, int] = {}  # batch -> how many of them are still floating
+        self.quiet: dict[Any, int] = {}  # key all of whose namers are forgotten -> its last namer
         self.nbatch = 0
 
     # -- events ---------------------------------------------------------------
@@ -781,13 +785,19 @@ class Engine:
                 self.batch_of[nb] = members
                 self.batch_live[nb] = len(members)
         self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
+        quiet = {}
         for k in [k for k, t in self.touched.items() if t not in ops]:
             if k in self.broken:
                 continue  # its reads are the final pass's: a later read of it is a gap
             wk = self.writer.get(k, {})
             if any(w in ops for w in wk.values()) or any(r in ops for r in self.frontier.get(k, ())):
                 continue
-            self._forget_key(k)
+            t = self.touched[k]
+            if self.quiet.get(k) == t:  # no transaction named it since the last sweep either
+                self._forget_key(k)
+            else:
+                quiet[k] = t
+        self.quiet = quiet
         self.next_sweep = max(self.sweep, 2 * len(ops))
 
     def _registered(self, i: int) -> int:
