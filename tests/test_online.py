@@ -444,8 +444,8 @@ def test_long_reads_are_swept_by_their_weight_not_only_their_count():
     engine = ListAppendEngine(History([], "h"), "strict-serializable", lambda f: None, sweep=1000)
     feed = Feed(engine.history, engine)
     most = 0
-    for n, ev in enumerate(h.events):
-        feed.event(ev.type, ev.process, ev.f, ev.value, ev.time)
+    for n, ev in enumerate(h.events):  # micro-ops as tuples, as `sleuth.follow` decodes them
+        feed.event(ev.type, ev.process, ev.f, [tuple(m) for m in ev.value], ev.time)
         if n >= 2 * keys * appends:  # the final reads
             most = max(most, len(engine.ops))
     engine.finish()

@@ -220,8 +220,8 @@ def _weight(value: Any) -> int:
     transactions: 6,000 of them kept until the next sweep by count held 140 MiB)."""
     if type(value) is not list:
         return 0
-    return len(value) + sum(len(m[2]) for m in value
-                            if type(m) is list and len(m) == 3 and m[0] == "r" and type(m[2]) is list)
+    return len(value) + sum(len(m[2]) for m in value  # (micro-ops are tuples as read by `follow`)
+                            if type(m) in (list, tuple) and len(m) == 3 and m[0] == "r" and type(m[2]) is list)
 
 
 def _pack(summary: list) -> bytes:
