@@ -191,6 +191,28 @@ def test_bad_line_is_254_naming_it(tmp_path):
     assert json.loads(r.stdout)["exit"] == 254
 
 
+def test_end_marker_is_an_ordinary_event_with_its_index(tmp_path):
+    """The end marker is an event of the history format (docs/history-format.md: `index` is
+    required), so a bare one is refused as any event without an index is, naming its line;
+    the marker docs/online.md shows carries every required field and ends the follow."""
+    from sleuth.history import RULES
+
+    required = {"index"} | {name for name, rule in RULES.items() if rule.required}
+    docs = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "online.md")
+    with open(docs) as fh:
+        shown = [json.loads(x) for x in map(str.strip, fh) if x.startswith("{") and '"f": "end"' in x]
+    assert shown and all(required <= set(m) for m in shown)
+    good = lines_of([{"time": 0, "type": "invoke", "process": 0, "f": "txn", "value": [["append", 1, 1]]},
+                     {"time": 1, "type": "ok", "process": 0, "f": "txn", "value": [["append", 1, 1]]}])
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b"".join(good) + orjson.dumps(end_marker(2)) + b"\n")
+    r = run("check", "-w", "list-append", "--follow", str(path), "--idle-timeout", "5")
+    assert r.returncode == 254 and r.stderr.strip() == f"sleuth: error: {path}:3: missing field 'index'"
+    path.write_bytes(b"".join(good) + orjson.dumps({**shown[0], "index": 2, "time": 2}) + b"\n")
+    r = run("check", "-w", "list-append", "--follow", str(path), "--json", "--idle-timeout", "5")
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["online"]["ended-by"] == "end marker"
+
+
 def test_options_refused():
     assert run("check", "-w", "list-append", "x.jsonl", "--idle-timeout", "1").returncode == 254
     r = run("check", "--follow", "x.jsonl")
@@ -237,3 +259,34 @@ def test_lines_are_the_file_s_lines_with_blank_lines_in_it(tmp_path):
     offline = json.loads(run("check", "-w", "list-append", str(path), "--json").stdout)
     assert records[-1]["anomaly-types"] == offline["anomaly-types"] and "G1a" in offline["anomaly-types"]
     assert offline["anomalies"]["G1a"][0]["op"]["line"] == 6  # the same file lines offline
+
+
+def test_an_interrupted_final_pass_still_says_what_the_online_phase_found(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in the final pass (the offline check of a long history, which may hold more than
+    the machine has): unknown, exit 2, and the --json record still carries the online phase,
+    its figures and why the final pass was needed. The interrupt is raised where the final
+    pass runs (judge_file), as the signal would raise it there."""
+    from sleuth.checker import WORKLOADS
+    from sleuth.checks import Checks
+    from sleuth.cli import check as check_cli
+    from sleuth.cli.follow import follow_check
+
+    path = tmp_path / "stale.jsonl"
+    write_sim(str(path), "stale-reads", 2000, seed=3)
+    events = [orjson.loads(x) for x in path.read_bytes().splitlines()]
+    path.write_bytes(b"".join(lines_of(events + [end_marker(events[-1]["time"])])))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(check_cli, "judge_file", interrupted)
+    with pytest.raises(SystemExit) as exited:
+        follow_check(str(path), WORKLOADS["list-append"], Checks(checker="list-append"), None, True, False)
+    assert exited.value.code == 2
+    out, err = capsys.readouterr()
+    record = json.loads(out.splitlines()[-1])
+    online = record["online"]
+    assert record["valid"] == "unknown" and record["exit"] == 2 and online["final-pass"] == "interrupted"
+    assert online["ended-by"] == "end marker" and online["events"] == len(events) + 1
+    assert online["found"] and online["final-pass-because"] and online["cpu-seconds"] > 0
+    assert "interrupted in the final pass" in err

@@ -27,9 +27,10 @@ judged forbids it.
 saw, cycles through an edge not added because it closed an earlier cycle,
 duplicate and garbage reads, Adya's label-based types, lost updates) is left
 to the offline checker, which `sleuth check --follow` runs on the whole
-history when it ends. The final verdict, anomaly types and exit status are
-therefore exactly the offline ones; the report says which anomalies were
-found online and which only at the end.
+history when it ends, unless the engine *certified* its verdict (below). The
+final verdict, anomaly types and exit status are therefore exactly the
+offline ones; the report says which anomalies were found online and which
+only at the end.
 
 Engines: `list_append`, `rw_register` (on `deps`, the dependency graph
 online), `register` (and cas-register), `invariants` (counter, bank),
@@ -37,17 +38,26 @@ online), `register` (and cas-register), `invariants` (counter, bank),
 says, for each anomaly type of a verdict, when it happened and whether it was
 found online or only in the final pass.
 
-**Memory.** The list-append engine forgets the sources of its graph and
-records a *gap* for any edge that later arrives into a forgotten node
-(`list_append`, "Memory"); with no gap and nothing found, its verdict is
-offline's and `sleuth check --follow` skips the offline pass
-(`Engine.certified`). The register engine cuts each key at its quiet
-moments (`register`, "Memory") and certifies too when no cut may have
-used a crashed write twice ("Certified verdicts" there). The rw-register
-engine forgets the sources of its graph as list-append's does, keeping the
-values they wrote in an exact packed set ("Memory" there), and certifies
-under models with real-time order; source keeps the log its reads show, and its
-final pass is always the offline checker.
+**Memory.** The list-append engine forgets the *sources* of its graph (every
+edge into them came from transactions already forgotten) once they completed
+before every pending transaction began, a batch at a time, and records a
+*gap* for any edge that later arrives into a forgotten node; a writer whose
+append no read has shown yet is forgotten *floating* (its batch and its place
+in it, so the read that finally shows the append orders it without a gap).
+With no gap and nothing found, its verdict is offline's and `sleuth check
+--follow` skips the offline pass (`Engine.certified`). What it keeps is the
+transactions not yet forgettable (flat under a database that keeps up), a
+summary of each forgotten key (its order's length and hash, its unseen
+appends) and each floating writer: about 180 and 100 bytes, so a history
+whose keys are retired with appends no read has shown until a final read
+grows by that much per key (`list_append`, "Memory"). The register engine
+cuts each key at its quiet moments (`register`, "Memory") and certifies too
+when no cut may have used a crashed write twice ("Certified verdicts"
+there). The rw-register engine forgets the sources of its graph as
+list-append's does, keeping the values they wrote in an exact packed set
+("Memory" there), and certifies under models with real-time order; source
+keeps the log its reads show, and its final pass is always the offline
+checker.
 """
 
 from __future__ import annotations

@@ -86,7 +86,9 @@ need an edge into it. So an edge that arrives later is handled by its ends:
 
 Which sources are forgotten is a choice of memory, not of soundness: at each
 sweep (`_sweep`, when what is kept has doubled since the last, at least
-`sweep` transactions), the transactions that completed before every pending
+`sweep` transactions, or when the micro-ops and elements their reads
+returned have, at least `WEIGHT` per transaction of `sweep`: a run of long
+final reads), the transactions that completed before every pending
 transaction was invoked and have no edge in from a kept node, taken in
 topological order, so a source's forgetting makes its successors sources in
 the same pass; the barriers older than the newest, by the same rule. (An
@@ -141,13 +143,28 @@ no read has shown is not in offline's graph unless a later read shows it: an edg
 into it that cannot be added marks it *incomplete* instead of a gap, and a gap
 follows only if a read then shows its append.
 
-A key is forgotten when every transaction that named it is: its version
-order becomes a summary (`dead`: the order's length and hash, and the
-appends no read had shown yet, with their writers' status), some 100 bytes
-a key, so a later read of it (a final read) is checked: the same prefix,
-then only appends it knew; anything else is a gap. Real-time edges are
-kept for every model that gets cycles online (so that cycles a weaker model
-allows are seen, as offline sees them: their edge then leaves a gap).
+A key is forgotten when every transaction that named it is, at two sweeps
+in a row with no transaction naming it between (`quiet`: a key still in use
+may have no transaction kept for a moment, and an append to a forgotten key
+is a gap, its order being gone; one sweep later costs only the memory of the
+keys named in one sweep's span): its version order becomes a summary (`dead`: the order's length and hash, and the
+appends no read had shown yet, with their writers' status), so a later read
+of it (a final read) is checked: the same prefix, then only appends it
+knew; anything else is a gap. Real-time edges are kept for every model that
+gets cycles online (so that cycles a weaker model allows are seen, as
+offline sees them: their edge then leaves a gap).
+
+What stays, then, beyond the transactions not yet forgettable: each
+forgotten key's summary (JSON in bytes of its own size, `_pack`: some 180
+bytes a key with its dict entry) until the end, and each floating writer's
+record (one packed int, `_float`, and its `anc` only when not empty: some 100
+bytes) until a read shows its appends. Neither can go sooner without a gap:
+a final read of the key may come at any time and must be checked against
+the order and the appends it left unseen. So a history over a fixed set of
+keys stays flat, and one that retires keys grows by a summary per retired
+key and a record per floating writer not yet revealed: `sleuth sim` retires
+39 keys per 1,000 transactions, whose last appends (1.7 floating writers a
+key) only the final reads show, some 15 MiB a million transactions.
 
 **Certified verdicts.** When the history ends (`finish`), the edges offline
 adds for appends no read saw are presented, and `certified()` is true when
@@ -167,6 +184,7 @@ engine and skips the offline pass; otherwise it runs it.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 import orjson
@@ -181,8 +199,39 @@ from sleuth.history import History, Op, as_written
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
 MAX_HELD = 1_000  # cycles held for reads to confirm (`_confirm`); beyond, the final pass finds them
+WEIGHT = 50  # or micro-ops and elements read by them, per transaction of SWEEP (`_weight`)
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 PRE = 8  # added to an edge's kind: an edge into a registered writer, true before any read places it
+
+
+# A floating writer's record, packed in one int (a list of six cost some 200 bytes a writer;
+# a sim history has 68,000 floating writers per million transactions until its final reads):
+# bit 0 incomplete, bit 1 info (the writer completed info), bits 2-33 its bit in its batch,
+# bits 34-65 its batch, bits 66 and up how many of its registered appends no read has shown.
+_INCOMPLETE, _INFO, _BIT, _NB, _LEFT = 1, 2, 2, 34, 66
+_M32 = (1 << 32) - 1
+_LEFT1 = 1 << _LEFT
+
+
+def _float(batch: int, bit: int, left: int, info: bool) -> int:
+    return left << _LEFT | batch << _NB | bit << _BIT | (_INFO if info else 0)
+
+
+def _weight(value: Any) -> int:
+    """A completed transaction's micro-ops and the elements its reads returned: what keeping
+    it costs (a final read of 64 keys of 32 elements weighs a hundred ordinary
+    transactions: 6,000 of them kept until the next sweep by count held 140 MiB)."""
+    if type(value) is not list:
+        return 0
+    return len(value) + sum(len(m[2]) for m in value  # (micro-ops are tuples as read by `follow`)
+                            if type(m) in (list, tuple) and len(m) == 3 and m[0] == "r" and type(m[2]) is list)
+
+
+def _pack(summary: list) -> bytes:
+    """A forgotten key's summary as JSON, in a bytes object of its own size. orjson.dumps
+    returns its working buffer (4 KiB, not shrunk: 39,000 summaries per million
+    transactions of a sim history made 160 MiB), so it is copied once to its length."""
+    return bytes(memoryview(orjson.dumps(summary)))
 
 
 class Engine:
@@ -201,6 +250,8 @@ class Engine:
         self.n = 0  # transactions invoked
         self.sweep = sweep
         self.next_sweep = sweep  # sweep when this many transactions are kept
+        self.weight = 0  # micro-ops and elements read of the ok transactions kept (`_weight`)
+        self.next_weight = sweep * WEIGHT  # or when their weight reaches this
         self.forgotten = 0
         self.gaps: dict[str, int] = {}  # why the final verdict needs the offline pass -> how often
         self.dead: dict[Any, bytes] = {}  # forgotten key -> its summary (`_forget_key`)
@@ -235,8 +286,13 @@ class Engine:
         # ("registered": the edges every extension orders before them are added, see "Memory")
         self.unseen_w: dict[Any, dict[Any, int]] = {}
         self.barrier_pos: dict[int, int] = {}  # barrier -> the position of the completion that made it
-        self.floating: dict[int, list] = {}  # forgotten registered writer -> [batch, bit, anc, left, info, incomplete]
-        self.batch_of: dict[int, list[int]] = {}  # batch -> its floating writers still recorded
+        # forgotten registered writer -> its record packed in one int (`_float`): batch, bit,
+        # appends still unseen, info, incomplete; and, when not empty, its `anc` (a bit set)
+        self.floating: dict[int, int] = {}
+        self.anc: dict[int, int] = {}
+        self.batch_of: dict[int, array] = {}  # batch -> its floating writers, in bit order
+        self.batch_live: dict[int, int] = {}  # batch -> how many of them are still floating
+        self.quiet: dict[Any, int] = {}  # key all of whose namers are forgotten -> its last namer
         self.nbatch = 0
         # cycles through edges into registered writers, held until reads confirm those edges
         self.held: list[tuple[list, set[int]]] = []
@@ -251,7 +307,7 @@ class Engine:
         i = op.id
         self.ops[i] = op
         self.n += 1
-        if len(self.ops) >= self.next_sweep:
+        if len(self.ops) >= self.next_sweep or self.weight >= self.next_weight:
             self._sweep()
         h = self.history
         self.pending.add(i)
@@ -344,6 +400,7 @@ class Engine:
                     if f == "append":
                         acked.setdefault(k, []).append((pos, v, i))
             self._reads(op)
+            self.weight += _weight(op.value)
 
     # -- reads ----------------------------------------------------------------
 
@@ -750,21 +807,22 @@ class Engine:
                 break
         if cands:
             self.nbatch += 1
-            nb, bits, anc = self.nbatch, 0, {}
-            members: set = set()
+            nb, anc = self.nbatch, {}
+            members = array("q")
+            floating = self.floating
             for n in cands:
                 a = 0
                 for p in into.get(n, ()):
                     a |= anc.get(p, 0)
-                    fp = self.floating.get(p)
-                    if fp is not None and fp[0] == nb:
-                        a |= 1 << fp[1]
+                    fp = floating.get(p)
+                    if fp is not None and fp >> _NB & _M32 == nb:
+                        a |= 1 << (fp >> _BIT & _M32)
                 left = self._registered(n) if n >= 0 else 0
                 if left:
-                    op = ops[n]
-                    self.floating[n] = [nb, bits, a, left, op.type == "info", False]
-                    members.add(n)
-                    bits += 1
+                    floating[n] = _float(nb, len(members), left, ops[n].type == "info")
+                    if a:
+                        self.anc[n] = a
+                    members.append(n)
                 if a:
                     anc[n] = a
                 if n in ord_:
@@ -775,14 +833,21 @@ class Engine:
                     self.barrier_pos.pop(n, None)
             if members:
                 self.batch_of[nb] = members
+                self.batch_live[nb] = len(members)
         self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
+        quiet = {}
         for k in [k for k, t in self.touched.items() if t not in ops]:
             if k in self.broken:
                 continue  # its reads are the final pass's: a later read of it is a gap
             wk = self.writer.get(k, {})
             if any(w in ops for w in wk.values()) or any(r in ops for r in self.frontier.get(k, ())):
                 continue
-            self._forget_key(k)
+            t = self.touched[k]
+            if self.quiet.get(k) == t:  # no transaction named it since the last sweep either
+                self._forget_key(k)
+            else:
+                quiet[k] = t
+        self.quiet = quiet
         # held cycles through a forgotten transaction can no longer be reported online
         self.confirmed &= ops.keys()
         self.unclean &= ops.keys()
@@ -792,6 +857,8 @@ class Engine:
             for w in h[1] - self.confirmed:
                 self.held_by.setdefault(w, []).append(h)
         self.next_sweep = max(self.sweep, 2 * len(ops))
+        self.weight = sum(_weight(op.value) for op in ops.values() if op.type == "ok")
+        self.next_weight = max(self.sweep * WEIGHT, 2 * self.weight)
 
     def _registered(self, i: int) -> int:
         """How many appends of transaction i are registered (completed, no read shows them)."""
@@ -835,15 +902,15 @@ class Engine:
         append (a crashed transaction may never have taken effect), and then it is a gap."""
         if w not in self.ops:
             fw = self.floating.get(w)
-            if fw is not None and fw[4] and w not in self.observed:
+            if fw is not None and fw & _INFO and w not in self.observed:
                 if a in self.graph or not self._late(a, w):
-                    fw[5] = True
+                    self.floating[w] |= _INCOMPLETE
                 return
         self._edge(a, w, kind)
 
     def _incomplete(self, w: int) -> bool:
         fw = self.floating.get(w)
-        return fw is not None and fw[5]
+        return fw is not None and fw & _INCOMPLETE != 0
 
     def _late(self, a: int, b: int) -> bool:
         """May the edge a -> b, into the forgotten b, be added without a gap? Yes when both
@@ -851,17 +918,19 @@ class Engine:
         or within one batch when b is not among a's ancestors there (`anc`, kept up to date
         with the late edges added). See "Memory"."""
         fa, fb = self.floating.get(a), self.floating.get(b)
-        if fa is None or fb is None or fb[5]:
+        if fa is None or fb is None or fb & _INCOMPLETE:
             return False
-        if fa[0] != fb[0]:
-            return fa[0] < fb[0]
-        if fa[2] >> fb[1] & 1:
+        na, nb = fa >> _NB & _M32, fb >> _NB & _M32
+        if na != nb:
+            return na < nb
+        anc, bit = self.anc, fb >> _BIT & _M32
+        if anc.get(a, 0) >> bit & 1:
             return False
-        new, bit = fa[2] | (1 << fa[1]), fb[1]
-        for w in self.batch_of[fb[0]]:
-            fw = self.floating[w]
-            if w == b or fw[2] >> bit & 1:
-                fw[2] |= new
+        new = anc.get(a, 0) | (1 << (fa >> _BIT & _M32))
+        floating = self.floating
+        for w in self.batch_of[nb]:
+            if w == b or (w in floating and anc.get(w, 0) >> bit & 1):
+                anc[w] = anc.get(w, 0) | new
         return True
 
     def _revealed(self, w: int) -> None:
@@ -870,13 +939,16 @@ class Engine:
         fw = self.floating.get(w)
         if fw is None:
             return
-        fw[3] -= 1
-        if fw[3] <= 0:
-            del self.floating[w]
-            members = self.batch_of[fw[0]]
-            members.discard(w)
-            if not members:
-                del self.batch_of[fw[0]]
+        fw -= _LEFT1
+        if fw >> _LEFT > 0:
+            self.floating[w] = fw
+            return
+        del self.floating[w]
+        self.anc.pop(w, None)
+        nb = fw >> _NB & _M32
+        self.batch_live[nb] -= 1
+        if not self.batch_live[nb]:
+            del self.batch_of[nb], self.batch_live[nb]
 
     def _committed(self, k: Any, v: Any) -> bool:
         """Did the writer of v (an element of key k) complete ok?"""
@@ -933,7 +1005,7 @@ class Engine:
         del self.touched[k]
         rest = [[v, *status.get(v, ("ok", w)), v in mid] for v, w in wk.items() if v not in seen]
         try:
-            self.dead[k] = orjson.dumps([len(o), hash(tuple(o)), False, rest])
+            self.dead[k] = _pack([len(o), hash(tuple(o)), False, rest])
         except TypeError:  # a value JSON cannot hold: the key is left to the final pass
             self._gap("a forgotten key's values")
             self.broken.add(k)
@@ -981,7 +1053,7 @@ class Engine:
             self._gap("G1b candidate on a forgotten key")
         for w in ws:
             self._revealed(w)
-        self.dead[k] = orjson.dumps([len(r), hash(tuple(r)), since or bool(live),
+        self.dead[k] = _pack([len(r), hash(tuple(r)), since or bool(live),
                                      [[v, st, w, m] for v, (st, w, m) in left.items()]])
 
     def _node(self, k: Any, v: Any, w: int) -> bool:

@@ -102,9 +102,14 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
             else:
                 status, record, result, judged = judge_file(followed.path, spec, checks)
         except KeyboardInterrupt:
+            # what the online phase found and cost is known: say it (a final pass stopped
+            # because it would hold too much of a long history is the case this serves)
             if as_json:
-                emit(error_record(shown, "interrupted: not judged", exits.UNKNOWN))
-            exits.die("interrupted", exits.UNKNOWN)
+                emit({**error_record(shown, "interrupted: not judged", exits.UNKNOWN),
+                      "online": {**phase(followed, found, online_seconds, online_cpu, online_rss, engine_stats),
+                                 "final-pass": "interrupted"}})
+            exits.die(f"interrupted in the final pass (offline, because of: {', '.join(sorted(gaps))}): "
+                      "not judged", exits.UNKNOWN)
     finally:
         fl.remove(followed)
     record = _renamed(record, followed.path, shown)
@@ -114,18 +119,13 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
         click.echo(f"sleuth: error: {record['error']}", err=True)
         return status
     results = result.to_json()
-    first: dict[str, int] = {}
-    for f in found:
-        first.setdefault(f.name, f.line)
+    online = phase(followed, found, online_seconds, online_cpu, online_rss, engine_stats)
+    first = {f["anomaly"]: f["first-line"] for f in online["found"]}
     at_end = [t for t in results.get("anomaly-types", []) if t not in first]
-    online = {"ended-by": followed.ended_by, "events": followed.events,
-              "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
-              "only-at-end": at_end, "seconds": round(online_seconds, 3),
-              "cpu-seconds": round(online_cpu, 3), "max-rss-mib": round(online_rss),
-              "final-pass": "offline" if "final-pass" not in results.get("stats", {}) else "none",
-              "final-pass-because": sorted(gaps), "stats": engine_stats,
-              # each anomaly type: when it happened (its last operation) and when it was found
-              "anomalies": timeline(results, judged, [f.to_json() for f in found], time.time())}
+    online.update({"only-at-end": at_end,
+                   "final-pass": "offline" if "final-pass" not in results.get("stats", {}) else "none",
+                   # each anomaly type: when it happened (its last operation) and when it was found
+                   "anomalies": timeline(results, judged, [f.to_json() for f in found], time.time())})
     record["online"] = online
     with deferred():
         if as_json:
@@ -143,6 +143,20 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
             elif gaps:
                 click.echo("    final pass: offline, because of: " + ", ".join(sorted(gaps)))
     return status
+
+
+def phase(followed: Any, found: list[Found], seconds: float, cpu: float, rss: float,
+          stats: dict[str, Any]) -> dict[str, Any]:
+    """The online phase's part of the record: how the history ended, what was found online
+    (each type with its first line), its wall and CPU seconds and peak memory, the engine's
+    counts and why a final pass is needed (its gaps)."""
+    first: dict[str, int] = {}
+    for f in found:
+        first.setdefault(f.name, f.line)
+    return {"ended-by": followed.ended_by, "events": followed.events,
+            "found": [{"anomaly": t, "first-line": ln} for t, ln in first.items()],
+            "seconds": round(seconds, 3), "cpu-seconds": round(cpu, 3), "max-rss-mib": round(rss),
+            "final-pass-because": sorted(stats.get("gaps") or {}), "stats": stats}
 
 
 def certified(engine: Any, model: str | None, ended_by: str) -> Any:
