@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+from source_tree import PRODUCT, sources
 
 from sleuth import exits, store
 from sleuth.checks import Checks
@@ -20,18 +21,11 @@ from sleuth.records import FORMAT, RecordError, Results, TestRecord
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "records")
-PRODUCT = ("sleuth", "checker", "workloads", "cluster", "nemesis", "reports", "bench")
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
 
 
 def _code(exts=(".py",)):
-    for top in PRODUCT:
-        for dirpath, dirs, files in os.walk(os.path.join(ROOT, top)):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for f in files:
-                if f.endswith(exts):
-                    path = os.path.join(dirpath, f)
-                    yield os.path.relpath(path, ROOT), open(path, encoding="utf-8").read()
+    return sources(exts, PRODUCT + ("bench",))
 
 
 def test_one_writer_and_one_name_for_each_record_file():

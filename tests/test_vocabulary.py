@@ -10,21 +10,13 @@ import os
 import re
 
 import pytest
+from source_tree import sources
 
 from sleuth import exits
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PRODUCT = ("sleuth", "checker", "workloads", "cluster", "nemesis", "reports")
-
 
 def _sources(exts=(".py", ".j2")):
-    for top in PRODUCT:
-        for dirpath, dirs, files in os.walk(os.path.join(ROOT, top)):
-            dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for f in files:
-                if f.endswith(exts):
-                    path = os.path.join(dirpath, f)
-                    yield os.path.relpath(path, ROOT), open(path, encoding="utf-8").read()
+    return sources(exts)
 
 
 @pytest.mark.parametrize("valid, word, headline, text, status", [
