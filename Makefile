@@ -67,10 +67,10 @@ else
 SPARK_ARGS = --state $(SPARK_STATE)
 endif
 spark-up: install
-	$(BIN)/python -m sleuth.checker.spark.standalone up $(SPARK_ARGS) $(if $(filter docker,$(CLUSTER)),,--port $(SPARK_PORT))
+	$(BIN)/python -m sleuth.spark.standalone up $(SPARK_ARGS) $(if $(filter docker,$(CLUSTER)),,--port $(SPARK_PORT))
 
 spark-down: install
-	$(BIN)/python -m sleuth.checker.spark.standalone down $(SPARK_ARGS)
+	$(BIN)/python -m sleuth.spark.standalone down $(SPARK_ARGS)
 
 # ruff, then the layer contracts (pyproject.toml's [tool.importlinter], docs/architecture.md)
 lint: install

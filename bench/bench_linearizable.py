@@ -41,7 +41,7 @@ import tempfile
 import time
 
 from sleuth.checker.linearizable import check_cas_register, check_register
-from sleuth.history import History, write_jsonl
+from sleuth.history.jsonl import History, write_jsonl
 from sleuth.workloads.sim_register import simulate
 
 PORCUPINE_S = 0.34  # Porcupine on a 100k-op register history with a stale-read bug (quoted)
@@ -135,7 +135,7 @@ PATH_TIMER = """
 import gc, json, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 from sleuth.checker import WORKLOADS
-from sleuth.checks import Checks
+from sleuth.checker.checks import Checks
 from sleuth.cli.check import judge_file
 spec = WORKLOADS["register"]
 if sys.argv[2] == "general":  # the general reader, as before the columnar one

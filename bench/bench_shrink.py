@@ -30,7 +30,7 @@ def main() -> None:
 
     from sleuth.checker import checker_for
     from sleuth.checker.shrink import shrink
-    from sleuth.history import read_jsonl
+    from sleuth.history.jsonl import read_jsonl
     from sleuth.workloads.sim_list_append import write_sim
 
     os.makedirs(OUT, exist_ok=True)

@@ -36,9 +36,9 @@ MASTERS = ("local[1]", "local[2]")
 
 
 def make_campaign(runs: int, ops: int) -> list[str]:
-    from sleuth import store
-    from sleuth.checks import Checks
-    from sleuth.records import TestRecord
+    from sleuth.checker.checks import Checks
+    from sleuth.records import store
+    from sleuth.records.run import TestRecord
     from sleuth.workloads.sim_list_append import write_sim
 
     dirs = []
@@ -56,10 +56,10 @@ def make_campaign(runs: int, ops: int) -> list[str]:
 
 
 def sequential(dirs: list[str]) -> dict:
-    from sleuth import store
-    from sleuth.checker.spark.judge import judge_history
-    from sleuth.history import read_jsonl
-    from sleuth.records import TestRecord
+    from sleuth.history.jsonl import read_jsonl
+    from sleuth.records import store
+    from sleuth.records.run import TestRecord
+    from sleuth.spark.judge import judge_history
 
     t = time.perf_counter()
     for d in dirs:
@@ -82,7 +82,7 @@ def two_loops(dirs: list[str]) -> dict:
 
 def spark_child(master: str, dirs: list[str], out: str) -> None:
     """In a fresh process: start the session, then time the jobs alone."""
-    from sleuth.checker.spark.jobs import judge_runs, session
+    from sleuth.spark.jobs import judge_runs, session
 
     t = time.perf_counter()
     spark, _ = session(master)

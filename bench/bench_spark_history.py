@@ -68,7 +68,7 @@ class Sampler(threading.Thread):
 
 def worker(path: str, master: str | None) -> dict:
     """In a fresh process: one check, timed, with peak memory."""
-    from sleuth.checker.spark.history_ops import cache_dir
+    from sleuth.spark.history_ops import cache_dir
 
     sampler = Sampler()
     sampler.start()
@@ -77,14 +77,14 @@ def worker(path: str, master: str | None) -> dict:
     t0 = time.perf_counter()
     if master is None:
         from sleuth.checker import WORKLOADS
-        from sleuth.imports import load
+        from sleuth.history.imports import load
 
         spec = WORKLOADS["list-append"]
         result = spec.checker()(load(path, events=False), model=spec.default_model)
         start = 0.0
     else:
-        from sleuth.checker.spark import history_check
-        from sleuth.checker.spark.shard_history import spark_session, warm
+        from sleuth.spark import history_check
+        from sleuth.spark.session import spark_session, warm
 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         spark = spark_session(master, "sleuth-bench-history")

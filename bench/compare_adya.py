@@ -53,7 +53,7 @@ from collections import Counter
 from pathlib import Path
 
 from sleuth.checker import list_append, models, rw_register
-from sleuth.history import read_jsonl, write_jsonl
+from sleuth.history.jsonl import read_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "tests"))

@@ -7,7 +7,7 @@ only the options its datatype understands). `sleuth check` and `sleuth run`
 both read it, so an option or model that does not apply is refused in one
 place: no checker takes a catch-all `**_` that would swallow it. The model is
 one of the declared options (`model`), taken by the checkers that judge
-against a chosen model; `sleuth.checks.Checks.kwargs` makes every call's
+against a chosen model; `sleuth.checker.checks.Checks.kwargs` makes every call's
 keyword arguments from these declarations.
 
 A checker is named as (module, function) and imported only when used, so a
@@ -118,7 +118,7 @@ class Workload:
     keyed:   a campaign's Spark judge splits its runs per key, one task per
              (run, key), verdicts merged (Jepsen's `independent`).
     large:   `sleuth check --spark` judges it, per key on executors: a history
-             larger than a machine (checker/spark/history_check.py).
+             larger than a machine (sleuth/spark/history_check.py).
     audited: how the durability audit reads its writes back from the storage
              nodes (LIST_ROWS, REGISTER_ROWS), or None: not audited (bank and
              counter rows carry no unique values).
@@ -139,9 +139,9 @@ class Workload:
 
     def load(self, path: str, events: bool = True) -> Any:
         """The history in `path`: by the workload's own reader if it has one
-        (it hands what it cannot read to the general one), else `sleuth.imports.load`."""
+        (it hands what it cannot read to the general one), else `sleuth.history.imports.load`."""
         if self.reader is None:
-            from sleuth.imports import load
+            from sleuth.history.imports import load
 
             return load(path, events=events, micro_ops=self.micro_ops)
         return getattr(importlib.import_module(self.reader[0]), self.reader[1])(path, events=events)

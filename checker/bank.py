@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
 MAX_EXAMPLES = 20
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
 MAX_EXAMPLES = 20
 

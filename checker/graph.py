@@ -262,7 +262,7 @@ def barrier_realtime(invoke: np.ndarray, complete: np.ndarray,
     `complete[i]` is INF_TIME when i never completed (info): nothing follows it.
     Returns (src, dst, number of barrier nodes); barrier nodes are numbered
     n, n+1, ... after the transactions, as `dtype` (int32 halves the memory of
-    a huge graph: checker/spark/history_check.py).
+    a huge graph: sleuth/spark/history_check.py).
     """
     n = len(invoke)
     done = np.flatnonzero(complete != INF_TIME)

@@ -83,12 +83,12 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from sleuth.base.words import noun, plural
 from sleuth.checker import models
 from sleuth.checker import register_models as rm
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
-from sleuth.history import History, Op
-from sleuth.words import noun, plural
+from sleuth.history.jsonl import History, Op
 
 MAX_CONFIGURATIONS = 5_000_000  # per key; past it the key's verdict is "unknown"
 MAX_EXAMPLES = 10  # keys reported in full

@@ -38,7 +38,7 @@ import numpy as np
 from sleuth.checker import graph as g
 from sleuth.checker import models, txn
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, as_written, gc_paused, unfreed
+from sleuth.history.jsonl import History, Op, as_written, gc_paused, unfreed
 
 Key = Any
 _OK, _INFO = 0, 1

@@ -9,7 +9,7 @@ completion positions) and the checker (`linearizable.check_registers`) builds
 Python objects only for the keys it searches.
 
 It reads only what it can read exactly, and hands anything else to the
-general reader (`sleuth.imports.load`), which then judges the file as
+general reader (`sleuth.history.imports.load`), which then judges the file as
 before, bad input included (one line naming file and line):
 
 - Every digit run in the file is found at once; replacing each by `#` turns
@@ -17,7 +17,7 @@ before, bad input included (one line naming file and line):
   gives about fifteen) are each decoded once with orjson, a marker number
   standing for each run, to learn which run is the index, the time, the
   process, the key and the values, and to check the constant parts by the
-  format's rules (`sleuth.history.RULES`): a skeleton that is not a valid
+  format's rules (`sleuth.history.jsonl.RULES`): a skeleton that is not a valid
   event (an unknown field, a float, a string value, a nested value, a
   backslash, ...) sends the file to the general reader.
 - Digit runs with a leading zero or over 16 digits, an index that is not the
@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 import orjson  # noqa: E402
 
 from sleuth.checker import register_models as rm
-from sleuth.history import NEMESIS, TYPES, Event, History, Op, event_from_dict
+from sleuth.history.jsonl import NEMESIS, TYPES, Event, History, Op, event_from_dict
 
 MARK = 1 << 52  # a marker number standing for a digit run while a skeleton is decoded
 MAX_DIGITS = 16  # `_numbers` reads at most two words of eight digits
@@ -116,7 +116,7 @@ class RegisterHistory(History):
 
     def ops(self) -> list[Op]:
         if self._ops is None:
-            from sleuth.imports import load
+            from sleuth.history.imports import load
 
             self._ops = load(self.source, events=False).ops()
         return self._ops
@@ -396,7 +396,7 @@ def _numbers(buf: Any, ends: Any, lengths: Any) -> Any:
 
 def _pair(process: Any, types: Any, fs: Any) -> tuple[Any, Any]:
     """(invoke positions, completion positions or -1), in invoke order, as
-    `sleuth.history.Pairer` pairs them; Odd where it would refuse the file."""
+    `sleuth.history.jsonl.Pairer` pairs them; Odd where it would refuse the file."""
     client = np.flatnonzero(process >= 0)
     who = process[client]
     if len(who) and who.max() < 1 << 15:

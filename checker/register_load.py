@@ -3,7 +3,7 @@
 A JSON Lines file of at least `MIN_BYTES` is read into numpy columns
 (`register_columns`: the checker then builds Python objects only for the keys
 it searches); anything that path cannot read exactly, and every smaller file,
-goes to the general reader (`sleuth.imports.load`), which also names the line
+goes to the general reader (`sleuth.history.imports.load`), which also names the line
 of any bad input. Small files never import numpy: start-up stays short.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from sleuth.history import History, HistoryError
+from sleuth.history.jsonl import History, HistoryError
 
 MIN_BYTES = 1 << 20
 
@@ -33,6 +33,6 @@ def read_register(path: str | os.PathLike, events: bool = False) -> History:
                     pass
     except OSError as e:
         raise HistoryError(source, None, e.strerror or str(e)) from None
-    from sleuth.imports import load
+    from sleuth.history.imports import load
 
     return load(source, events=events)

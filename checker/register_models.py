@@ -50,7 +50,7 @@ from typing import Any
 
 import orjson
 
-from sleuth.words import plural
+from sleuth.base.words import plural
 
 UNKNOWN = type("Unknown", (), {"__repr__": lambda self: "UNKNOWN"})()
 """The `ok_value` of an operation whose outcome is unknown (`info`)."""

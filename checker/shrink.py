@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from sleuth.base.words import plural
 from sleuth.checker.result import Result
 from sleuth.checker.shrink_parts import (
     KEYED_WORKLOADS,
@@ -64,8 +65,7 @@ from sleuth.checker.shrink_parts import (
     support,
     unwritten,
 )
-from sleuth.history import Event, History, Op
-from sleuth.words import plural
+from sleuth.history.jsonl import Event, History, Op
 
 STAGES = ("seed", "processes", "operations", "keys", "micro-ops", "1-minimal")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sleuth.checker.source import READS
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 TXN_WORKLOADS = ("list-append", "rw-register")  # values are lists of micro-ops [f, k, v]
 KEYED_WORKLOADS = ("register",)  # values are [key, v]

@@ -44,7 +44,7 @@ from typing import Any
 
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
 MAX_EXAMPLES = 20
 SKIP_PREFIXES = True  # reads equal to the start of the checked log skip the per-row rules (below)

@@ -22,7 +22,7 @@ from typing import Any
 
 from sleuth.checker import models
 from sleuth.checker.result import Result
-from sleuth.history import History, Op, writes
+from sleuth.history.jsonl import History, Op, writes
 
 MAX_EXAMPLES = 10
 

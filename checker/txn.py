@@ -29,7 +29,7 @@ import numpy as np
 from sleuth.checker import cycles, models
 from sleuth.checker import graph as g
 from sleuth.checker.result import UNKNOWN, Result, nothing_to_judge
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 
 @dataclass
@@ -79,7 +79,7 @@ def txn_name(op: Op) -> str:
 def op_index(ops: list[Op], op: Op) -> int:
     """Where `op` is in `ops` (ids increase along a history's ops). For a whole
     history that is `op.id`; for some of its ops with their own ids (Spark's
-    sub-histories, checker/spark/history_check.py) it is not."""
+    sub-histories, sleuth/spark/history_check.py) it is not."""
     i = op.id
     if i < len(ops) and ops[i] is op:  # a whole history's: no search
         return i

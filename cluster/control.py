@@ -22,11 +22,11 @@ import time
 import zlib
 from dataclasses import asdict, dataclass
 
+from sleuth.base.jsonfile import write_json
+from sleuth.base.names import name_problem
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.errors import ClusterError, ClusterFailed
 from sleuth.cluster.rpc import call_sync
-from sleuth.jsonfile import write_json
-from sleuth.names import name_problem
 
 ORACLE_PORT, STORAGE_PORT, PGWIRE_PORT, SOURCE_PORT = 6000, 6100, 6875, 6200  # a coordinator's admin port: pgwire + 1
 

@@ -6,7 +6,7 @@ raises these too) need not import each other.
 
 from __future__ import annotations
 
-from sleuth.exits import BAD_INPUT, CRASHED
+from sleuth.base.exits import BAD_INPUT, CRASHED
 
 
 class ClusterError(Exception):

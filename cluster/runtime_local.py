@@ -17,8 +17,8 @@ import subprocess
 import sys
 import time
 
+from sleuth.base.jsonfile import write_json
 from sleuth.cluster import procs
-from sleuth.jsonfile import write_json
 
 
 class LocalRuntime:

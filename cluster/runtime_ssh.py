@@ -34,8 +34,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from sleuth.base.jsonfile import write_json
 from sleuth.cluster.errors import ClusterFailed
-from sleuth.jsonfile import write_json
 
 ROOT = "{root}"  # stands for the host's ~/.sleuth-node in command lines; filled in per host
 

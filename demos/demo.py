@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from sleuth import exits
+from sleuth.base import exits
 
 BIN = os.path.dirname(sys.executable)
 SLEUTH = os.path.join(BIN, "sleuth")

@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sleuth.seams import Target, Unsupported
+from sleuth.base.seams import Target, Unsupported
 
 NONE = "none"  # --nemesis none: no faults; it stands alone
 

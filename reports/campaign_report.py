@@ -2,7 +2,7 @@
 
 Inputs are the campaign's record (`campaign.json`: the matrix, what each run
 was expected to be, where its run directory is) and the campaign table, one
-row per run, whose columns the Spark jobs own (`sleuth.checker.spark.jobs.
+row per run, whose columns the Spark jobs own (`sleuth.spark.jobs.
 judge_runs`, issue 12): verdicts with the durability audit, latencies,
 throughput. Without Spark (`--no-spark`) the table comes from the runs' own
 files and carries only what they say; the page shows "—" for the rest.
@@ -22,13 +22,18 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from sleuth import store
-from sleuth.campaign import label_counts, load_record, run_key, verdict
-from sleuth.checker.spark.aggregate import NOT_AUDITED
-from sleuth.exits import valid_of_text, verdict_text
-from sleuth.measure import DEFINITION, DURATION_HEADER, THROUGHPUT_HEADER, run_duration, throughput
-from sleuth.records import RecordError, TestRecord
-from sleuth.words import noun
+from sleuth.base.exits import valid_of_text, verdict_text
+from sleuth.base.words import noun
+from sleuth.records import store
+from sleuth.records.campaign import NOT_AUDITED, label_counts, load_record, run_key, verdict
+from sleuth.records.measure import (
+    DEFINITION,
+    DURATION_HEADER,
+    THROUGHPUT_HEADER,
+    run_duration,
+    throughput,
+)
+from sleuth.records.run import RecordError, TestRecord
 
 TRENDS = (("trend-anomalies.png", "runs with anomalies (unexpected, expected)"),
           ("trend-throughput.png", f"median throughput, {THROUGHPUT_HEADER}"),
@@ -53,7 +58,7 @@ def load_table(campaign_dir: str, record: dict | None = None):
 
 def table_from_runs(record: dict):
     """Without Spark: what each finished run's own files say (no durability audit, no latencies);
-    duration and throughput as Spark's table defines them (sleuth.measure)."""
+    duration and throughput as Spark's table defines them (sleuth.records.measure)."""
     import pandas as pd
 
     rows = []
@@ -62,7 +67,7 @@ def table_from_runs(record: dict):
             continue
         run, path = r["run"], store.test_path(r["run_dir"])
         model = TestRecord.read(path).model if os.path.exists(path) else None  # a pruned run: its model unsaid
-        duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.measure
+        duration = run_duration(r["run_dir"])  # as Spark's table has it: one owner, sleuth.records.measure
         word = verdict_text(r.get("valid"))
         rows.append({"campaign": record["name"], "run": run["id"], "run_dir": r["run_dir"],
                      "workload": run["workload"], "target": run["target"], "nemesis": run["nemesis"],

@@ -2,12 +2,12 @@
 
 The schema is the one Jenkins, GitLab and GitHub test reporters read
 (testsuites > testsuite > testcase, with <failure>, <error> or <skipped>).
-The mapping follows the campaign's outcomes (sleuth.campaign.outcome):
+The mapping follows the campaign's outcomes (sleuth.records.campaign.outcome):
 pass and caught (an expected-invalid run found invalid) pass; invalid and
 missed are failures carrying the anomaly summary; crashed and unknown are
 errors (sleuth could not decide); runs an interruption left out are skipped.
 A test case's time is the run's duration as the campaign page shows it
-(`sleuth.measure`: first to last history event), carried by the campaign table.
+(`sleuth.records.measure`: first to last history event), carried by the campaign table.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 
-from sleuth.campaign import run_key, verdict
+from sleuth.records.campaign import run_key, verdict
 
 KIND = {"invalid": "failure", "missed": "failure", "crashed": "error", "unknown": "error", "pending": "skipped"}
 
 
 def write(campaign_dir: str, record: dict, verdicts: dict[str, dict]) -> str:
     """Write junit.xml for `record`, with `verdicts` (run_dir -> Spark's verdict) where there are some."""
-    suite = ET.Element("testsuite", name=f"sleuth.campaign.{record['name']}",
+    suite = ET.Element("testsuite", name=f"sleuth.campaign.matrix.{record['name']}",
                        timestamp=os.path.basename(os.path.normpath(campaign_dir)))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     elapsed = 0.0
@@ -31,7 +31,7 @@ def write(campaign_dir: str, record: dict, verdicts: dict[str, dict]) -> str:
         label, _ = verdict(r, verdicts)
         v = verdicts.get(run_key(r["run_dir"])) if r.get("run_dir") else None
         anomalies = v["anomaly_types"] if v else r.get("anomaly-types", [])
-        # the run's duration as the campaign page shows it (sleuth.measure, through the table's row)
+        # the run's duration as the campaign page shows it (sleuth.records.measure, through the table's row)
         seconds = ((v or {}).get("row") or {}).get("duration_s") or 0.0
         seconds = 0.0 if seconds != seconds else float(seconds)  # NaN: no timed event
         elapsed += seconds

@@ -19,14 +19,16 @@ import jinja2
 import msgspec
 import numpy as np
 
-from sleuth import counterexample, store
+from sleuth.base.exits import verdict_headline, verdict_word
+from sleuth.checker import counterexample
+from sleuth.checker.judge import Checks, was_judged
 from sleuth.checker.online.when import lines_named, timeline
 from sleuth.checker.result import AT_LEAST, found_counts
-from sleuth.exits import verdict_headline, verdict_word
-from sleuth.history import History, read_jsonl, write_jsonl
-from sleuth.judge import Checks, duration, duration_text, was_judged
+from sleuth.history.jsonl import History, read_jsonl, write_jsonl
 from sleuth.nemesis.faults import ANY_STARTS, ANY_STOPS
-from sleuth.records import Results, TestRecord
+from sleuth.records import store
+from sleuth.records.measure import duration, duration_text
+from sleuth.records.run import Results, TestRecord
 from sleuth.reports import plots
 from sleuth.reports.counterexample import RUN_PAGE_WIDTH, timeline_svg
 
@@ -53,7 +55,7 @@ def nemesis_windows(events: list[dict], end: float) -> list[tuple[float, float, 
 
 def load_ops(history: History) -> tuple[list[dict], list[dict]]:
     """The report's view of a history: operations (start and end in ns, end None when
-    unknown) and nemesis events, both from sleuth.history's pairing."""
+    unknown) and nemesis events, both from sleuth.history.jsonl's pairing."""
     events = history.events if history.compact is None else None
     ops = []
     for o in history.ops():
@@ -129,7 +131,7 @@ def report_history(out_dir: str, history: History, results: dict, checks: Checks
     """`sleuth check --report DIR`: any history (imported ones too) as a run directory
     (history.jsonl in sleuth's format, results.json, a small test.json) with its report.
 
-    test.json records the checks (`sleuth.checks.Checks`, model and options included) as a
+    test.json records the checks (`sleuth.checker.checks.Checks`, model and options included) as a
     run's record does, so `sleuth check DIR` judges it again with the same model and options
     (--total, --linearizable-keys, --timestamps, …); a run's history (`run_test`: its
     test.json) keeps its run's record, with the checks it was judged with here. Without a
@@ -151,7 +153,7 @@ def report_history(out_dir: str, history: History, results: dict, checks: Checks
 def render(run_dir: str, history: History | None = None, test: TestRecord | None = None,
            results: dict | None = None) -> str:
     """Write the report of `run_dir`; the history, test record and results are read from it
-    unless given (sleuth.records: RecordError names a record file that is not one)."""
+    unless given (sleuth.records.run: RecordError names a record file that is not one)."""
     test = TestRecord.read(store.test_path(run_dir)) if test is None else test
     results = Results.read(store.results_path(run_dir)).to_json() if results is None else results
     history = read_jsonl(store.history_path(run_dir)) if history is None else history

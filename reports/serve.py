@@ -10,9 +10,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 def runs(store: str) -> list[tuple[str, str]]:
     """(relative run dir, verdict word) for every run in the store, newest first."""
-    from sleuth.exits import verdict_word
-    from sleuth.records import RecordError, Results
-    from sleuth.store import results_path
+    from sleuth.base.exits import verdict_word
+    from sleuth.records.run import RecordError, Results
+    from sleuth.records.store import results_path
 
     out = []
     for name in os.listdir(store) if os.path.isdir(store) else []:
@@ -31,8 +31,8 @@ def runs(store: str) -> list[tuple[str, str]]:
 def campaigns(store: str) -> list[tuple[str, dict[str, int]]]:
     """(relative campaign dir, its outcome counts) for every campaign in the store, newest first:
     the counts its page shows, by Spark's verdicts (durability included) where Spark judged it."""
-    from sleuth.campaign import label_counts, load_record, verdict
-    from sleuth.records import RecordError
+    from sleuth.records.campaign import label_counts, load_record, verdict
+    from sleuth.records.run import RecordError
     from sleuth.reports.campaign_report import load_table, verdicts
 
     out = []
@@ -52,10 +52,10 @@ def campaigns(store: str) -> list[tuple[str, dict[str, int]]]:
 
 def index_page(store: str) -> str:
     """The root page: the campaigns and the runs of the store, styled as the run pages, with the
-    verdict words of sleuth.exits and the outcome labels of sleuth.campaign; no empty section."""
+    verdict words of sleuth.base.exits and the outcome labels of sleuth.campaign.matrix; no empty section."""
     import jinja2
 
-    from sleuth.words import noun
+    from sleuth.base.words import noun
 
     def link(rel: str) -> str:
         return urllib.parse.quote(rel) + "/index.html"

@@ -1,7 +1,7 @@
 """Bank: reads must conserve the total; negative balances only when asked."""
 
 from sleuth.checker.bank import check_bank
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 
 def history(ops):

@@ -17,20 +17,11 @@ from dataclasses import asdict
 import pytest
 from live import require_module
 
-from sleuth import exits
-from sleuth.campaign import (
-    CampaignError,
-    Run,
-    expand,
-    load,
-    new_record,
-    outcome,
-    run_key,
-    save,
-    status,
-)
+from sleuth.base import exits
+from sleuth.campaign.matrix import CampaignError, Run, expand, load, new_record
 from sleuth.cluster.faults import FAULTS
 from sleuth.nemesis.faults import KINDS
+from sleuth.records.campaign import outcome, run_key, save, status
 from sleuth.workloads.clients import WORKLOADS
 
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
@@ -384,7 +375,7 @@ def test_serve_lists_campaigns_beside_runs(tmp_path):
     ("reference", "strict-serializable")])
 def test_without_isolation_a_cell_and_a_run_ask_for_the_targets_strongest_level(tmp_path, target, strongest):
     # docs/campaigns.md: "the default is its strongest"; `sleuth run` keeps the same default
-    from sleuth.runner import RunConfig, plan
+    from sleuth.run.runner import RunConfig, plan
 
     c = load(write(tmp_path, f'[[matrix]]\nworkload = "list-append"\ntarget = "{target}"\n'))
     assert [r.isolation for r in c.runs] == [strongest]
@@ -396,14 +387,14 @@ def test_without_isolation_a_cell_and_a_run_ask_for_the_targets_strongest_level(
 def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
     """Issue 43: the page said 88.3 ops/s over 15.0 s for a run Spark judged and 199.6 ops/s
     over 16.8 s with --no-spark (ops over the time limit; test.json's wall clock), and JUnit
-    a third time (the campaign's wall clock around the run). One owner, sleuth.measure: the
+    a third time (the campaign's wall clock around the run). One owner, sleuth.records.measure: the
     first to the last history event, and ok operations per second of it."""
     pd = require_module("pandas")
     require_module("pyarrow")
-    from sleuth.campaign import record_of_runs
-    from sleuth.checker.spark import aggregate, consolidate
-    from sleuth.checker.spark.jobs import run_meta
+    from sleuth.campaign.matrix import record_of_runs
     from sleuth.reports import campaign_report, junit
+    from sleuth.spark import aggregate, consolidate
+    from sleuth.spark.jobs import run_meta
 
     d = tmp_path / "runs" / "r1"
     d.mkdir(parents=True)
@@ -509,7 +500,7 @@ def test_one_run_is_said_in_the_singular(tmp_path):
 
 def test_judge_labels_a_crashed_run_crashed_from_what_the_runner_writes(tmp_path):
     """Issue 45: `record_of_runs` read test.json's `crashed`, which no writer produces, so a run
-    that crashed (test.json `status` 255, `reason` "crashed: …", as sleuth.runner writes it) was
+    that crashed (test.json `status` 255, `reason` "crashed: …", as sleuth.run.runner writes it) was
     labelled unknown, exit 2, by `sleuth campaign judge`."""
     d = tmp_path / "runs" / "r1"
     d.mkdir(parents=True)

@@ -1,6 +1,6 @@
 """End to end through Spark: a small live campaign (one run invalid by a bug switch) judged by the Spark jobs.
 
-Needs `sleuth.checker.spark.jobs.judge_runs` (issue 12, built beside this
+Needs `sleuth.spark.jobs.judge_runs` (issue 12, built beside this
 module); skipped where it is not there yet. One SparkSession per call of the
 CLI, two calls in this module.
 """
@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from live import require_module
 
-require_module("sleuth.checker.spark.jobs", "Spark jobs (pyspark)")
+require_module("sleuth.spark.jobs", "Spark jobs (pyspark)")
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 

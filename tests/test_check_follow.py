@@ -195,7 +195,7 @@ def test_end_marker_is_an_ordinary_event_with_its_index(tmp_path):
     """The end marker is an event of the history format (docs/history-format.md: `index` is
     required), so a bare one is refused as any event without an index is, naming its line;
     the marker docs/online.md shows carries every required field and ends the follow."""
-    from sleuth.history import RULES
+    from sleuth.history.jsonl import RULES
 
     required = {"index"} | {name for name, rule in RULES.items() if rule.required}
     docs = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "online.md")
@@ -267,7 +267,7 @@ def test_an_interrupted_final_pass_still_says_what_the_online_phase_found(tmp_pa
     its figures and why the final pass was needed. The interrupt is raised where the final
     pass runs (judge_file), as the signal would raise it there."""
     from sleuth.checker import WORKLOADS
-    from sleuth.checks import Checks
+    from sleuth.checker.checks import Checks
     from sleuth.cli import check as check_cli
     from sleuth.cli.follow import follow_check
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from sleuth import exits
+from sleuth.base import exits
 from sleuth.workloads.sim_list_append import write_sim
 
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
@@ -109,8 +109,8 @@ def test_sim_writes_to_a_path_that_is_no_regular_file_in_place(tmp_path):
 def test_a_file_written_whole_keeps_what_it_held_when_the_write_stops(tmp_path, stop):
     """`written_whole`, which every whole-file writer uses (histories, run records, counterexamples,
     sim output): stopped half-way, the file keeps its old content and no temp file is left."""
-    from sleuth.history import Event, write_jsonl
-    from sleuth.jsonfile import write_json, written_whole
+    from sleuth.base.jsonfile import write_json, written_whole
+    from sleuth.history.jsonl import Event, write_jsonl
 
     path = tmp_path / "f.jsonl"
     path.write_text("before\n")

@@ -22,10 +22,12 @@ import time
 import orjson
 import pytest
 
-from sleuth import exits, runner, store
-from sleuth.interrupts import Signals
-from sleuth.judge import DID_NOT_FINISH
-from sleuth.records import Results, TestRecord
+from sleuth.base import exits
+from sleuth.base.interrupts import Signals
+from sleuth.checker.judge import DID_NOT_FINISH
+from sleuth.records import store
+from sleuth.records.run import Results, TestRecord
+from sleuth.run import runner
 from sleuth.workloads.sim_list_append import write_sim
 
 STARTED_AGO = 15.0  # seconds between the run's start and its conclusion (setup included)

@@ -1,4 +1,4 @@
-"""Issue 45: the checks a history gets are one type (sleuth/checks.py), validated against the
+"""Issue 45: the checks a history gets are one type (checker/checks.py), validated against the
 checker registry, and turned into a checker's keyword arguments in one place; no checker
 takes a catch-all `**_` that would swallow an option it was never meant to get."""
 
@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from sleuth.checker import OPTIONS, WORKLOADS
-from sleuth.checks import Checks
+from sleuth.checker.checks import Checks
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

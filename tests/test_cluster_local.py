@@ -249,7 +249,7 @@ def test_cli_status_list_down_and_the_exit_table(make_cluster):
     p = cli("list")
     assert p.returncode == 0 and c.name in p.stdout and "degraded" in p.stdout
 
-    # bad options and unknown names: 254, one line, no traceback (sleuth/exits.py)
+    # bad options and unknown names: 254, one line, no traceback (sleuth/base/exits.py)
     for args, says in ((["up", "--fault", "nope", "--runtime", "local"], "--fault"),
                        (["up", "--storage", "0"], "--storage"), (["bogus"], "bogus"),
                        (["logs", "nosuch", "--name", c.name], "no node 'nosuch'"),

@@ -1,5 +1,5 @@
 """Cluster names (issue 43, item 7): a name is one directory under $SLEUTH_HOME/clusters, by the
-rule campaign names follow (sleuth.names), so `cluster up --name ../../x` cannot write its
+rule campaign names follow (sleuth.base.names), so `cluster up --name ../../x` cannot write its
 state outside $SLEUTH_HOME, `cluster down` cannot delete a directory sleuth did not make, and
 no cluster is left that `cluster list` cannot see (`--name bad/name`). Every command refuses
 such a name with one line and exit 254 before it touches anything; no cluster starts here."""
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from sleuth.names import RULE
+from sleuth.base.names import RULE
 
 BAD = ["../../x", "bad/name", "..", ".", "", "a b", "x/../y"]
 
@@ -48,9 +48,9 @@ def test_down_never_removes_a_directory_sleuth_did_not_make(tmp_path):
 
 
 def test_the_rule_is_the_campaign_names_rule():
+    from sleuth.base.names import name_problem
     from sleuth.cluster.control import Cluster
     from sleuth.cluster.errors import ClusterError
-    from sleuth.names import name_problem
 
     for name in BAD:
         assert name_problem(name) is not None

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from sleuth.checker.counter import check_counter
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 
 def history(ops):

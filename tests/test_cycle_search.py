@@ -12,7 +12,7 @@ from test_cycles_literature import CASES
 
 from sleuth.checker import cycles, list_append, models, rw_register
 from sleuth.checker.result import UNKNOWN
-from sleuth.history import write_jsonl
+from sleuth.history.jsonl import write_jsonl
 
 
 def shifted(txns, dt, dp):
@@ -119,7 +119,7 @@ def ring(n):
     """n concurrent txns, each reading the next one's key empty and appending
     to its own, then a final read of everything: one component of n, a
     G2-item cycle through all of them (write skew around a ring)."""
-    from sleuth.history import Event, History
+    from sleuth.history.jsonl import Event, History
     ev = [("invoke", i, [["r", (i + 1) % n, None], ["append", i, 1]]) for i in range(n)]
     ev += [("ok", i, [["r", (i + 1) % n, []], ["append", i, 1]]) for i in range(n)]
     ev += [("invoke", n, [["r", i, None] for i in range(n)]), ("ok", n, [["r", i, [1]] for i in range(n)])]

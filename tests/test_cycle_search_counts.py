@@ -21,7 +21,7 @@ import pytest
 from test_cycles_bruteforce import generate, to_history
 
 from sleuth.checker import cycles, list_append
-from sleuth.history import read_jsonl
+from sleuth.history.jsonl import read_jsonl
 from sleuth.workloads.sim_list_append import write_sim
 
 DBS = ("serializable", "snapshot-isolation", "read-committed", "stale-reads")

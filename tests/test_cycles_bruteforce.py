@@ -16,7 +16,7 @@ import pytest
 from brute import serial_order_exists
 
 from sleuth.checker import list_append
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 MODELS = ("serializable", "strong-session-serializable", "strict-serializable")

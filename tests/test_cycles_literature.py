@@ -193,7 +193,7 @@ def test_write_skew_lattice():
 def test_rw_register_non_repeatable_read_is_fuzzy_not_internal():
     """PostgreSQL's READ COMMITTED: a transaction reads x twice and sees a commit in between."""
     from sleuth.checker import rw_register
-    from sleuth.history import Event, History
+    from sleuth.history.jsonl import Event, History
     ev = [Event(0, 0, "invoke", 0, "txn", [["r", "x", None], ["r", "x", None]]),
           Event(1, 1, "invoke", 1, "txn", [["w", "x", 1]]),
           Event(2, 2, "ok", 1, "txn", [["w", "x", 1]]),

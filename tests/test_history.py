@@ -5,7 +5,14 @@ import json
 
 import pytest
 
-from sleuth.history import Event, History, HistoryError, parse_jsonl_slow, read_jsonl, write_jsonl
+from sleuth.history.jsonl import (
+    Event,
+    History,
+    HistoryError,
+    parse_jsonl_slow,
+    read_jsonl,
+    write_jsonl,
+)
 
 
 def ev(i, t, typ, p, f="read", value=None, **kw):
@@ -115,7 +122,7 @@ def test_monotone_time_has_no_note(tmp_path):
 
 def test_time_backwards_across_chunks_is_counted(tmp_path, monkeypatch):
     """The fast reader decodes a chunk at a time; a step back at a chunk's edge counts."""
-    import sleuth.history as history
+    import sleuth.history.jsonl as history
 
     monkeypatch.setattr(history, "CHUNK_BYTES", 64)  # a few lines per chunk
     rows = [ev(i, 1000 + i * 10 - (i % 2) * 15, "invoke" if i % 2 == 0 else "ok", 0, "write", i // 2)
@@ -214,7 +221,7 @@ def outcome(read, path):
 
 @pytest.mark.parametrize("field,value", ODD, ids=[f"{f}={v!r}" for f, v in ODD])
 def test_every_reader_applies_the_same_event_rules(tmp_path, field, value):
-    from sleuth.imports import load_json
+    from sleuth.history.imports import load_json
 
     rows = [ev(0, 0, "invoke", 0, "read", [1, None]), {**ev(1, 5, "ok", 0, "read", [1, 5]), field: value}]
     jsonl = write(tmp_path, rows)
@@ -234,7 +241,7 @@ def test_every_reader_applies_the_same_event_rules(tmp_path, field, value):
 def test_unfreed_keeps_only_the_last_object_and_only_when_the_program_leaves(monkeypatch):
     import weakref
 
-    from sleuth import history
+    import sleuth.history.jsonl as history
 
     class Box:
         pass

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from sleuth import edn
-from sleuth.history import Event, HistoryError
-from sleuth.imports import load
+from sleuth.history import edn
+from sleuth.history.imports import load
+from sleuth.history.jsonl import Event, HistoryError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "imports")
 

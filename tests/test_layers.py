@@ -37,15 +37,21 @@ def test_the_tree_keeps_every_contract():
 
 @pytest.mark.parametrize("module, line, contract", [
     # a checker reaching for run code (directly)
-    ("checker/result.py", "import sleuth.runner", "a checker imports no run"),
+    ("checker/result.py", "import sleuth.run.runner", "a checker imports no run"),
     # a checker reaching the cluster through a module that is allowed itself (indirectly)
     ("checker/models.py", "import sleuth.workloads.source", "a checker imports no run"),
     ("cluster/faults.py", "from sleuth.checker import models", "the reference cluster imports nothing"),
     ("cluster/faults.py", "import sleuth.nemesis.faults", "the reference cluster imports nothing"),
     ("sleuth/cli/run.py", "from sleuth.cli.check import emit", "sleuth check and sleuth run"),
     # the Spark judge reads workloads' capabilities from the registry, not from the clients
-    ("checker/spark/judge.py", "from sleuth.workloads.clients import WORKLOADS", "a checker imports no run"),
-    ("checker/spark/durability.py", "import sleuth.workloads", "a checker imports no run"),
+    ("sleuth/spark/judge.py", "from sleuth.workloads.clients import WORKLOADS", "the Spark jobs judge with the checkers"),
+    # the rooms: each imports only those below it (issue 45)
+    ("sleuth/history/jsonl.py", "import sleuth.checker", "the rooms are layers"),
+    ("sleuth/base/words.py", "import sleuth.history.jsonl", "the rooms are layers"),
+    ("sleuth/records/run.py", "import sleuth.run.runner", "the rooms are layers"),
+    ("reports/run_report.py", "import sleuth.campaign.matrix", "the rooms are layers"),
+    ("nemesis/faults.py", "import sleuth.reports.run_report", "the rooms are layers"),
+    ("sleuth/spark/jobs.py", "import sleuth.cli.check", "the rooms are layers"),
 ])
 def test_a_planted_violation_is_refused(tmp_path, module, line, contract):
     root = copy_tree(tmp_path)
@@ -82,11 +88,28 @@ def test_no_file_points_outside_the_repository():
     assert len(files) > 100 and found == []
 
 
-def test_the_checker_contract_exempts_no_workload_import():
+def test_no_contract_exempts_an_import():
+    """Issue 45: the checker contract exempted the Spark cluster's image builder (checker/spark
+    reaching cluster/); with the rooms, Spark sits above the cluster and nothing is exempt."""
     import tomllib
 
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
-    checker = next(c for c in contracts if c["source_modules"] == ["sleuth.checker"])
+    checker = next(c for c in contracts if c.get("source_modules") == ["sleuth.checker"])
     assert "sleuth.workloads" in checker["forbidden_modules"]
-    assert [i for i in checker.get("ignore_imports", []) if "workloads" in i] == []
+    assert [c["name"] for c in contracts if c.get("ignore_imports")] == []
+
+
+def test_every_room_of_the_package_is_a_layer():
+    """A newcomer can name the room of any line: every folder of the package is in the layers
+    contract, and no module sits loose beside the rooms (sleuth/ holds only rooms)."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        pyproject = tomllib.load(f)["tool"]
+    layers = next(c for c in pyproject["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
+    rooms = {m.strip() for layer in layers for m in re.split(r"[:|]", layer)}
+    top = {p for p in pyproject["setuptools"]["packages"] if p.count(".") == 1}
+    assert top - rooms == {"sleuth.cluster"}  # apart: its own contract
+    loose = [n for n in os.listdir(os.path.join(ROOT, "sleuth")) if n.endswith(".py") and n != "__init__.py"]
+    assert loose == []

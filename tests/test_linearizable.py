@@ -20,7 +20,7 @@ import pytest
 
 from sleuth.checker import linearizable, register_models
 from sleuth.checker.linearizable import check_cas_register, check_register
-from sleuth.history import Event, History, HistoryError, read_jsonl
+from sleuth.history.jsonl import Event, History, HistoryError, read_jsonl
 from sleuth.workloads.sim_register import simulate, write_sim
 
 

@@ -21,7 +21,7 @@ from test_linearizable import H, brute_force
 
 from sleuth.checker import linearizable, register_models
 from sleuth.checker.linearizable import check_cas_register, check_register
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 from sleuth.workloads.sim_register import simulate
 
 # ---------------------------------------------------------------------------

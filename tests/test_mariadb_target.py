@@ -92,8 +92,8 @@ def test_mysql_errors_are_classified_as_jepsen_does():
 def test_a_server_that_never_greets_does_not_hang_the_client(tmp_path, monkeypatch):
     """A paused mariadbd: the kernel accepts the connection, the greeting never comes. PyMySQL's
     connect_timeout covers only the TCP connect; the operation must still fail, not hang."""
-    from sleuth import runner
-    from sleuth.runner import Client, Recorder, RunConfig
+    from sleuth.run import runner
+    from sleuth.run.runner import Client, Recorder, RunConfig
     from sleuth.workloads.clients import WORKLOADS
 
     monkeypatch.setattr(runner, "OP_TIMEOUT", 2.0)

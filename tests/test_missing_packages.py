@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from sleuth import campaign
+from sleuth.campaign import matrix as campaign
 from sleuth.targets import Unsupported, make_target, postgres_server, refuse_upstream
 from sleuth.workloads.clients import WORKLOADS
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from sleuth import seams
+from sleuth.base import seams
 from sleuth.nemesis import faults
 from sleuth.targets import Target, refuse_upstream
 

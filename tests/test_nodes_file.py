@@ -59,6 +59,6 @@ def test_the_cli_exits_254_with_one_line_and_starts_nothing(tmp_path, args):
                         "--store", str(tmp_path / "store")] if args[0] == "run" else
                        [sys.executable, "-m", "sleuth.cli", *[a.format(bad=bad) for a in args]],
                        capture_output=True, text=True, timeout=60, env={"SLEUTH_HOME": str(home), "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 254, p.stderr  # bad arguments: sleuth/exits.py, issue 10
+    assert p.returncode == 254, p.stderr  # bad arguments: sleuth/base/exits.py, issue 10
     assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr
     assert not (home / "clusters").exists() and not (tmp_path / "store").exists()

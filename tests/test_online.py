@@ -22,7 +22,7 @@ from sleuth.checker.online import Feed, engine_for
 from sleuth.checker.online.list_append import MISSING
 from sleuth.checker.online.list_append import Engine as ListAppendEngine
 from sleuth.checker.online.order import Order
-from sleuth.history import Event, History, read_jsonl
+from sleuth.history.jsonl import Event, History, read_jsonl
 
 BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 ONLINE_MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
@@ -206,7 +206,7 @@ def test_list_append_memory_is_flat_over_a_long_stream(tmp_path, db):
     10,000 (a strict serializable database: nothing old is ever needed again; stale reads:
     what they keep is what the rule says to keep), and a strict serializable history ends
     certified valid, with no gap, as offline judges it."""
-    from sleuth.follow import follow
+    from sleuth.history.follow import follow
     from sleuth.workloads.sim_list_append import write_sim
 
     path = tmp_path / "h.jsonl"
@@ -504,7 +504,7 @@ def test_long_reads_are_swept_by_their_weight_not_only_their_count():
     engine = ListAppendEngine(History([], "h"), "strict-serializable", lambda f: None, sweep=1000)
     feed = Feed(engine.history, engine)
     most = 0
-    for n, ev in enumerate(h.events):  # micro-ops as tuples, as `sleuth.follow` decodes them
+    for n, ev in enumerate(h.events):  # micro-ops as tuples, as `sleuth.history.follow` decodes them
         feed.event(ev.type, ev.process, ev.f, [tuple(m) for m in ev.value], ev.time)
         if n >= 2 * keys * appends:  # the final reads
             most = max(most, len(engine.ops))

@@ -18,7 +18,7 @@ from test_online import online, prefix
 
 from sleuth.checker import cycles, models, rw_register
 from sleuth.checker.source import check_source
-from sleuth.history import Event, History, read_jsonl
+from sleuth.history.jsonl import Event, History, read_jsonl
 
 BRUTE_MODELS = ("serializable", "strong-session-serializable", "strict-serializable")
 MODELS = (*BRUTE_MODELS, "snapshot-isolation", "repeatable-read", "read-committed")
@@ -264,7 +264,7 @@ def test_rw_register_memory_is_flat_over_a_long_stream(tmp_path, db):
 def test_rw_register_a_value_written_again_after_its_writer_was_forgotten_is_refused():
     """Offline refuses a value written twice to one key, at the second write's line; online
     too when the first writer is long forgotten (the forgotten values are kept exactly)."""
-    from sleuth.history import HistoryError
+    from sleuth.history.jsonl import HistoryError
 
     rows = [("invoke", 0, [["w", "x", 7]]), ("ok", 0, [["w", "x", 7]])]
     rows += [r for i in range(5) for r in (("invoke", 1, [["w", "y", i]]), ("ok", 1, [["w", "y", i]]))]
@@ -430,7 +430,7 @@ def test_source_a_lost_change_is_found_at_the_final_read():
 def test_engines_refuse_what_offline_refuses(workload):
     from sleuth.checker import WORKLOADS
     from sleuth.checker.online import Feed, engine_for
-    from sleuth.history import HistoryError
+    from sleuth.history.jsonl import HistoryError
 
     h = History([], "h")
     feed = Feed(h, engine_for(workload, h, None, lambda f: None, {}))

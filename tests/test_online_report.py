@@ -10,7 +10,7 @@ from test_check_follow import SLEUTH
 from test_run_report import make_run
 
 from sleuth.checker.online.when import lines_named, timeline
-from sleuth.history import read_jsonl
+from sleuth.history.jsonl import read_jsonl
 from sleuth.reports.run_report import render
 
 

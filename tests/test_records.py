@@ -1,5 +1,5 @@
-"""Issue 45: a run directory's record files are typed and versioned (sleuth/records.py), with one
-writer (sleuth.store.write_record) and one reader each; files written before `format`
+"""Issue 45: a run directory's record files are typed and versioned (sleuth/records/run.py), with one
+writer (sleuth.records.store.write_record) and one reader each; files written before `format`
 existed still read; a file that is not a record is refused with one line naming it (254)."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import sys
 import pytest
 from source_tree import PRODUCT, sources
 
-from sleuth import exits, store
-from sleuth.checks import Checks
-from sleuth.history import read_jsonl
-from sleuth.judge import DID_NOT_FINISH, judge, run_ended
-from sleuth.records import FORMAT, RecordError, Results, TestRecord
+from sleuth.base import exits
+from sleuth.checker.checks import Checks
+from sleuth.checker.judge import DID_NOT_FINISH, judge, run_ended
+from sleuth.history.jsonl import read_jsonl
+from sleuth.records import store
+from sleuth.records.run import FORMAT, RecordError, Results, TestRecord
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "records")
@@ -31,19 +32,19 @@ def _code(exts=(".py",)):
 def test_one_writer_and_one_name_for_each_record_file():
     """The record files are named in the store alone (every other module asks it for the
     path) and written by its `write_record` alone: no module builds one by hand again."""
-    named = [f"{path}: {m.group(0)}" for path, text in _code() if path != os.path.join("sleuth", "store.py")
+    named = [f"{path}: {m.group(0)}" for path, text in _code() if path != os.path.join("sleuth", "records", "store.py")
              for m in re.finditer(r'["\'](test|results)\.json["\']', text)]
     assert named == []
     written = [f"{path}: {m.group(0)}" for path, text in _code()
                for m in re.finditer(r"write_json\([^)]*(test_path|results_path|TEST|RESULTS)", text)
-               if path != os.path.join("sleuth", "store.py")]
+               if path != os.path.join("sleuth", "records", "store.py")]
     assert written == []
     writers = [path for path, text in _code() if re.search(r"^def write_record\(", text, re.M)]
-    assert writers == [os.path.join("sleuth", "store.py")]
+    assert writers == [os.path.join("sleuth", "records", "store.py")]
     # a record is made from its dict in one place only (`Record.of`, which campaign.json's type
     # shares; Checks, a part of test.json, in its own module)
     readers = {path for path, text in _code() if "msgspec.convert(" in text}
-    assert readers == {os.path.join("sleuth", f) for f in ("records.py", "checks.py")}
+    assert readers == {os.path.join("sleuth", "records", "run.py"), os.path.join("checker", "checks.py")}
 
 
 def _run_dir(tmp_path, results=None, test=None):
@@ -153,7 +154,7 @@ def test_campaign_judge_refuses_a_run_directory_with_a_bad_results_json(tmp_path
 def test_campaign_entries_are_made_one_way_and_the_record_written_by_save_alone():
     """Issue 45: campaign run entries were built or edited in four places (new_record,
     run_all's updates, execute_run's two dicts, record_of_runs)."""
-    campaign = os.path.join("sleuth", "campaign.py")
+    campaign = os.path.join("sleuth", "records", "campaign.py")
     edited = [f"{path}: {m.group(0)}" for path, text in _code()
               for m in re.finditer(r'\.update\(\s*(status|valid)=|"run": asdict\(|"status": "(pending|done)"', text)]
     assert edited == []
@@ -162,8 +163,8 @@ def test_campaign_entries_are_made_one_way_and_the_record_written_by_save_alone(
 
 
 def test_a_campaign_record_round_trips_and_an_old_one_reads():
-    from sleuth.campaign import Run
-    from sleuth.campaign_record import CampaignRecord, RunEntry
+    from sleuth.campaign.matrix import Run
+    from sleuth.records.campaign import CampaignRecord, RunEntry
 
     old = CampaignRecord.read(os.path.join(DATA, "campaign-format0.json"))
     assert old.format == FORMAT and old.interrupted and [r.status for r in old.runs] == ["done", "pending"]

@@ -31,8 +31,8 @@ from sleuth.checker import register_load
 from sleuth.checker.linearizable import check_register
 from sleuth.checker.register_columns import RegisterHistory, key_ops
 from sleuth.checker.register_load import read_register
-from sleuth.history import Event, HistoryError, write_jsonl
-from sleuth.imports import load
+from sleuth.history.imports import load
+from sleuth.history.jsonl import Event, HistoryError, write_jsonl
 from sleuth.workloads.sim_register import simulate
 
 
@@ -209,7 +209,7 @@ def test_a_small_register_file_never_imports_numpy(tmp_path):
     """Start-up: a small file goes by the general reader, and numpy's import
     (tens of milliseconds) is not paid for it."""
     path, _ = _register_file(tmp_path, "small.jsonl")
-    code = ("import sys; from sleuth.checker import WORKLOADS; from sleuth.checks import Checks; "
+    code = ("import sys; from sleuth.checker import WORKLOADS; from sleuth.checker.checks import Checks; "
             "from sleuth.cli.check import judge_file; "
             f"s = judge_file({path!r}, WORKLOADS['register'], Checks(checker='register'))[0]; "
             "print(s, 'numpy' in sys.modules)")

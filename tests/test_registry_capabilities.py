@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from sleuth.checker import LIST_ROWS, REGISTER_ROWS, TABLE_PREFIX
 from sleuth.checker import WORKLOADS as REGISTRY
-from sleuth.checker.spark import consolidate, durability, history_keys, jobs, judge
+from sleuth.spark import consolidate, history_keys, jobs, judge
+from sleuth.targets import reference_audit as durability
 from sleuth.workloads.clients import WORKLOADS as CLIENTS
 
 
@@ -39,3 +40,14 @@ def test_spark_keeps_no_workload_table_of_its_own():
     assert durability.audited() == ("register", "list-append", "rw-register")
     assert durability.audited(LIST_ROWS) == ("list-append",)
     assert durability.tables_of("list-append") == ("sleuth_lists", "lists")
+
+
+def test_the_micro_ops_are_the_history_formats_words():
+    """Issue 45: the importers took the micro-op names from the checker registry, so the history
+    room imported the checkers above it. The format owns them (sleuth.history.jsonl.MICRO_OPS);
+    the registry's transactional workloads use them all, and no other."""
+    from sleuth.checker import WORKLOADS
+    from sleuth.history.jsonl import MICRO_OPS
+
+    used = {f for w in WORKLOADS.values() for f in w.micro_ops}
+    assert used == MICRO_OPS

@@ -18,11 +18,12 @@ import time
 
 import pytest
 
-from sleuth import exits, store
+from sleuth.base import exits
+from sleuth.checker.judge import op_counts
 from sleuth.cluster import procs
-from sleuth.history import read_jsonl
-from sleuth.judge import op_counts
-from sleuth.records import Results, TestRecord
+from sleuth.history.jsonl import read_jsonl
+from sleuth.records import store
+from sleuth.records.run import Results, TestRecord
 
 pytestmark = [pytest.mark.cluster]
 

@@ -12,8 +12,9 @@ import time
 import pytest
 from test_run_interrupt import _assert_nothing_running, _env, _node_pids, _run_args
 
-from sleuth import exits, store
-from sleuth.records import Results
+from sleuth.base import exits
+from sleuth.records import store
+from sleuth.records.run import Results
 
 pytestmark = [pytest.mark.cluster]
 

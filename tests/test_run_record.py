@@ -15,12 +15,13 @@ import sys
 import orjson
 import pytest
 
-from sleuth import exits, store
+from sleuth.base import exits
+from sleuth.checker.judge import DID_NOT_FINISH, NOTHING_COMPLETED, Checks, judge, op_counts
 from sleuth.cluster.faults import FAULTS as SWITCHES
-from sleuth.history import JsonlWriter, read_jsonl
-from sleuth.judge import DID_NOT_FINISH, NOTHING_COMPLETED, Checks, judge, op_counts
+from sleuth.history.jsonl import JsonlWriter, read_jsonl
 from sleuth.nemesis.faults import FAULT_CLASSES, STARTS, STOPS, Schedule
-from sleuth.records import Results, TestRecord
+from sleuth.records import store
+from sleuth.records.run import Results, TestRecord
 from sleuth.reports.run_report import nemesis_windows, render, seconds
 from sleuth.targets import Target, redact
 from sleuth.workloads.sim_list_append import write_sim
@@ -347,7 +348,7 @@ def test_first_signal_asks_second_interrupts_unless_shielded():
     import signal
     import threading
 
-    from sleuth.interrupts import Interrupted, Signals
+    from sleuth.base.interrupts import Interrupted, Signals
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signal handlers live in the main thread")

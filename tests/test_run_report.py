@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from live import missing
 
 from sleuth.cli import main
-from sleuth.history import read_jsonl
+from sleuth.history.jsonl import read_jsonl
 from sleuth.reports.run_report import fault_counts, nemesis_windows, render
 from sleuth.workloads.sim_list_append import write_sim
 
@@ -259,7 +259,7 @@ def test_serve_links_work_for_names_needing_quoting(tmp_path):
 def test_the_run_summary_says_how_many_of_each_type_were_found(tmp_path, capsys):
     from types import SimpleNamespace
 
-    from sleuth import exits
+    from sleuth.base import exits
     from sleuth.cli.run import _summary
 
     d = make_run(tmp_path, "read-committed")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from sleuth.nemesis.faults import Schedule
-from sleuth.runner import Client, RunConfig
+from sleuth.run.runner import Client, RunConfig
 from sleuth.targets import Target
 from sleuth.workloads.clients import WORKLOADS
 

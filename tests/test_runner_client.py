@@ -12,8 +12,8 @@ import json
 import socket
 import threading
 
-from sleuth import runner
-from sleuth.runner import Client, Recorder, RunConfig
+from sleuth.run import runner
+from sleuth.run.runner import Client, Recorder, RunConfig
 from sleuth.targets import Target
 from sleuth.workloads.clients import WORKLOADS
 

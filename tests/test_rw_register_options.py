@@ -163,7 +163,7 @@ def test_cli_flags_reach_the_checker(tmp_path):
     import subprocess
     import sys
 
-    from sleuth.history import write_jsonl
+    from sleuth.history.jsonl import write_jsonl
 
     path = tmp_path / "skew.jsonl"
     write_jsonl(to_history(SKEW).events, path)

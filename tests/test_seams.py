@@ -1,10 +1,10 @@
-"""Every implementation has what its seam (sleuth/seams.py) names."""
+"""Every implementation has what its seam (sleuth/base/seams.py) names."""
 
 import inspect
 
 import pytest
 
-from sleuth import seams
+from sleuth.base import seams
 from sleuth.checker import WORKLOADS as CHECKERS
 from sleuth.cluster.runtime_docker import DockerRuntime
 from sleuth.cluster.runtime_local import LocalRuntime

@@ -25,7 +25,7 @@ from test_cycles_bruteforce import brute_txns, generate, to_history
 from sleuth.checker import checker_for, list_append
 from sleuth.checker.shrink import Shrinker, shrink
 from sleuth.checker.shrink_parts import unwritten
-from sleuth.history import History, read_jsonl
+from sleuth.history.jsonl import History, read_jsonl
 from sleuth.workloads import sim_register
 from sleuth.workloads.sim_list_append import write_sim
 
@@ -442,8 +442,8 @@ def test_cli_refuses_an_anomaly_the_checker_did_not_find(stale_file):
 
 def test_an_invalid_run_directory_gets_a_counterexample_shown_first_in_its_report(tmp_path, stale_file,
                                                                                   list_background):
-    from sleuth import counterexample
-    from sleuth.judge import Checks, judge
+    from sleuth.checker import counterexample
+    from sleuth.checker.judge import Checks, judge
     from sleuth.reports.run_report import render
 
     run_dir = tmp_path / "run"
@@ -455,7 +455,7 @@ def test_an_invalid_run_directory_gets_a_counterexample_shown_first_in_its_repor
     summary = counterexample.for_run(str(run_dir), h, checks, budget=20)
     assert summary is not None and summary["minimal"]
     assert summary["command"].startswith("sleuth check counterexample.jsonl --workload list-append")
-    from sleuth.records import TestRecord
+    from sleuth.records.run import TestRecord
 
     page = open(render(str(run_dir), h, TestRecord(name="t", workload="list-append", checks=checks), results)).read()
     assert page.index('id="counterexample"') < page.index('id="anomalies"')
@@ -472,8 +472,8 @@ def test_a_runs_second_signal_ends_its_shrinking_early_and_keeps_what_was_found(
     """`sleuth run` judges and shrinks shielded from a second Ctrl-C (nothing may be left
     half-done), so shrinking asks `stop` before each check: the run's second signal ends
     it there, and the counterexample found so far is written, still failing."""
-    from sleuth import counterexample
-    from sleuth.judge import Checks, check_judged
+    from sleuth.checker import counterexample
+    from sleuth.checker.judge import Checks, check_judged
 
     h = read_jsonl(stale_file)
     checks = Checks(checker="list-append", model="strict-serializable")
@@ -549,8 +549,8 @@ def test_a_verdict_of_the_timestamp_rules_alone_shrinks_and_replays_with_timesta
 
 
 def test_a_run_invalid_by_its_timestamp_rules_alone_still_leaves_a_counterexample(tmp_path):
-    from sleuth import counterexample
-    from sleuth.judge import Checks
+    from sleuth.checker import counterexample
+    from sleuth.checker.judge import Checks
 
     h = read_jsonl(write(tmp_path / "history.jsonl", _register_history_with_a_stale_ts()))
     checks = Checks(checker="register", timestamps=True)

@@ -13,7 +13,7 @@ from test_source_checker import ack, append, history, read
 
 from sleuth.checker.shrink import shrink
 from sleuth.checker.source import check_source
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
 
 def correct(n_ops: int = 300, procs: int = 5) -> list[tuple]:

@@ -8,7 +8,7 @@ strict."""
 import pytest
 
 from sleuth.checker import list_append
-from sleuth.history import read_jsonl
+from sleuth.history.jsonl import read_jsonl
 from sleuth.workloads.sim_list_append import write_sim
 
 SEEDS = range(3)

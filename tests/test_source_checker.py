@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from sleuth.checker.source import check_source
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 
 def history(ops):
@@ -156,7 +156,7 @@ def test_no_read_means_nothing_was_checked():
 ])
 def test_a_stored_history_read_compactly_gets_the_same_verdict(tmp_path, ops):
     """`sleuth check` loads a history compactly (an ok op keeps only its completion value)."""
-    from sleuth.history import JsonlWriter, read_jsonl
+    from sleuth.history.jsonl import JsonlWriter, read_jsonl
 
     w = JsonlWriter(tmp_path / "history.jsonl")
     for e in history(ops).events:

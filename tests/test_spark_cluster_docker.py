@@ -35,7 +35,7 @@ def driver_env(root: str) -> dict:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    from sleuth.checker.spark import cluster_docker
+    from sleuth.spark import cluster_docker
 
     root = os.path.realpath(str(tmp_path_factory.mktemp("spark-docker")))
     state = os.path.join(root, "state")
@@ -57,8 +57,8 @@ def cluster(tmp_path_factory):
 
 DRIVER = """
 import json, os, socket, sys
-from sleuth.checker.spark.jobs import judge_runs
-from sleuth.checker.spark.shard_history import spark_session
+from sleuth.spark.jobs import judge_runs
+from sleuth.spark.session import spark_session
 
 master, out, scratch, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 spark = spark_session(master, "sleuth-test")  # judge_runs reuses this session

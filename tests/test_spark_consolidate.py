@@ -16,8 +16,8 @@ from live import require_module
 
 require_module("pandas")
 
-from sleuth.checker.spark import consolidate  # noqa: E402
-from sleuth.history import Event, History, read_jsonl  # noqa: E402
+from sleuth.history.jsonl import Event, History, read_jsonl  # noqa: E402
+from sleuth.spark import consolidate  # noqa: E402
 
 
 def expected_rows(h: History) -> list[tuple]:

@@ -10,7 +10,7 @@ from live import require_module
 
 require_module("pyarrow")
 
-from sleuth.checker.spark.history_ops import _decode_fast, _decode_slow  # noqa: E402
+from sleuth.spark.history_ops import _decode_fast, _decode_slow  # noqa: E402
 from sleuth.workloads.sim_list_append import write_sim  # noqa: E402
 
 
@@ -79,7 +79,7 @@ def test_key_buckets_keep_true_and_1_apart():
     so each must get its own bucket_of, whichever comes first."""
     import pyarrow as pa
 
-    from sleuth.checker.spark import history_keys as hk
+    from sleuth.spark import history_keys as hk
 
     n = 26
     assert hk.bucket_of(True, n) != hk.bucket_of(1, n)
@@ -101,7 +101,7 @@ def test_byte_ranges_hold_every_line_once(tmp_path, seed):
     than a line, and reads smaller than a range."""
     import random
 
-    from sleuth.checker.spark import history_pair
+    from sleuth.spark import history_pair
 
     rnd = random.Random(seed)
     lines = [b"x" * rnd.choice([0, 1, 2, 5, 40, 300]) + b"\n" for _ in range(rnd.randint(0, 60))]
@@ -122,7 +122,7 @@ def test_byte_ranges_hold_every_line_once(tmp_path, seed):
 
 
 def test_a_block_with_a_bad_line_is_judged_line_by_line():
-    from sleuth.checker.spark.history_ops import decode_block
+    from sleuth.spark.history_ops import decode_block
 
     good = b'{"index":0,"time":1,"type":"invoke","process":0,"f":"txn","value":null}'
     bad = b'{"index":1,"time":2,"type":"ok","process":0,"f":"txn","value":"\xff"}'

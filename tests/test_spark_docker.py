@@ -26,8 +26,8 @@ from sleuth.workloads.clients import LISTS  # noqa: E402
 
 
 def test_docker_run_keeps_its_storage_data_and_the_audit_reads_it(tmp_path):
-    from sleuth.checker.spark.jobs import judge_runs
     from sleuth.cluster.runtime_docker import DockerRuntime
+    from sleuth.spark.jobs import judge_runs
 
     if not DockerRuntime.available():
         missing("a Docker engine", "none answers")

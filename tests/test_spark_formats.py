@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 require_module("pyspark")
 
 from sleuth.checker import WORKLOADS  # noqa: E402
-from sleuth.checks import Checks  # noqa: E402
+from sleuth.checker.checks import Checks  # noqa: E402
 from sleuth.cli.check import judge_file, judge_spark  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "imports")
@@ -50,7 +50,7 @@ INFO  jepsen.util - 2	:ok	:read	1
 
 @pytest.fixture(scope="module")
 def spark():
-    from sleuth.checker.spark.shard_history import spark_session
+    from sleuth.spark.session import spark_session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     s = spark_session("local[1]", "sleuth-test-formats")

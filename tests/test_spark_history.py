@@ -37,8 +37,8 @@ from test_linearizable import random_history as register_history  # noqa: E402
 from test_rw_register_options import random_history as rw_history  # noqa: E402
 
 from sleuth.checker import WORKLOADS, list_append, rw_register  # noqa: E402
-from sleuth.history import Event, HistoryError, write_jsonl  # noqa: E402
-from sleuth.imports import load  # noqa: E402
+from sleuth.history.imports import load  # noqa: E402
+from sleuth.history.jsonl import Event, HistoryError, write_jsonl  # noqa: E402
 
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
 FIELDS = ("valid", "anomaly-types", "not", "also-not", "possible", "also-found", "incomplete")
@@ -46,7 +46,7 @@ FIELDS = ("valid", "anomaly-types", "not", "also-not", "possible", "also-found",
 
 @pytest.fixture(scope="module")
 def spark():
-    from sleuth.checker.spark.shard_history import spark_session
+    from sleuth.spark.session import spark_session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     s = spark_session("local[2]", "sleuth-test-history")
@@ -55,7 +55,7 @@ def spark():
 
 
 def spark_check(path, workload, **options):
-    from sleuth.checker.spark import history_check
+    from sleuth.spark import history_check
 
     said = []
     kwargs = _checks(workload, options).kwargs()  # as `sleuth check --spark` hands them on
@@ -67,7 +67,7 @@ def single_check(path, workload, **options):
 
 
 def _checks(workload, options):
-    from sleuth.checks import Checks
+    from sleuth.checker.checks import Checks
 
     model = options.pop("model", WORKLOADS[workload].default_model)
     return Checks(checker=workload, model=model, options=options)
@@ -169,7 +169,7 @@ def test_shards_check_as_one_file(spark, tmp_path):
 
 def test_campaign_consolidation_parquet(spark, tmp_path):
     """One run's partition of the consolidation's Parquet checks as its history.jsonl does."""
-    from sleuth.checker.spark import consolidate
+    from sleuth.spark import consolidate
     from sleuth.workloads.sim_list_append import write_sim
 
     run = tmp_path / "runs" / "r1"
@@ -177,7 +177,7 @@ def test_campaign_consolidation_parquet(spark, tmp_path):
     write_sim(str(run / "history.jsonl"), "read-committed", 400, concurrency=6, keys=4, seed=8)
     (run / "test.json").write_text(json.dumps({"workload": "list-append", "checks": {
         "checker": "list-append", "model": "strict-serializable"}}))
-    from sleuth.checker.spark.jobs import run_meta
+    from sleuth.spark.jobs import run_meta
     consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations")).collect()
     got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
     want = single_check(run / "history.jsonl", "list-append")
@@ -249,7 +249,7 @@ def _jvm_log_level(spark) -> str:
 def test_the_sessions_log_level_is_back_after_a_check(spark, tmp_path):
     """A check silences the JVM's log while it runs; a campaign's session goes on after it
     (jobs.judge_large), so its level is back afterwards, after bad input too."""
-    from sleuth.checker.spark.shard_history import LOG_LEVEL
+    from sleuth.spark.session import LOG_LEVEL
 
     path = write_txns(tmp_path / "h.jsonl", generate(random.Random(2)))
     spark_check(path, "list-append")
@@ -268,7 +268,7 @@ def test_cli_bad_input_is_one_line_and_254(tmp_path):
 
 
 def test_cli_stderr_holds_sleuths_lines_not_the_jvms_chatter(tmp_path):
-    """The JVM logs errors only, from its start (checker/spark/log4j2.properties): no word of its
+    """The JVM logs errors only, from its start (sleuth/spark/log4j2.properties): no word of its
     log4j profile, default level or host name around the check's progress lines. The one line
     left is java's own about the incubator module Spark loads, which no log setting reaches."""
     path = write_txns(tmp_path / "h.jsonl", generate(random.Random(4)))
@@ -345,7 +345,7 @@ def test_a_history_on_a_read_only_mount_is_cached_under_sleuth_home(spark, tmp_p
 
 
 def test_standalone_master_gives_the_same_result(tmp_path):
-    from sleuth.checker.spark import standalone
+    from sleuth.spark import standalone
     from sleuth.workloads.sim_list_append import write_sim
 
     path = tmp_path / "si.jsonl"
@@ -368,7 +368,7 @@ def _paired(spark, path) -> list[tuple]:
     """The operations `check --spark` paired, as comparable tuples in id order."""
     import pyarrow.parquet as pq
 
-    from sleuth.checker.spark.history_ops import load_ops
+    from sleuth.spark.history_ops import load_ops
 
     ops_dir, meta = load_ops(spark, str(path))
     t = pq.read_table(ops_dir).to_pylist()
@@ -377,7 +377,7 @@ def _paired(spark, path) -> list[tuple]:
 
 
 def _pairer(path) -> list[tuple]:
-    from sleuth.history import read_jsonl
+    from sleuth.history.jsonl import read_jsonl
 
     h = read_jsonl(str(path))
     return sorted((op.id, op.process, op.f, op.type, op.value, op.invoke_pos, op.complete_pos, op.invoke_time,
@@ -388,8 +388,8 @@ def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path, mon
     """A 3 MB file is read in several splits, and 40 shards make 40 more segments: every operation
     open at a segment's end is paired across it, with the ids, values and times of sleuth's Pairer;
     also when the driver pairs the segments' ends a few processes at a time."""
-    from sleuth.checker.spark import history_pair
-    from sleuth.checker.spark.history_ops import cache_dir
+    from sleuth.spark import history_pair
+    from sleuth.spark.history_ops import cache_dir
     from sleuth.workloads.sim_list_append import write_sim
 
     whole = tmp_path / "whole.jsonl"
@@ -427,7 +427,7 @@ def test_pairing_across_splits_and_shards_equals_the_pairer(spark, tmp_path, mon
 @pytest.mark.parametrize("chunk", [1 << 20, 1])
 def test_a_process_breaking_its_rules_across_shards_is_named(spark, tmp_path, monkeypatch, first, second, problem,
                                                             chunk):
-    from sleuth.checker.spark import history_pair
+    from sleuth.spark import history_pair
 
     monkeypatch.setattr(history_pair, "ENDS_CHUNK", chunk)
     d = tmp_path / "shards"

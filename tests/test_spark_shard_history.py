@@ -18,9 +18,10 @@ import psycopg
 import pytest
 from live import require_module
 
-from sleuth.checker.spark import shard_history
 from sleuth.cluster.control import Cluster
 from sleuth.cluster.rpc import call_sync
+from sleuth.spark import session
+from sleuth.targets import reference_audit
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
 require_module("pyspark", "Spark (pyspark)")
@@ -39,7 +40,7 @@ def cluster(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def spark():
-    s = shard_history.spark_session(app="sleuth-test")
+    s = session.spark_session(app="sleuth-test")
     yield s
     s.stop()
 
@@ -100,13 +101,13 @@ def test_spark_reads_every_table_state_back_from_parquet(cluster, spark):
     seal_all(c)
 
     data_dirs = [c.runtime.data_path(n.name) for n in c.nodes if n.role == "storage"]
-    files = shard_history.parquet_files(data_dirs)
+    files = reference_audit.parquet_files(data_dirs)
     assert {f.split("/shards/")[1].split("/")[0] for f in files} == set(TABLES)
     assert len({d for d in data_dirs if any(f.startswith(d) for f in files)}) == 2  # both nodes hold shards
-    updates = shard_history.read_updates(spark, data_dirs).cache()
+    updates = reference_audit.shard_updates(spark, data_dirs).cache()
     assert updates.where("diff = 0").count() == 0
     assert len(reads) > 60 and any(r[2] for r in reads)
     for table, ts, expected in reads:
         got = {tuple(json.loads(r["row"])): r["count"]
-               for r in shard_history.contents_at(updates, table, ts).collect()}
+               for r in reference_audit.contents_at(updates, table, ts).collect()}
         assert got == dict(expected), f"{table} at ts {ts}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sleuth.checker import timestamps
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 
 def H(*ops):
@@ -38,8 +38,8 @@ def test_stale_read_is_named():
 def test_a_merged_verdict_counts_the_timestamp_rules_findings_too():
     """with_timestamps (the run's and `check --timestamps`' verdict) merges the rules' counts
     into the workload checker's, which keeps its own where both name a type."""
+    from sleuth.checker.judge import with_timestamps
     from sleuth.checker.linearizable import check_register
-    from sleuth.judge import with_timestamps
 
     h = H((0, "write", [1, 1], 0, 10, 7), (1, "read", [1, None], 20, 30, 6),
           (2, "read", [1, None], 40, 50, 5))

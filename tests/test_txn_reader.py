@@ -1,4 +1,4 @@
-"""The compact reader's typed micro-ops (sleuth.history `_txn_lines`): `sleuth check`
+"""The compact reader's typed micro-ops (sleuth.history.jsonl `_txn_lines`): `sleuth check`
 reads a list-append or rw-register file with micro-ops as tuples, and the checkers
 must judge exactly as they judge the same history held as lists.
 
@@ -20,7 +20,7 @@ from test_rw_register_options import random_history
 
 from sleuth.checker import WORKLOADS, list_append, rw_register
 from sleuth.checker.models import MODELS
-from sleuth.history import Event, History, HistoryError, read_jsonl, write_jsonl
+from sleuth.history.jsonl import Event, History, HistoryError, read_jsonl, write_jsonl
 
 CHECK = {"list-append": list_append.check, "rw-register": rw_register.check}
 
@@ -105,7 +105,7 @@ def test_nemesis_and_odd_values_between_txns(tmp_path):
 def test_nemesis_lines_in_a_row(tmp_path, monkeypatch, block):
     """Consecutive nemesis lines, at the start, in the middle and at the end (no last
     newline): each line is read once, and the txns around them still as tuples."""
-    import sleuth.history as history
+    import sleuth.history.jsonl as history
 
     monkeypatch.setattr(history, "CHUNK_BYTES", block)
     nemesis = [["n1"], {"grudge": {}}, "all"]

@@ -42,7 +42,7 @@ from test_cycles_literature import CASES
 from sleuth.checker import cycles, list_append, models
 from sleuth.checker import graph as g
 from sleuth.checker.result import UNKNOWN
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 N = int(os.environ.get("SLEUTH_BRUTE_N", "400"))
 

@@ -1,4 +1,4 @@
-"""One owner for each word (issue 45): a verdict's spellings live in sleuth/exits.py, every
+"""One owner for each word (issue 45): a verdict's spellings live in sleuth/base/exits.py, every
 anomaly's name with the model lattice (checker/models.py), and two different things no
 longer share the name FAULTS. The source scans fail when a module spells a verdict, or an
 anomaly's name, itself again."""
@@ -12,7 +12,7 @@ import re
 import pytest
 from source_tree import sources
 
-from sleuth import exits
+from sleuth.base import exits
 
 
 def _sources(exts=(".py", ".j2")):
@@ -36,7 +36,7 @@ SPELLED = re.compile(r'\{\s*True:\s*"|"true" if \w+ is True|== "true"|== "false"
 
 def test_no_module_spells_a_verdict_itself():
     found = [f"{path}:{text[:m.start()].count(chr(10)) + 1}: {m.group(0)}"
-             for path, text in _sources() if path != os.path.join("sleuth", "exits.py")
+             for path, text in _sources() if path != os.path.join("sleuth", "base", "exits.py")
              for m in SPELLED.finditer(text)]
     assert found == []
 

@@ -28,7 +28,7 @@ from typing import Any
 # the tables' names are the registry's (sleuth.checker), which Spark's jobs read too
 from sleuth.checker import ACCOUNTS, COUNTERS, LISTS, REGISTERS, RW
 from sleuth.checker import WORKLOADS as REGISTRY
-from sleuth.history import writes as writes  # the history format owns what a write is
+from sleuth.history.jsonl import writes as writes  # the history format owns what a write is
 
 
 class Failed(Exception):

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from sleuth.jsonfile import written_whole
+from sleuth.base.jsonfile import written_whole
 from sleuth.workloads import SIM_DBS as DBS  # the one list of their names
 
 FAIL_RATE = 0.01  # transactions the database refuses (nothing happens)

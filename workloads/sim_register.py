@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from sleuth.history import Event
+from sleuth.history.jsonl import Event
 
 BUGS = (None, "stale-read", "stale-compare")
 MIX = (("read", 0.5), ("write", 0.25), ("cas", 0.25))

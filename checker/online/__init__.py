@@ -67,7 +67,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.history import History, Op, Pairer
+from sleuth.history.jsonl import History, Op, Pairer
 
 
 @dataclass

@@ -54,7 +54,7 @@ from sleuth.checker import graph as g
 from sleuth.checker import models, txn
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.online.order import Order
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 

@@ -27,7 +27,7 @@ from typing import Any
 from sleuth.checker import models
 from sleuth.checker.counter import _number, _plain
 from sleuth.checker.online import Found, lines_of, now
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 
 class Counter:

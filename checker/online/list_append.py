@@ -194,7 +194,7 @@ from sleuth.checker import models, txn
 from sleuth.checker.list_append import _reads_against_own, _show
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.online.order import Order
-from sleuth.history import History, Op, as_written
+from sleuth.history.jsonl import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)

@@ -68,7 +68,7 @@ from sleuth.checker import linearizable as lin
 from sleuth.checker import models
 from sleuth.checker import register_models as rm
 from sleuth.checker.online import Found, lines_of, now
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part

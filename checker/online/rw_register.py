@@ -146,7 +146,7 @@ from sleuth.checker.online import Found
 from sleuth.checker.online.deps import Deps
 from sleuth.checker.online.written import Written
 from sleuth.checker.rw_register import parse_txn, txn_anomaly_text, txn_reads
-from sleuth.history import History, HistoryError, Op
+from sleuth.history.jsonl import History, HistoryError, Op
 
 _NONE = object()
 SWEEP = 20_000  # transactions kept before the first sweep (see "Memory")

@@ -39,7 +39,7 @@ from typing import Any
 from sleuth.checker import models
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.source import FINAL, FS, READS, RTR, _where
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 MAX_REPORTS = 8  # of each type; the rest are counted
 

@@ -20,7 +20,7 @@ from typing import Any
 from sleuth.checker import models
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.timestamps import _done, is_write
-from sleuth.history import History, Op
+from sleuth.history.jsonl import History, Op
 
 RULES = (models.WRITE_TS_NOT_ABOVE_READ, models.READ_TS_BELOW_WRITE, models.TS_BACKWARDS)
 

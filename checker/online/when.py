@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
 
 def lines_named(example: Any, lists: bool = True) -> set[int]:

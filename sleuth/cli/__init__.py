@@ -15,7 +15,7 @@ import traceback
 
 import click
 
-from sleuth import exits
+from sleuth.base import exits
 
 # command name -> the module that defines it (a click command of that name)
 LAZY = {"check": "sleuth.cli.check", "sim": "sleuth.cli.check", "shrink": "sleuth.cli.shrink",

@@ -2,7 +2,7 @@
 
 Human text goes to stderr (a tqdm bar over runs and one line per finished
 run); with `--json` stdout carries one JSON object and nothing else. Exit
-status: Jepsen's test-all over the runs (sleuth.campaign.outcome, sleuth.exits).
+status: Jepsen's test-all over the runs (sleuth.records.campaign.outcome, sleuth.base.exits).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import sys
 
 import click
 
-from sleuth import exits
-from sleuth.words import plural
+from sleuth.base import exits
+from sleuth.base.words import plural
 
 
 class _DefaultRun(click.Group):
@@ -47,7 +47,8 @@ def _err(message: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Stdout: one JSON object summarizing the campaign.")
 def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) -> None:
     """Run every run of the campaign FILE, one after another, then judge and report."""
-    from sleuth.campaign import CampaignError, Run, campaign_dir, load, new_record, run_all, save
+    from sleuth.campaign.matrix import CampaignError, Run, campaign_dir, load, new_record, run_all
+    from sleuth.records.campaign import save
 
     try:
         plan = load(file)
@@ -95,7 +96,8 @@ def run_campaign(file, store, dry_run, resume, no_spark, spark_master, as_json) 
 @click.option("--json", "as_json", is_flag=True, help="Stdout: one JSON object summarizing the campaign.")
 def judge(directory, no_spark, spark_master, as_json) -> None:
     """Re-run the Spark jobs, the page and the JUnit XML over a finished campaign (or any directory of runs)."""
-    from sleuth.campaign import RECORD, record_of_runs, save
+    from sleuth.campaign.matrix import record_of_runs
+    from sleuth.records.campaign import RECORD, save
 
     if not os.path.isdir(directory):
         exits.die(f"{directory}: not a directory")
@@ -103,7 +105,7 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
         record = _load_record(directory)
         record["dir"] = os.path.abspath(directory)
     else:
-        from sleuth.records import RecordError
+        from sleuth.records.run import RecordError
 
         try:
             record = record_of_runs(directory)
@@ -117,8 +119,8 @@ def judge(directory, no_spark, spark_master, as_json) -> None:
 
 def _load_record(campaign_dir: str) -> dict:
     """campaign.json of `campaign_dir`; one that is not a campaign record is bad input (254, named)."""
-    from sleuth.campaign import load_record
-    from sleuth.records import RecordError
+    from sleuth.records.campaign import load_record
+    from sleuth.records.run import RecordError
 
     try:
         return load_record(campaign_dir)
@@ -139,14 +141,9 @@ def _dry_run(plan, as_json: bool) -> None:
 
 def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: bool) -> None:
     """Judge (Spark, unless told not to), write the page and junit.xml, print the summary, exit."""
-    from sleuth.campaign import (
-        judge_with_spark,
-        label_counts,
-        run_dirs,
-        status,
-        verdict,
-    )
-    from sleuth.exits import verdict_word
+    from sleuth.base.exits import verdict_word
+    from sleuth.campaign.matrix import judge_with_spark, run_dirs
+    from sleuth.records.campaign import label_counts, status, verdict
     from sleuth.reports import campaign_report, junit
 
     table = None
@@ -158,7 +155,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
         except Exception as e:  # the runs are judged already; say why Spark failed and keep their verdicts
             _err(f"sleuth campaign: the Spark jobs failed ({type(e).__name__}: {e}); judged by each run alone")
     if table is None:
-        from sleuth.records import RecordError
+        from sleuth.records.run import RecordError
 
         try:
             table = campaign_report.table_from_runs(record)
@@ -196,7 +193,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
 
 def _changed_by_spark(record: dict, verdicts: dict) -> dict[str, dict]:
     """Run id -> Spark's verdict, for each finished run whose verdict Spark's jobs changed."""
-    from sleuth.campaign import run_key
+    from sleuth.records.campaign import run_key
     out = {}
     for r in record["runs"]:
         v = verdicts.get(run_key(r["run_dir"])) if r.get("status") == "done" and r.get("run_dir") else None

@@ -1,7 +1,7 @@
 """`sleuth check` and `sleuth sim`: judge histories, and write simulated ones.
 
 The `check` contract (docs/history-format.md): one verdict per file; exit
-status from sleuth/exits.py, combined over the files; with --json, stdout
+status from sleuth/base/exits.py, combined over the files; with --json, stdout
 carries one JSON object per file and nothing else, human notes go to stderr.
 Which models and options apply to a workload is the checker registry's to
 say (sleuth/checker/__init__.py), not this module's.
@@ -20,11 +20,11 @@ from typing import Any, NoReturn
 import click
 
 import sleuth.cli as cli
-from sleuth import exits
+from sleuth.base import exits
+from sleuth.base.interrupts import deferred
 from sleuth.checker import OPTIONS, WORKLOADS, Workload
 from sleuth.checker.result import found_counts
-from sleuth.history import HistoryError, gc_paused, leave_unfreed
-from sleuth.interrupts import deferred
+from sleuth.history.jsonl import HistoryError, gc_paused, leave_unfreed
 from sleuth.workloads import SIM_DBS
 
 
@@ -61,9 +61,9 @@ def _checker_options(spec: Workload, values: dict[str, Any], subject: str | None
 
 def checks_of_flags(spec: Workload, model: str | None, options: dict[str, Any],
                     timestamps: bool = False) -> Any:
-    """The checks a history file gets from `sleuth check`'s flags (a `sleuth.checks.Checks`):
+    """The checks a history file gets from `sleuth check`'s flags (a `sleuth.checker.checks.Checks`):
     the model asked (or the workload's default), the checker options given, --timestamps."""
-    from sleuth.checks import Checks
+    from sleuth.checker.checks import Checks
 
     given = _checker_options(spec, options)  # an option that does not apply is named before --model
     return Checks(checker=spec.name, model=_model_for(spec, model), options=given, timestamps=timestamps)
@@ -121,7 +121,7 @@ def _failed(path: str, e: Exception) -> tuple[int, dict[str, Any], None, None]:
 @gc_paused  # the history is also freed in here: with the collector running that cost 5x more
 def judge_file(path: str, spec: Workload, checks: Any,
                events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
-    """Load and judge one history under `checks` (a `sleuth.checks.Checks`): (exit status, JSON
+    """Load and judge one history under `checks` (a `sleuth.checker.checks.Checks`): (exit status, JSON
     record, Result or None, the History or None).
 
     `events=True` keeps every event (a report draws them); checkers need only ops.
@@ -137,7 +137,7 @@ def judge_file(path: str, spec: Workload, checks: Any,
             click.echo(f"sleuth: note: {path}: time is not monotone ({count} events go back in "
                        f"time, the first at line {line}); the file order is the real-time order "
                        "and times are for display only", err=True)
-        from sleuth.judge import check_judged
+        from sleuth.checker.judge import check_judged
 
         result = check_judged(history, checks)
     except Exception as e:  # noqa: BLE001 - bad input is 254, any other exception 255, per file
@@ -151,8 +151,8 @@ _SPARK_MASTER = re.compile(r"^(local(\[[0-9*]+(,[0-9]+)?\])?|spark://\S+|yarn|k8
 
 def judge_spark(path: str, spec: Workload, checks: Any, master: str,
                 quiet: bool) -> tuple[int, dict[str, Any], Any, None]:
-    """`judge_file` on Spark (sleuth/checker/spark/history_check.py): the same statuses and record."""
-    from sleuth.checker.spark.history_check import check as spark_check
+    """`judge_file` on Spark (sleuth/sleuth/spark/history_check.py): the same statuses and record."""
+    from sleuth.spark.history_check import check as spark_check
 
     def say(s: str) -> None:
         click.echo(f"sleuth: {s}", err=True)
@@ -288,7 +288,7 @@ def check(files, workload, model, timestamps, as_json, explain, report_dir, spar
         cli.FAST_EXIT = True
         leave_unfreed()
     if spark_master is not None:
-        from sleuth.store import find_run
+        from sleuth.records.store import find_run
 
         for f in files:
             if os.path.isdir(f) and find_run(f):  # its checks would be dropped: refused, not ignored
@@ -364,8 +364,8 @@ def _runs(files: tuple[str, ...], workload: str | None) -> dict[str, str]:
     --workload is given (each must be a run directory, or its history.jsonl beside
     test.json), else the directories (a history file given with --workload is judged as
     that workload's; a directory can only be a run)."""
-    from sleuth.campaign import RECORD
-    from sleuth.store import find_run
+    from sleuth.records.campaign import RECORD
+    from sleuth.records.store import find_run
 
     for f in files:
         if os.path.isdir(f) and os.path.exists(os.path.join(f, RECORD)):
@@ -388,25 +388,25 @@ def _runs(files: tuple[str, ...], workload: str | None) -> dict[str, str]:
 class RunPlan:
     """How `sleuth check` judges one run directory: the checks the run recorded, changed by
     the options given on the command line (which win), and why its verdict can be no
-    better than unknown (`reason`, sleuth.judge.run_ended)."""
+    better than unknown (`reason`, sleuth.checker.judge.run_ended)."""
 
     run_dir: str
-    test: Any  # sleuth.records.TestRecord
-    checks: Any  # sleuth.checks.Checks: the run's, with the options given here laid over them
+    test: Any  # sleuth.records.run.TestRecord
+    checks: Any  # sleuth.checker.checks.Checks: the run's, with the options given here laid over them
     notes: tuple[str, ...]  # what the options changed, said with the verdict
     reason: str | None
 
 
 def _run_plan(path: str, run_dir: str, workload: str | None, model: str | None, options: dict[str, Any],
               timestamps: bool, report_dir: str | None) -> RunPlan | str:
-    """The run's own checks (test.json's, `sleuth.records.TestRecord`) with the user's options applied, or the one-line
+    """The run's own checks (test.json's, `sleuth.records.run.TestRecord`) with the user's options applied, or the one-line
     error of a test.json that cannot say what the run checked (that run's bad input, 254).
     An option that cannot apply to the run is a bad argument: refused at once (254)."""
     import msgspec
 
-    from sleuth.judge import run_ended
-    from sleuth.records import RecordError, TestRecord
-    from sleuth.store import test_path
+    from sleuth.checker.judge import run_ended
+    from sleuth.records.run import RecordError, TestRecord
+    from sleuth.records.store import test_path
 
     try:
         test = TestRecord.read(test_path(run_dir))
@@ -442,11 +442,11 @@ def _run_plan(path: str, run_dir: str, workload: str | None, model: str | None, 
 @gc_paused
 def judge_run(path: str, plan: RunPlan | str, events: bool = False) -> tuple[int, dict[str, Any], Any, Any]:
     """Judge one run directory as `plan` says, by the run's own judging function
-    (sleuth.judge.judge): (exit status, JSON record, the results dict or None, the History
+    (sleuth.checker.judge.judge): (exit status, JSON record, the results dict or None, the History
     or None), as `judge_file`."""
-    from sleuth.history import read_jsonl
-    from sleuth.judge import judge
-    from sleuth.store import history_path
+    from sleuth.checker.judge import judge
+    from sleuth.history.jsonl import read_jsonl
+    from sleuth.records.store import history_path
 
     if isinstance(plan, str):
         return exits.BAD_INPUT, error_record(path, plan, exits.BAD_INPUT), None, None

@@ -1,6 +1,6 @@
 """`sleuth cluster up|status|list|logs|down`: the reference cluster from the command line.
 
-Exit status follows sleuth's table (sleuth/exits.py): 0 done, 254 a bad
+Exit status follows sleuth's table (sleuth/base/exits.py): 0 done, 254 a bad
 option or an unknown cluster or node, 255 a cluster that would not start or
 a runtime that failed. Errors are one line on stderr, never a traceback.
 """
@@ -11,9 +11,9 @@ import json
 
 import click
 
+from sleuth.base.exits import CRASHED, die
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
-from sleuth.exits import CRASHED, die
 
 
 @click.group()
@@ -37,8 +37,8 @@ def _faults(values: tuple[str, ...]) -> list[str]:
 
 
 def _name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """--name: the rule of campaign names (sleuth.names): one directory under $SLEUTH_HOME."""
-    from sleuth.names import name_problem
+    """--name: the rule of campaign names (sleuth.base.names): one directory under $SLEUTH_HOME."""
+    from sleuth.base.names import name_problem
 
     problem = name_problem(value)
     if problem is not None:

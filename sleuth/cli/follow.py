@@ -1,7 +1,7 @@
 """`sleuth check --follow`: judge a history while it is being written.
 
 Events go to the workload's online engine (`sleuth.checker.online`) as they
-are read (`sleuth.follow`); each anomaly it confirms is printed at once
+are read (`sleuth.history.follow`); each anomaly it confirms is printed at once
 (with --json, one object per anomaly, `"event": "anomaly"`). When the
 history ends, the offline checker judges the whole of it (the *final pass*),
 so the summary, the --json record and the exit status are exactly those of
@@ -21,20 +21,20 @@ from typing import Any
 import click
 
 import sleuth.cli as cli
-from sleuth import exits
+from sleuth.base import exits
+from sleuth.base.interrupts import deferred
 from sleuth.checker import Workload
 from sleuth.checker.online import Feed, Found, engine_for
 from sleuth.checker.online.when import timeline
-from sleuth.history import History, HistoryError
-from sleuth.interrupts import deferred
+from sleuth.history.jsonl import History, HistoryError
 
 
 def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | None,
                  as_json: bool, explain: bool) -> int:
-    """Follow `path`, report online, judge at the end under `checks` (a `sleuth.checks.Checks`);
+    """Follow `path`, report online, judge at the end under `checks` (a `sleuth.checker.checks.Checks`);
     the exit status."""
-    from sleuth import follow as fl
     from sleuth.cli.check import _print_result, emit, error_record, judge_file
+    from sleuth.history import follow as fl
 
     if cli.PROGRAM:
         gc.disable()  # nothing here builds reference cycles (as `sleuth check`)

@@ -8,11 +8,11 @@ import sys
 
 import click
 
-from sleuth import exits
+from sleuth.base import exits
 from sleuth.cluster import RUNTIMES
 from sleuth.cluster.faults import FAULTS
-from sleuth.judge import duration_text
 from sleuth.nemesis.faults import CHOICES
+from sleuth.records.measure import duration_text
 from sleuth.workloads.clients import WORKLOADS
 
 
@@ -88,8 +88,8 @@ def run(target, nodes_count, runtime, nodes_file, workload, nemesis, nemesis_int
     SIGTERM stops the run, heals, stops the nodes and judges what was recorded.
     """
     from sleuth.cli.cluster import _faults
-    from sleuth.runner import RunConfig, execute
-    from sleuth.store import StoreError
+    from sleuth.records.store import StoreError
+    from sleuth.run.runner import RunConfig, execute
     from sleuth.targets import Unsupported
 
     cfg = RunConfig(target=target, runtime=runtime, nodes_file=nodes_file, nodes_count=nodes_count,
@@ -145,7 +145,7 @@ def _summary(rec) -> None:
     isolation = f"   isolation: {c.isolation}" if c.isolation else ""  # etcd, described: none to choose
     out(f"  faults: {', '.join(c.faults) or 'none'}   nemesis: {nemesis}{isolation}   seed {c.seed}")
     n = rec.counts
-    # the run's duration as its report and test.json give it (sleuth.judge.duration), same format
+    # the run's duration as its report and test.json give it (sleuth.records.measure.duration), same format
     out(f"  ops: {n['ops']}  ok {n['ok']}  fail {n['fail']}  info {n['info']}"
         + (f"  in {duration_text(rec.duration)}" if rec.duration is not None else ""))
     if rec.reason:
@@ -177,9 +177,9 @@ def report(run_dir) -> None:
 
     Exit status: 0 written, 254 not a run directory (or an unreadable history), 255 failed.
     """
-    from sleuth import store
-    from sleuth.history import HistoryError
-    from sleuth.records import RecordError
+    from sleuth.history.jsonl import HistoryError
+    from sleuth.records import store
+    from sleuth.records.run import RecordError
     from sleuth.reports.run_report import render
 
     for f in (store.HISTORY, store.TEST, store.RESULTS):

@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from sleuth import exits
+from sleuth.base import exits
 from sleuth.checker import WORKLOADS
 from sleuth.cli.check import (
     _models_epilog,
@@ -49,7 +49,7 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     shrink); 254 bad input; 255 sleuth itself failed. Interrupted (Ctrl-C, SIGTERM)
     while shrinking: the smallest counterexample found so far is written, exit 2.
     """
-    from sleuth import counterexample
+    from sleuth.checker import counterexample
     from sleuth.checker.shrink import Shrinker
 
     output = output or file + ".counterexample.jsonl"
@@ -71,7 +71,7 @@ def shrink(file, workload, model, timestamps, output, budget, anomaly, as_json, 
     if anomaly is not None and anomaly not in result.anomaly_types:
         exits.die(f"--anomaly: {anomaly!r} is not an anomaly found in {file} "
                   f"(found: {', '.join(result.anomaly_types)})")
-    from sleuth.judge import check_judged
+    from sleuth.checker.judge import check_judged
 
     def check(h):
         return check_judged(h, checks)

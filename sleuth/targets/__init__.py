@@ -27,8 +27,8 @@ import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-# defined below the targets (sleuth.seams): a nemesis raises it too, and needs no target code
-from sleuth.seams import Unsupported as Unsupported
+# defined below the targets (sleuth.base.seams): a nemesis raises it too, and needs no target code
+from sleuth.base.seams import Unsupported as Unsupported
 
 
 def redact(spec: str) -> str:
@@ -80,6 +80,14 @@ class Target:
     # reference cluster are its own, new for each run.
     users = False
     current_schema = "current_schema()"  # the schema an unqualified CREATE TABLE creates in
+    runtime_name: str | None = None  # where its nodes run (local, docker, ssh); None: a server it was given
+
+    def workload(self, name: str, keys: int) -> Any:
+        """The client workload `name` on this target: the SQL one of its family (etcd, whose
+        clients speak no SQL, brings its own)."""
+        from sleuth.workloads.clients import WORKLOADS
+
+        return WORKLOADS[name](keys, self.family)
 
     def existing_tables(self, conn: Any, names: list[str]) -> list[str]:
         """Which of `names` are tables in the schema sleuth would create them in."""
@@ -125,7 +133,7 @@ class Target:
 
     @property
     def abilities(self) -> frozenset[str]:
-        """What a nemesis or a workload may ask of this target (`sleuth.seams.Target` names them;
+        """What a nemesis or a workload may ask of this target (`sleuth.base.seams.Target` names them;
         each nemesis kind declares its need, `sleuth.nemesis.faults.Fault.needs`): here `nodes`
         where it has nodes sleuth started; the reference cluster has them all."""
         if self.family == "reference":

@@ -172,7 +172,7 @@ class ReferenceTarget(Target):
 
     def collect_logs(self, into: str) -> None:
         """Each node's log, and each storage node's data (`<node>/data/`: sealed Parquet,
-        `state.json`, `wal.jsonl`) for the post-run durability audit (sleuth.checker.spark).
+        `state.json`, `wal.jsonl`) for the post-run durability audit (sleuth.spark).
 
         Storage nodes are asked to seal first, so what they keep is in Parquet; a node
         that cannot seal (dead, partitioned) still leaves its wal, which the audit reads

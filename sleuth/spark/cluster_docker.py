@@ -1,7 +1,7 @@
 """A standalone Spark cluster in containers: a master and two workers, the driver on this host.
 
-    python -m sleuth.checker.spark.standalone up --docker [--share DIR ...] [--workers 2]
-    python -m sleuth.checker.spark.standalone down --docker
+    python -m sleuth.spark.standalone up --docker [--share DIR ...] [--workers 2]
+    python -m sleuth.spark.standalone down --docker
 
 (`make spark-up CLUSTER=docker` / `make spark-down CLUSTER=docker`.) Each daemon
 runs in its own container, with its own filesystem: a worker's scratch
@@ -39,7 +39,7 @@ import time
 import urllib.request
 import uuid
 
-from sleuth.checker.spark.standalone import _load  # one reader of a cluster's state file
+from sleuth.spark.standalone import _load  # one reader of a cluster's state file
 
 SPARK_PACKAGES = ["openjdk-17-jre-headless"]  # added to the reference cluster's base (python3, venv, procps …)
 PREFIX = "sleuth-spark-"

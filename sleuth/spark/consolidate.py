@@ -4,7 +4,7 @@ Each run's history is one file, and a history is only meaningful whole, so
 the job reads files as whole units: a few groups of runs of about equal size
 per core, one partition (one task) per group, through `mapInPandas`. A task
 reads each of its runs' history with
-sleuth's own reader (`sleuth.history.read_jsonl`, what `sleuth run` judges)
+sleuth's own reader (`sleuth.history.jsonl.read_jsonl`, what `sleuth run` judges)
 and pairs invokes with completions vectorized (numpy): a process has at most
 one operation in flight (docs/history-format.md), so an invoke's completion is the same
 process's next event, when that is a completion. An invoke with no
@@ -43,9 +43,9 @@ from typing import Any
 
 import orjson
 
-from sleuth.checker.spark.aggregate import STATS_SCHEMA, run_stats
-from sleuth.checker.spark.history_ops import ddl_columns
-from sleuth.history import gc_paused
+from sleuth.history.jsonl import gc_paused
+from sleuth.spark.aggregate import STATS_SCHEMA, run_stats
+from sleuth.spark.history_ops import ddl_columns
 
 OPS_COLUMNS = ("campaign", "run", "run_dir", "workload", "process", "f", "key", "invoke_index", "complete_index",
                "invoke_time", "complete_time", "outcome", "invoke_value", "complete_value", "node", "error", "ts",
@@ -79,7 +79,7 @@ def keyed_workloads() -> list[str]:
 def tolerant_events(path: str) -> list:
     """The lines of a file sleuth's reader refused that are still JSON events (index, type and
     process of the right kinds), as Events: what the dataset keeps of a damaged history."""
-    from sleuth.history import NEMESIS, TYPES, Event
+    from sleuth.history.jsonl import NEMESIS, TYPES, Event
 
     out = []
     with open(path, "rb") as f:
@@ -216,10 +216,10 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, pa
     """
     import pandas as pd
 
-    from sleuth.checker.spark.judge import judge_history
-    from sleuth.exits import verdict_text
-    from sleuth.history import HistoryError, read_jsonl
-    from sleuth.measure import span_ns
+    from sleuth.base.exits import verdict_text
+    from sleuth.history.jsonl import HistoryError, read_jsonl
+    from sleuth.records.measure import span_ns
+    from sleuth.spark.judge import judge_history
 
     path = os.path.join(run_dir, "history.jsonl")
     reason = None
@@ -238,7 +238,7 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, pa
             valid, types = verdict_text(r["valid"]), r["anomaly-types"]
         except Exception as e:  # a checker that cannot judge this history: unknown, the rest go on
             reason = f"{type(e).__name__}: {e}"
-    span = span_ns(e.time for e in events)  # the run's duration has one owner (sleuth.measure)
+    span = span_ns(e.time for e in events)  # the run's duration has one owner (sleuth.records.measure)
     row = {"campaign": campaign, "run": run, "readable": history is not None, "reason": reason, "valid": valid,
            "anomaly_types": list(types), "span_ns": span, "fault_events": faults, **run_stats(ops)}
     return pd.DataFrame([row])[list(RUN_COLUMNS)]
@@ -250,7 +250,7 @@ TASKS_PER_CORE = 4  # tasks per executor core: few enough that Spark's cost per 
 def run_task(groups: list[list[dict]], keyed: list[str], ops_path: str):
     """The mapInPandas function: task numbers (`id`, positions in `groups`) -> the run rows of
     that group's runs. Each run is a dict (campaign, run, run_dir, workload, test)."""
-    from sleuth.checker.spark.judge import part_of
+    from sleuth.spark.judge import part_of
 
     def task(batches):
         for b in batches:

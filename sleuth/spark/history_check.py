@@ -48,19 +48,19 @@ from typing import Any
 import numpy as np
 import orjson
 
+from sleuth.base.words import noun, plural
 from sleuth.checker import graph as g
 from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
-from sleuth.checker.spark import history_keys as hk
-from sleuth.checker.spark.history_ops import cache_dir, imported, input_files, load_ops, native
-from sleuth.checker.spark.shard_history import LOG_LEVEL, per_task, spark_session, warm
-from sleuth.history import HistoryError
-from sleuth.words import noun, plural
+from sleuth.history.jsonl import HistoryError
+from sleuth.spark import history_keys as hk
+from sleuth.spark.history_ops import cache_dir, imported, input_files, load_ops, native
+from sleuth.spark.session import LOG_LEVEL, per_task, spark_session, warm
 
 DEFAULT_MASTER = "local[*]"
-# what the tasks of a check import (shard_history.warm: started with the session, not in the
+# what the tasks of a check import (session.warm: started with the session, not in the
 # first job, where two workers importing at once cost the second core most of its gain)
-WORKER_MODULES = ("pyarrow.parquet", "sleuth.checker.spark.history_pair", "sleuth.checker.spark.history_keys")
+WORKER_MODULES = ("pyarrow.parquet", "sleuth.spark.history_pair", "sleuth.spark.history_keys")
 MAX_EXAMPLES = 1000  # per non-cycle anomaly type kept in the result; counts are exact
 
 
@@ -215,7 +215,7 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     if not glob.glob(os.path.join(out_dir, "*.parquet")):  # no operations: no answers, but a table
         import pyarrow.parquet as pq
 
-        from sleuth.checker.spark.history_ops import arrow_schema
+        from sleuth.spark.history_ops import arrow_schema
 
         pq.write_table(arrow_schema(hk.OUT_SCHEMA).empty_table(), os.path.join(out_dir, "part-empty.parquet"))
     open(os.path.join(out_dir, "_SUCCESS"), "w").close()

@@ -3,7 +3,7 @@
 A history is the clients' and the nemesis's record of a run. It is a list of
 `Event`s (one line of `history.jsonl` each). Checkers work on `Op`s: an invoke
 paired with its completion. Everything a checker needs is here; importers of
-foreign formats (`sleuth.imports`) produce the same `Event`s.
+foreign formats (`sleuth.history.imports`) produce the same `Event`s.
 
 Reading validates as it goes: a malformed history raises `HistoryError`, whose
 message is one line naming the file, the line and the problem.
@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 import orjson
 
-from sleuth.jsonfile import written_whole
+from sleuth.base.jsonfile import written_whole
 
 F = TypeVar("F", bound=Callable)
 _MICRO_OP = operator.itemgetter(0, 1)  # a micro-op's function and key
@@ -77,6 +77,9 @@ NEMESIS = "nemesis"
 
 
 WRITE_FS = frozenset(("write", "cas", "add", "transfer", "append"))  # append: the source workload's
+# A transaction's micro-op functions ([f, k, v]; docs/history-format.md): words of the format,
+# which the checker registry's transactional workloads each use some of (`Workload.micro_ops`).
+MICRO_OPS = frozenset(("append", "r", "w"))
 
 
 def writes(f: str, value: Any) -> bool:
@@ -338,7 +341,7 @@ def pair(history: History) -> list[Op]:
 
 # docs/history-format.md's event rules, one table for every reader: the JSON Lines
 # reader line by line and a chunk at a time, and the importers of Jepsen's
-# formats (sleuth.imports), which first turn keywords into strings and fill in
+# formats (sleuth.history.imports), which first turn keywords into strings and fill in
 # what sparse files leave out. `index` is not here: its rule is the position.
 
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import orjson
 
+from sleuth.base.jsonfile import written_whole
 from sleuth.checker import OPTIONS
 from sleuth.checker.shrink import Counterexample, shrink
-from sleuth.history import History
-from sleuth.jsonfile import written_whole
+from sleuth.history.jsonl import History
 
 RUN_BUDGET = 20.0  # seconds a run spends shrinking its anomaly (sleuth run --shrink-budget)
 JSONL, JSON = "counterexample.jsonl", "counterexample.json"
@@ -70,7 +70,7 @@ def for_run(run_dir: str, history: History, checks: Any, budget: float = RUN_BUD
     was: by the workload's checker and, on the reference cluster, the timestamp rules too;
     None when neither finds an anomaly. `stop` (asked before each check: the run's second
     Ctrl-C) ends shrinking early, and what was found so far is written."""
-    from sleuth.judge import check_judged
+    from sleuth.checker.judge import check_judged
 
     original = check_judged(history, checks)
     if original.valid is not False or not original.anomaly_types:

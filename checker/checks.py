@@ -1,6 +1,6 @@
 """The checks a history gets: one type, validated against the checker registry.
 
-A run decides its checks once, when it starts (`sleuth.judge.checks_for`),
+A run decides its checks once, when it starts (`sleuth.checker.judge.checks_for`),
 and records them in test.json; `sleuth check` builds them from its flags;
 `sleuth check RUN_DIR` reads the run's and lays the flags given over them.
 Whatever the path, the checker is called in one way: with `Checks.kwargs()`,

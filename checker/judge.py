@@ -2,7 +2,7 @@
 
 What to check is decided once, when the run starts, from the workload, the
 isolation level and what the target can say about itself (`Checks`); it is
-stored in test.json (`sleuth.records.TestRecord.checks`), so a later `sleuth check RUN_DIR` applies exactly the
+stored in test.json (`sleuth.records.run.TestRecord.checks`), so a later `sleuth check RUN_DIR` applies exactly the
 checks the run applied and reaches the same verdict (Jepsen's `analyze!`
 re-runs the test's checker on the stored history the same way).
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.checker.checks import Checks
 from sleuth.checker.models import ISOLATION_MODELS
-from sleuth.checks import Checks
-from sleuth.history import History
+from sleuth.history.jsonl import History
 
-__all__ = ["Checks", "checks_for", "judge"]  # Checks: sleuth/checks.py owns it; judging uses it here
+__all__ = ["Checks", "checks_for", "judge"]  # Checks: checker/checks.py owns it; judging uses it here
 
 NOTHING_COMPLETED = "no operation completed: nothing was checked"
 DID_NOT_FINISH = "the run did not finish: its history may be cut short"
@@ -55,7 +55,7 @@ def checks_for(workload: Any, target: Any, isolation: str | None) -> Checks:
 
 def run_ended(test: Any) -> str | None:
     """Why a stored run's verdict can be no better than unknown, from its test.json (a
-    `sleuth.records.TestRecord`): why it
+    `sleuth.records.run.TestRecord`): why it
     ended early as it recorded (`ended`: "interrupted", "crashed: …"), or DID_NOT_FINISH when
     its record is still the one written as it started (`finished` null: the run was killed
     outright, SIGKILL or a power loss, and never concluded); None for a run that ended at
@@ -77,30 +77,6 @@ def was_judged(results: dict[str, Any]) -> bool:
     """Whether `results` (results.json's content) come from judging the history: false for
     `not_judged`'s, and for those written before that flag existed, which had no model."""
     return results.get("judged", "model" in results) is not False
-
-
-def duration(history: History) -> float:
-    """A run's duration, in seconds: from its history's first event to its last (what the
-    clients measured, faults included; the setup before and the judging after are not
-    in it), as `sleuth.measure` defines it for the campaign's outputs: the run's terminal
-    summary, test.json (`duration_s`) and its report all show this figure. 0.0 for an
-    empty history."""
-    if history.compact is None:
-        times = [e.time for e in history.events]
-    else:  # a compact load keeps ops and nemesis events, not every completion's time
-        times = [e.time for e in history.nemesis_events()]
-        for o in history.ops():
-            times.append(o.invoke_time)
-            if o.complete_time is not None:
-                times.append(o.complete_time)
-    from sleuth.measure import span_ns  # the one definition the campaign's figures use too
-
-    return span_ns(times) / 1e9
-
-
-def duration_text(seconds: float) -> str:
-    """A run's duration as every output shows it ("14.3 s"), so none rounds it its own way."""
-    return f"{seconds:.1f} s"
 
 
 def op_counts(history: History) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """A standalone Spark cluster on this machine: one master and one worker, from the pyspark installation.
 
-    python -m sleuth.checker.spark.standalone up   [--state DIR] [--port 7077] [--cores N]
-    python -m sleuth.checker.spark.standalone down [--state DIR]
+    python -m sleuth.spark.standalone up   [--state DIR] [--port 7077] [--cores N]
+    python -m sleuth.spark.standalone down [--state DIR]
 
 (`make spark-up` / `make spark-down`.) pip's pyspark ships `bin/spark-class`
 but not the `sbin/start-*.sh` scripts, so the daemons are started as the
@@ -182,14 +182,14 @@ def _reap(pid: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m sleuth.checker.spark.standalone")
+    ap = argparse.ArgumentParser(prog="python -m sleuth.spark.standalone")
     ap.add_argument("command", choices=("up", "down"))
     ap.add_argument("--state", default=None,
                     help="state directory (default $SLEUTH_HOME/spark, with --docker $SLEUTH_HOME/spark-docker)")
     ap.add_argument("--port", type=int, default=7077)
     ap.add_argument("--cores", type=int, default=None)
     ap.add_argument("--docker", action="store_true",
-                    help="a master and two workers in containers (checker/spark/cluster_docker.py)")
+                    help="a master and two workers in containers (sleuth/spark/cluster_docker.py)")
     ap.add_argument("--share", action="append", default=None, metavar="DIR",
                     help="with --docker: a directory mounted at its own path in every container "
                          "(repeatable; default $SLEUTH_HOME and the current directory)")
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.docker:
-            from sleuth.checker.spark import cluster_docker
+            from sleuth.spark import cluster_docker
 
             if a.command == "up":
                 cluster_docker.up(a.state, a.share, a.workers, a.cores or 1)

@@ -46,8 +46,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from sleuth.checker.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
-from sleuth.checker.spark.shard_history import per_task
+from sleuth.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
+from sleuth.spark.session import per_task
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
@@ -204,7 +204,7 @@ def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int,
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
-        from sleuth.checker.spark.history_ops import decode_block
+        from sleuth.spark.history_ops import decode_block
 
         schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
         for b in batches:
@@ -260,8 +260,8 @@ def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
     bad line's HistoryError (or the window pairing's, for a process breaking its rules)."""
     import pyarrow.dataset as ds
 
-    from sleuth.checker.spark.history_ops import first_bad_line, pairing_error
-    from sleuth.history import HistoryError
+    from sleuth.history.jsonl import HistoryError
+    from sleuth.spark.history_ops import first_bad_line, pairing_error
 
     t = _ends(ends_dir).to_table(columns=["seg", "hi", "file", "rank", "invoke_time", "problem"],
                                  filter=ds.field("kind") == "seg")
@@ -306,7 +306,7 @@ def across_segments(spark, ends_dir: str, files: list[str]):
         chunk = data.to_table(filter=ends if k == 1 else ends & (pc.bit_wise_and(ds.field("process"), k - 1) == j))
         crossing = _crossing(chunk)
         if crossing is None:
-            from sleuth.checker.spark.history_ops import pairing_error
+            from sleuth.spark.history_ops import pairing_error
 
             raise pairing_error(spark, files)
         out.append(pa.Table.from_pydict(crossing, schema=arrow_schema(OP_SCHEMA)))
@@ -394,7 +394,7 @@ def _numbered(table, offsets: list[tuple[int, int]]):
     import numpy as np
     import pyarrow as pa
 
-    from sleuth.checker.spark.history_ops import OPS_COLUMNS
+    from sleuth.spark.history_ops import OPS_COLUMNS
 
     lo = np.array([x for x, _ in offsets] or [0], dtype=np.int64)
     before = np.array([b for _, b in offsets] or [0], dtype=np.int64)

@@ -9,7 +9,7 @@ The steps (docs/architecture.md, "Data flow of one run"):
    injects and heals faults on a seeded schedule;
 3. at the time limit clients stop, everything is healed, the target gets
    time to recover, and every key is read once more;
-4. the history is judged (`sleuth.judge`, the same function `sleuth check
+4. the history is judged (`sleuth.checker.judge`, the same function `sleuth check
    RUN_DIR` uses), and the store writes test.json and results.json once, from
    the run record and the results; the report is rendered from the same values.
 
@@ -43,13 +43,14 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth import exits, store
-from sleuth.history import JsonlWriter
-from sleuth.history import writes as op_writes
-from sleuth.interrupts import Interrupted, Signals
-from sleuth.judge import Checks, checks_for
-from sleuth.records import Results, TestRecord
-from sleuth.workloads.clients import WORKLOADS, Failed, Unexpected
+from sleuth.base import exits
+from sleuth.base.interrupts import Interrupted, Signals
+from sleuth.checker.judge import Checks, checks_for
+from sleuth.history.jsonl import JsonlWriter
+from sleuth.history.jsonl import writes as op_writes
+from sleuth.records import store
+from sleuth.records.run import Results, TestRecord
+from sleuth.workloads.clients import Failed, Unexpected
 
 OP_TIMEOUT = 5.0  # seconds before the watchdog gives up on an operation
 INTERRUPTED = "interrupted"
@@ -93,7 +94,7 @@ class RunRecord:
     `faults` counts the nemesis start events that took effect, by name (a run whose nemesis
     was asked for but injected nothing says so); `reason` says why a run ended early or was
     not judged ("interrupted", "crashed: …", "no operation completed …"); `status` is the
-    run's exit status (sleuth.exits)."""
+    run's exit status (sleuth.base.exits)."""
 
     name: str
     run_dir: str
@@ -114,14 +115,14 @@ class RunRecord:
     crash_file: str | None = None
     report: str | None = None
     notes: tuple[str, ...] = ()
-    duration: float | None = None  # seconds, sleuth.judge.duration of the history; None when not read
-    # results.json's content as judged (sleuth.judge.judge): the anomalies' examples, what the
+    duration: float | None = None  # seconds, sleuth.records.measure.duration of the history; None when not read
+    # results.json's content as judged (sleuth.checker.judge.judge): the anomalies' examples, what the
     # model allows but was found ("also-found") and the counts, which the summary and the
     # campaign show; {} until the run is judged
     results: dict[str, Any] = field(default_factory=dict)
 
     def test_record(self) -> TestRecord:
-        """test.json (sleuth.records.TestRecord): the configuration as run, then how it went."""
+        """test.json (sleuth.records.run.TestRecord): the configuration as run, then how it went."""
         c = self.config
         return TestRecord(
             name=self.name, workload=c.workload, target=c.target, runtime=self.runtime,
@@ -149,7 +150,7 @@ class RunRecord:
 class Recorder:
     """history.jsonl, appended in index order, with times from one monotonic clock.
 
-    The format is sleuth.history's (`JsonlWriter`); this adds the clock, the lock that makes
+    The format is sleuth.history.jsonl's (`JsonlWriter`); this adds the clock, the lock that makes
     the line order the real-time order, and live counts for the progress bar. Events that
     arrive after `close` (a client thread that outlived an interrupted run) are dropped:
     their operations stay open in the history, which docs/history-format.md reads as info."""
@@ -340,9 +341,7 @@ def plan(cfg: RunConfig) -> _Plan:
         if cfg.isolation not in target.isolations:
             raise Unsupported(f"--isolation {cfg.isolation!r}: {target.name} offers {', '.join(target.isolations)}")
     kinds = tuple(parse_mix(cfg.nemesis, target))
-    # a target whose clients do not speak SQL (etcd) brings its own version of each workload
-    make_workload = getattr(target, "workload", None)
-    workload = make_workload(cfg.workload, cfg.keys) if make_workload else WORKLOADS[cfg.workload](cfg.keys, target.family)
+    workload = target.workload(cfg.workload, cfg.keys)
     refuse_upstream(target, workload)
     if getattr(workload, "upstream_tables", None):  # the source workload: an upstream PostgreSQL
         target.use_upstream(workload)
@@ -363,7 +362,7 @@ class _Online(threading.Thread):
         import queue
 
         from sleuth.checker.online import Feed, engine_for
-        from sleuth.history import History
+        from sleuth.history.jsonl import History
 
         self.queue: Any = queue.SimpleQueue()
         self.say, self.stop = say, stop
@@ -611,7 +610,7 @@ def execute(cfg: RunConfig, say=print) -> RunRecord:
     p = plan(cfg)
     cfg = p.cfg
     run_dir = store.new_run_dir(cfg.store, p.name)
-    runtime = getattr(p.target, "runtime_name", None)
+    runtime = p.target.runtime_name
     say(f"sleuth run: {cfg.workload} on {redact(cfg.target)}" + (f" ({runtime})" if runtime else "")
         + (f", faults {','.join(cfg.faults)}" if cfg.faults else "")
         + (f", nemesis {','.join(p.kinds)}" if p.kinds else "") + f" → {run_dir}")
@@ -656,7 +655,7 @@ def started_record(p: _Plan, run_dir: str, started: float) -> RunRecord:
 
     return RunRecord(
         name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
-        runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+        runtime=p.target.runtime_name, nemesis=p.kinds, checks=p.checks,
         started=started, finished=None, faults={}, nemesis_errors=(), counts={},
         valid="unknown", anomaly_types=(), status=exits.UNKNOWN, reason=RUNNING)
 
@@ -676,7 +675,7 @@ def _target_failed(p: _Plan, run_dir: str, started: float, reason: str) -> RunRe
             pass
     rec = RunRecord(
         name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
-        runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+        runtime=p.target.runtime_name, nemesis=p.kinds, checks=p.checks,
         started=started, finished=time.time(), faults={}, nemesis_errors=(),
         counts={"ops": 0, "ok": 0, "fail": 0, "info": 0}, valid="unknown", anomaly_types=(),
         status=exits.BAD_INPUT, reason=reason, ended=reason)
@@ -689,8 +688,9 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
     """Judge what was recorded, render the report, and write the record once. A second
     signal before this (`signals.again`) means no judging and no plots; one during it
     ends the shrinking early (what it found is kept), and the rest goes on, shielded."""
-    from sleuth.history import HistoryError, read_jsonl
-    from sleuth.judge import duration, judge, not_judged
+    from sleuth.checker.judge import judge, not_judged
+    from sleuth.history.jsonl import HistoryError, read_jsonl
+    from sleuth.records.measure import duration
     from sleuth.targets import redact
 
     finished = time.time()
@@ -731,19 +731,19 @@ def _conclude(p: _Plan, run_dir: str, live: _Live | None, started: float, reason
                          "after the run started")
     if history is not None and results.get("valid") is False and p.cfg.shrink_budget > 0 and not signals.again:
         try:  # the smallest history that still fails, shown first in the report
-            from sleuth import counterexample
+            from sleuth.checker import counterexample
             counterexample.for_run(run_dir, history, p.checks, p.cfg.shrink_budget, say,
                                    stop=lambda: signals.again)
         except Exception as e:  # noqa: BLE001 - a counterexample is a help, never the verdict
             notes.append(f"shrinking the history failed: {_one_line(e)}")
     if "counts" not in results:
-        from sleuth.judge import op_counts
+        from sleuth.checker.judge import op_counts
         results["counts"] = op_counts(history) if history is not None else _counts_of(live)
 
     def record(crash_file: str | None = None, report: str | None = None) -> RunRecord:
         return RunRecord(
             name=p.name, run_dir=run_dir, config=dataclasses.replace(p.cfg, target=redact(p.cfg.target)),
-            runtime=getattr(p.target, "runtime_name", None), nemesis=p.kinds, checks=p.checks,
+            runtime=p.target.runtime_name, nemesis=p.kinds, checks=p.checks,
             started=started, finished=finished, faults=live.faults if live else {},
             nemesis_errors=live.nemesis_errors if live else (), counts=results["counts"],
             valid=results.get("valid"), anomaly_types=tuple(results.get("anomaly-types", [])),

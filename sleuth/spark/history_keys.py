@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 
 from sleuth.checker import list_append, rw_register, txn
-from sleuth.history import History, HistoryError, Op
+from sleuth.history.jsonl import History, HistoryError, Op
 
 EDGE, OBSERVED, ANOMALIES, REGISTER, ERROR = 0, 1, 2, 3, 4
 OUT_SCHEMA = "`bucket` INT, `tag` INT, `a` BIGINT, `b` BIGINT, `k` INT, `text` STRING"
@@ -89,7 +89,7 @@ def _batch(rows: list[tuple]):
     """BUCKET_COLUMNS rows as an Arrow batch of SPLIT_SCHEMA."""
     import pyarrow as pa
 
-    from sleuth.checker.spark.history_ops import arrow_schema
+    from sleuth.spark.history_ops import arrow_schema
 
     schema = arrow_schema(SPLIT_SCHEMA)
     cols = list(zip(*rows, strict=True)) if rows else [[] for _ in BUCKET_COLUMNS]
@@ -265,7 +265,7 @@ def split_files(workload: str, n: int, files: list[str], staging: str):
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        from sleuth.checker.spark.history_ops import arrow_schema
+        from sleuth.spark.history_ops import arrow_schema
 
         for b in batches:
             for t in b.column("id").to_pylist():
@@ -292,7 +292,7 @@ def judge_files(workload: str, source: str, first_time: int, options: dict[str, 
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from sleuth.checker.spark.history_ops import arrow_schema
+        from sleuth.spark.history_ops import arrow_schema
 
         schema = arrow_schema(OUT_SCHEMA)
         for b in batches:

@@ -25,10 +25,11 @@ implementation has what its protocol names.
 from __future__ import annotations
 
 import random
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sleuth.checker.result import Result
-from sleuth.history import History
+if TYPE_CHECKING:  # to annotate only: the seams sit below every room that implements them
+    from sleuth.checker.result import Result
+    from sleuth.history.jsonl import History
 
 
 class Unsupported(Exception):
@@ -45,6 +46,7 @@ class Target(Protocol):
     roles: tuple[str, ...]  # node roles a nemesis may pick (storage, oracle, coordinator, ...)
     grey_box: bool  # does each statement report its timestamp?
     generation: int  # bumped when the set of endpoints changes: clients reconnect
+    runtime_name: str | None  # where its nodes run (local, docker, ssh); None: a server it was given
 
     def up(self, progress=print) -> None: ...
     def down(self) -> None: ...
@@ -53,6 +55,7 @@ class Target(Protocol):
     def session_sql(self, isolation: str) -> list[str]: ...
     def classify(self, exc: BaseException, writes: bool) -> tuple[str, str, bool] | None: ...
     def linearizable_keys(self, isolation: str | None) -> bool: ...
+    def workload(self, name: str, keys: int) -> Any: ...  # its client for a workload of the registry
     def socket_of(self, conn: Any) -> int: ...  # what the watchdog shuts when an operation hangs
     # What a nemesis or a workload may ask of it: `nodes`, `coordinators`, `clock`, `partition`
     # (each nemesis kind declares its need: `nemesis.faults.Fault.needs`), `upstream` (the source

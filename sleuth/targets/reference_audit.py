@@ -3,7 +3,7 @@
 A reference-cluster run directory keeps each storage node's data
 (`nodes/<node>/data/`, copied by `ReferenceTarget.collect_logs` after asking
 each node to seal): sealed Parquet files of `(row, ts, diff)` updates per
-table (`shard_history`) and the write-ahead log `wal.jsonl` of what was
+table (`parquet_files` below) and the write-ahead log `wal.jsonl` of what was
 appended since the last seal. Both are read: a node that could not seal at
 the end (dead, partitioned) still has its acknowledged appends in the wal,
 since the node fsyncs the wal before it answers (seed 002).
@@ -77,10 +77,9 @@ def read_updates(spark, run_dirs: list[str]):
     """Every update the storage nodes of these runs kept: run_dir, table, k, v (text), ts, diff."""
     from pyspark.sql import functions as F
 
-    from sleuth.checker.spark import shard_history
     dirs = [d for r in run_dirs for d in data_dirs(r)]
     parts = []
-    files = shard_history.parquet_files(dirs)
+    files = parquet_files(dirs)
     if files:
         p = spark.read.parquet(*files).select(
             F.col("_metadata.file_path").alias("file"), "row", "ts", "diff")
@@ -159,3 +158,37 @@ def audit(spark, ops, runs):
         "run", "anomaly", F.col("wkey").alias("key"), F.col("wvalue").alias("value"), "process", "f",
         (F.coalesce("complete_index", "invoke_index") + 1).alias("line"),
         F.col("invoke_value").alias("op"))
+
+
+# --- the storage nodes' sealed Parquet: a table's whole history ------------------------------------
+# Each storage node seals its log into Parquet files, one per shard (table) and sealed range:
+# `<data>/shards/<table>/<lo>-<hi>-<n>.parquet` with columns `row` (the row as JSON text), `ts`
+# and `diff` (seed 002's updates). Read together they are every update the cluster ever made
+# durable, so the contents of a table at any timestamp `t` since it was created is the multiset
+# of rows whose diffs at `ts <= t` sum to a nonzero count: what the cluster kept, independent of
+# what its coordinators answer.
+
+def parquet_files(data_dirs: list[str]) -> list[str]:
+    """Every sealed Parquet file under the storage nodes' data directories."""
+    return sorted(f for d in data_dirs for f in glob.glob(os.path.join(d, "shards", "*", "*.parquet")))
+
+
+def shard_updates(spark, data_dirs: list[str]):
+    """One DataFrame of every sealed update: `table`, `row` (JSON text), `ts`, `diff`."""
+    from pyspark.sql import functions as F
+
+    files = parquet_files(data_dirs)
+    if not files:
+        raise FileNotFoundError(f"no sealed Parquet files under {', '.join(data_dirs)}")
+    df = spark.read.parquet(*files)
+    table = F.regexp_extract(F.input_file_name(), r"/shards/([^/]+)/[^/]+\.parquet$", 1)
+    return df.select(table.alias("table"), "row", "ts", "diff")
+
+
+def contents_at(updates, table: str, as_of: int):
+    """The rows of `table` at timestamp `as_of`: `row` and its multiplicity `count` (> 0)."""
+    from pyspark.sql import functions as F
+
+    return (updates.where((F.col("table") == table) & (F.col("ts") <= as_of))
+            .groupBy("row").agg(F.sum("diff").alias("count"))
+            .where(F.col("count") != 0))

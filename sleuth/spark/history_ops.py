@@ -4,7 +4,7 @@ operations written beside the input and reused by the next check.
 
 Reading: Spark reads the text, and the lines are decoded on the executors by
 the rules `sleuth check` applies (a batch at a time by the fast reader's
-decoder, or line by line by `sleuth.history.event_from_dict`), into an
+decoder, or line by line by `sleuth.history.jsonl.event_from_dict`), into an
 explicit schema (`EVENT_SCHEMA`); `value` and `error` stay JSON text, so a
 string value keeps its quotes. Shards are read in name order; their `index`
 fields continue one another, as if the files were one (that is what makes a
@@ -14,7 +14,7 @@ Pairing: in the tasks that decode the lines (`history_pair.py`, which says
 why it is the pairing of the whole history). When a process breaks its
 rules, a window per process ordered by `index` over every event finds the
 first event that does (`pairing_error`), with the messages of
-`sleuth.history.Pairer`. Operation ids are invoke ordinals (so a transaction
+`sleuth.history.jsonl.Pairer`. Operation ids are invoke ordinals (so a transaction
 is named `T<id>` as `sleuth check` names it). The campaign consolidation's
 Parquet is already paired: its ids are counted per block of indexes.
 
@@ -39,8 +39,8 @@ from collections.abc import Iterator
 
 import orjson
 
-from sleuth.checker.spark.shard_history import per_task
-from sleuth.history import NEMESIS, History, HistoryError, dumps_event, event_from_dict
+from sleuth.history.jsonl import NEMESIS, History, HistoryError, dumps_event, event_from_dict
+from sleuth.spark.session import per_task
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
@@ -69,7 +69,7 @@ def input_files(path: str) -> list[str]:
 def native(path: str) -> bool:
     """Does Spark read `path` as it is: a directory (of `*.jsonl` shards, or the campaign
     consolidation's Parquet) or a `.jsonl` file, which `sleuth check` too reads as strict
-    JSON Lines? Any other file is another format `sleuth check` reads (`sleuth.imports`)."""
+    JSON Lines? Any other file is another format `sleuth check` reads (`sleuth.history.imports`)."""
     return os.path.isdir(path) or os.path.splitext(path)[1].lower() == ".jsonl"
 
 
@@ -82,8 +82,8 @@ def imported(path: str, workload: str) -> tuple[str, History]:
     the operations paired from it are reused while the input is the same. Returns the copy's
     path and the imported history (whose `line_of` maps the copy's lines back: line i of the
     copy is event i - 1)."""
+    from sleuth.base.jsonfile import written_whole
     from sleuth.checker import WORKLOADS
-    from sleuth.jsonfile import written_whole
 
     history = WORKLOADS[workload].load(path, events=True)
     try:
@@ -155,7 +155,7 @@ def _decode_fast(fno: int, block: bytes) -> dict | None:
     every line)."""
     import msgspec
 
-    from sleuth.history import decode_raw_lines
+    from sleuth.history.jsonl import decode_raw_lines
 
     try:
         events = decode_raw_lines(block)
@@ -228,7 +228,7 @@ def decode_batch(files: list[str], b) -> dict:
     """One Arrow batch of text lines (+ their file number) as EVENT_SCHEMA column lists.
 
     A batch of one file's lines goes through the fast reader's decoder in one call, values
-    kept as their JSON text (`sleuth.history.RawLine`); a batch it refuses, line by line
+    kept as their JSON text (`sleuth.history.jsonl.RawLine`); a batch it refuses, line by line
     through `event_from_dict`, which accepts what RULES accept and names each problem."""
     fnos = b.column("file").to_pylist()
     lines = b.column("value").to_pylist()
@@ -361,7 +361,7 @@ def _pairing_error(spark, events, files: list[str], r) -> HistoryError:
 
 
 def consolidated(spark, path: str):
-    """The campaign consolidation's operations (checker/spark/consolidate.py) as OPS_COLUMNS."""
+    """The campaign consolidation's operations (sleuth/spark/consolidate.py) as OPS_COLUMNS."""
     from pyspark.sql import functions as F
 
     df = spark.read.parquet(path)
@@ -399,7 +399,7 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
     if files:
-        from sleuth.checker.spark.history_pair import decode_and_pair, operations, splits
+        from sleuth.spark.history_pair import decode_and_pair, operations, splits
 
         # the tasks read, decode and pair their byte ranges and write what they found
         # (history_pair.py); the driver pairs across the ranges, and the tasks number the

@@ -4,11 +4,11 @@ The judge job (`jobs.py`) groups the consolidated operations per run (per
 run and key for register workloads: Knossos and Porcupine split a register
 history per key because keys are independent, so the verdicts merge as
 false > unknown > true, Jepsen's `independent` checker). Inside each task the
-rows become a `sleuth.history.History` again and go to exactly the checkers
+rows become a `sleuth.history.jsonl.History` again and go to exactly the checkers
 `sleuth check` uses, so the verdicts agree by construction.
 
-The run's checks come from its test.json (`sleuth.records.TestRecord.checks`),
-and the judging is `sleuth.judge`'s: the function `sleuth run` and `sleuth
+The run's checks come from its test.json (`sleuth.records.run.TestRecord.checks`),
+and the judging is `sleuth.checker.judge`'s: the function `sleuth run` and `sleuth
 check RUN_DIR` use, so a Spark verdict cannot drift from theirs.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import orjson
 
-from sleuth.history import Event, History
+from sleuth.history.jsonl import Event, History
 
 
 def judge_history(history: History, test: Any, part: str = "all") -> dict[str, Any]:
     """The verdict `sleuth run` gives a history, from the run's own test.json (a
-    `sleuth.records.TestRecord`): the same pure judging function (`sleuth.judge`) with the
+    `sleuth.records.run.TestRecord`): the same pure judging function (`sleuth.checker.judge`) with the
     checks the run recorded.
 
     `part`: "checker" (the workload's checker only, on one key's slice of a
@@ -32,7 +32,7 @@ def judge_history(history: History, test: Any, part: str = "all") -> dict[str, A
     timestamps, nothing completed, a run that ended early), or "all". Returns
     {"valid", "anomaly-types"} as results.json spells them.
     """
-    from sleuth.judge import check_workload, judge, run_ended
+    from sleuth.checker.judge import check_workload, judge, run_ended
 
     checks = test.checks
     if part == "checker":

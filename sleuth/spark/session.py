@@ -1,13 +1,4 @@
-"""A table's whole history, read back with Spark from the storage nodes' Parquet.
-
-Each storage node seals its log into Parquet files, one per shard (table) and
-sealed range: `<data>/shards/<table>/<lo>-<hi>-<n>.parquet` with columns
-`row` (the row as JSON text), `ts` and `diff` (seed 002's updates). Read
-together they are every update the cluster ever made durable, so the contents
-of a table at any timestamp `t` since it was created is the multiset of rows
-whose diffs at `ts <= t` sum to a nonzero count. This is the input of the
-post-run durability audit: what the cluster kept, independent of what its
-coordinators answer.
+"""sleuth's Spark session: started once, quiet, its Python workers warmed; tasks handed work by number.
 
 Spark runs embedded (`local[*]`) unless a master URL is given; pyspark is the
 `spark` extra (`pip install 'sleuth[spark]'`), imported only here.
@@ -15,7 +6,6 @@ Spark runs embedded (`local[*]`) unless a master URL is given; pyspark is the
 
 from __future__ import annotations
 
-import glob
 import os
 import socket
 import sys
@@ -118,29 +108,3 @@ def _warm_task(modules: tuple[str, ...], checkers: list[str]):
         for b in batches:
             yield pa.RecordBatch.from_pydict({"pid": [os.getpid()] * b.num_rows})
     return task
-
-
-def parquet_files(data_dirs: list[str]) -> list[str]:
-    """Every sealed Parquet file under the storage nodes' data directories."""
-    return sorted(f for d in data_dirs for f in glob.glob(os.path.join(d, "shards", "*", "*.parquet")))
-
-
-def read_updates(spark, data_dirs: list[str]):
-    """One DataFrame of every sealed update: `table`, `row` (JSON text), `ts`, `diff`."""
-    from pyspark.sql import functions as F
-
-    files = parquet_files(data_dirs)
-    if not files:
-        raise FileNotFoundError(f"no sealed Parquet files under {', '.join(data_dirs)}")
-    df = spark.read.parquet(*files)
-    table = F.regexp_extract(F.input_file_name(), r"/shards/([^/]+)/[^/]+\.parquet$", 1)
-    return df.select(table.alias("table"), "row", "ts", "diff")
-
-
-def contents_at(updates, table: str, as_of: int):
-    """The rows of `table` at timestamp `as_of`: `row` and its multiplicity `count` (> 0)."""
-    from pyspark.sql import functions as F
-
-    return (updates.where((F.col("table") == table) & (F.col("ts") <= as_of))
-            .groupBy("row").agg(F.sum("diff").alias("count"))
-            .where(F.col("count") != 0))

@@ -2,7 +2,7 @@
 
 The API `sleuth campaign` calls after its runs:
 
-    from sleuth.checker.spark.jobs import judge_runs
+    from sleuth.spark.jobs import judge_runs
     table = judge_runs(run_dirs, out_dir, campaign="adhoc", master=None, say=print)
 
 `run_dirs`: directories as `sleuth run` writes them (test.json, history.jsonl,
@@ -32,11 +32,11 @@ import os
 import time
 from typing import Any
 
-from sleuth import store
-from sleuth.checker.spark.shard_history import warm
-from sleuth.exits import valid_of_text, verdict_text
-from sleuth.records import Results, TestRecord
-from sleuth.words import plural
+from sleuth.base.exits import valid_of_text, verdict_text
+from sleuth.base.words import plural
+from sleuth.records import store
+from sleuth.records.run import Results, TestRecord
+from sleuth.spark.session import warm
 
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
 
@@ -64,7 +64,7 @@ def session(master: str | None):
     """The SparkSession: the active one if it has this master, else a new one (and whether we own it)."""
     from pyspark.sql import SparkSession
 
-    from sleuth.checker.spark.shard_history import spark_session
+    from sleuth.spark.session import spark_session
 
     want = master or "local[*]"
     active = SparkSession.getActiveSession()
@@ -76,9 +76,9 @@ def session(master: str | None):
     return spark, True
 
 
-# what a campaign's consolidation and judging tasks import (shard_history.warm)
-CAMPAIGN_MODULES = ("pandas", "pyarrow.parquet", "sleuth.judge", "sleuth.checker.timestamps",
-                    "sleuth.checker.spark.consolidate")
+# what a campaign's consolidation and judging tasks import (session.warm)
+CAMPAIGN_MODULES = ("pandas", "pyarrow.parquet", "sleuth.checker.judge", "sleuth.checker.timestamps",
+                    "sleuth.spark.consolidate")
 
 
 def configure(spark) -> None:
@@ -92,7 +92,7 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
     """applyInPandas: one group's rows -> one verdict row (runs on an executor)."""
     import pandas as pd
 
-    from sleuth.checker.spark.judge import history_of, judge_history
+    from sleuth.spark.judge import history_of, judge_history
 
     run = key[0]
     try:
@@ -125,7 +125,7 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
     from pyspark.sql import functions as F
 
     from sleuth.checker.result import merge_valid
-    from sleuth.checker.spark.consolidate import keyed_workloads
+    from sleuth.spark.consolidate import keyed_workloads
 
     tests = {m["run"]: m["test"] for m in meta}
     keyed = [m["run"] for m in meta if m["workload"] in keyed_workloads()]
@@ -157,7 +157,7 @@ def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
     """The list-append and rw-register runs whose history.jsonl holds `threshold` bytes or more
     (and some bytes: a run without one is unreadable, judged unknown in its task)."""
     from sleuth.checker import WORKLOADS
-    from sleuth.checker.spark.consolidate import history_bytes
+    from sleuth.spark.consolidate import history_bytes
 
     # a keyed workload's runs are judged per key already
     return frozenset(m["run"] for m in meta if m["workload"] in WORKLOADS and WORKLOADS[m["workload"]].large
@@ -170,7 +170,7 @@ def judge_large(spark, m: dict) -> dict:
     inference on the executors, only the transactions of cycles on the driver), in this session:
     no task holds the run's whole analysis. A verdict part (run, valid, anomaly_types, error)."""
     from sleuth.checker import WORKLOADS as CHECKERS
-    from sleuth.checker.spark import history_check
+    from sleuth.spark import history_check
     checks = m["test"].checks
     options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
     if checks.options.get("linearizable_keys"):
@@ -199,7 +199,8 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     as `sleuth check --spark` judges one history (`judge_large`), not inside one task."""
     import pandas as pd
 
-    from sleuth.checker.spark import aggregate, consolidate, durability
+    from sleuth.spark import aggregate, consolidate
+    from sleuth.targets import reference_audit as durability
 
     meta = run_meta(run_dirs, campaign)
     out_dir = os.path.abspath(out_dir)  # the executors' working directory is not the driver's

@@ -1,6 +1,6 @@
 """A run directory's record files as types: test.json (`TestRecord`) and results.json (`Results`).
 
-Each file has one type here, one writer (`sleuth.store.write_record`, which
+Each file has one type here, one writer (`sleuth.records.store.write_record`, which
 takes these types and nothing else) and one reader (`TestRecord.read`,
 `Results.read`). Every file carries `format`, the version of its shape
 (`FORMAT`); a file without it was written before versions existed (format
@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from sleuth.checks import Checks
+from sleuth.checker.checks import Checks
 
 FORMAT = 1  # the record files' shape; 0: written before `format` existed
 
@@ -71,7 +71,7 @@ class Record(msgspec.Struct, kw_only=True):
 
 
 class TestRecord(Record, kw_only=True):
-    """test.json: what ran, then how it went (`sleuth.runner.RunRecord.test_record`), or, for a
+    """test.json: what ran, then how it went (`sleuth.run.runner.RunRecord.test_record`), or, for a
     history checked with `sleuth check --report`, what was judged (`report_history`)."""
 
     __test__ = False  # not a pytest class, whatever its name
@@ -97,7 +97,7 @@ class TestRecord(Record, kw_only=True):
     faults_happened: dict[str, int] = {}
     nemesis_errors: list[str] = []
     summary: dict[str, int] = {}
-    status: int | None = None  # the run's exit status (sleuth.exits)
+    status: int | None = None  # the run's exit status (sleuth.base.exits)
     reason: str | None = None
     ended: str | None = None
     crash_file: str | None = None
@@ -134,14 +134,14 @@ def _legacy_checks(d: dict[str, Any], source: str) -> Checks:
 
 class Results(Record, kw_only=True, rename={
         "anomaly_types": "anomaly-types", "not_": "not", "also_not": "also-not", "also_found": "also-found"}):
-    """results.json: a verdict as written, whether a run's (`sleuth.judge.judge`: with `counts`,
+    """results.json: a verdict as written, whether a run's (`sleuth.checker.judge.judge`: with `counts`,
     and `timestamps`, `online` where they apply) or a checked history's (`Result.to_json`).
     In memory the judging functions hand it on as that dict; `Results.of` makes it this type
     at the one writer, and `to_json` gives the dict back to the pages that render it."""
 
     what = "a verdict"
 
-    valid: bool | Literal["unknown"]  # as sleuth.exits spells a verdict in JSON
+    valid: bool | Literal["unknown"]  # as sleuth.base.exits spells a verdict in JSON
     model: str | None | UnsetType = UNSET
     anomaly_types: list[str] = []
     not_: list[str] | UnsetType = UNSET
@@ -152,7 +152,7 @@ class Results(Record, kw_only=True, rename={
     stats: dict[str, Any] | UnsetType = UNSET
     notes: list[str] | UnsetType = UNSET
     incomplete: list[str] | UnsetType = UNSET
-    judged: bool | UnsetType = UNSET  # false: not judged (sleuth.judge.not_judged)
+    judged: bool | UnsetType = UNSET  # false: not judged (sleuth.checker.judge.not_judged)
     reason: str | None | UnsetType = UNSET
     counts: dict[str, int] | UnsetType = UNSET
     timestamps: dict[str, Any] | UnsetType = UNSET  # the grey-box rules' own result
@@ -160,8 +160,8 @@ class Results(Record, kw_only=True, rename={
 
     @property
     def was_judged(self) -> bool:
-        """Whether these come from judging the history (sleuth.judge.was_judged)."""
-        from sleuth.judge import was_judged
+        """Whether these come from judging the history (sleuth.checker.judge.was_judged)."""
+        from sleuth.checker.judge import was_judged
 
         return was_judged(self.to_json())
 

@@ -13,7 +13,7 @@ against their owners before anything runs (workloads:
 A run with a fault switch on is *expected invalid*: the switch reproduces a
 real bug, and the campaign shows the checkers catch it. Such a run found
 invalid is "caught" (a pass); found valid it is "missed" (a failure, exit 1).
-Everything else combines as Jepsen's `test-all` does (`sleuth.exits.combine`).
+Everything else combines as Jepsen's `test-all` does (`sleuth.base.exits.combine`).
 
 The campaign's own record, `campaign.json` in its directory, holds the
 matrix and each run's outcome, rewritten atomically after every run, so an
@@ -33,14 +33,12 @@ from typing import Any
 
 import msgspec
 
-from sleuth import exits
-from sleuth.campaign_record import CampaignRecord, Run, RunEntry
-from sleuth.jsonfile import write_json
-from sleuth.names import name_problem
+from sleuth.base import exits
+from sleuth.base.names import name_problem
+from sleuth.records.campaign import RECORD, CampaignRecord, Run, RunEntry, save, verdict
 
-__all__ = ["Run", "RunEntry"]  # the matrix cell and a run's entry: sleuth/campaign_record.py owns them
+__all__ = ["Run", "RunEntry"]  # the matrix cell and a run's entry: sleuth/records/campaign.py owns them
 
-RECORD = "campaign.json"
 DIMENSIONS = ("workload", "target", "nemesis", "fault", "isolation", "seed")
 SETTINGS = {"time-limit": float, "concurrency": int, "rate": float, "keys": int,
             "nemesis-interval": float, "runtime": str, "online": bool, "fail-fast": bool}
@@ -247,50 +245,6 @@ def _matches(exclusion: dict[str, list], cell: dict) -> bool:
 
 # --- outcomes -------------------------------------------------------------------------------------
 
-LABELS = ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")  # `outcome`'s, in the order shown
-
-
-def label_counts(labels: list[str]) -> dict[str, int]:
-    """Each label's count, every label present (0 when none), in LABELS' order."""
-    return {k: labels.count(k) for k in LABELS}
-
-
-def outcome(expect: str, valid: Any, crashed: bool = False) -> tuple[str, int]:
-    """(label, exit status) of one run against what the matrix expected of it.
-
-    Labels: pass, invalid, caught (expected invalid, found invalid: status 0),
-    missed (expected invalid, found valid: status 1), unknown (2), crashed (255),
-    pending (never finished: 2, as an interrupted run is).
-    """
-    if crashed:
-        return "crashed", exits.CRASHED
-    status = exits.of_valid(valid)
-    if status == exits.UNKNOWN:
-        return ("pending" if valid == "pending" else "unknown"), status
-    if expect == "invalid":
-        return ("caught", exits.VALID) if status == exits.INVALID else ("missed", exits.INVALID)
-    return ("pass", exits.VALID) if status == exits.VALID else ("invalid", exits.INVALID)
-
-
-def status(record: dict, verdicts: dict[str, dict] | None = None) -> int:
-    """The campaign's exit status: Jepsen's test-all over every run's outcome.
-
-    `verdicts` maps run_key(run_dir) to Spark's verdict where Spark gave one.
-    """
-    return exits.combine(verdict(r, verdicts)[1] for r in record["runs"])
-
-
-def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]:
-    """A run record's (label, status), with Spark's verdict (durability included) where it gave one."""
-    if r.get("status") != "done":
-        return outcome(r["run"]["expect"], "pending")
-    valid = r.get("valid")
-    key = run_key(r["run_dir"]) if r.get("run_dir") else None
-    if verdicts and key in verdicts:
-        valid = verdicts[key]["valid"]
-    return outcome(r["run"]["expect"], valid, crashed=bool(r.get("crashed")))
-
-
 # --- running --------------------------------------------------------------------------------------
 
 def execute_run(run: Run, store: str, say) -> RunEntry:
@@ -298,7 +252,7 @@ def execute_run(run: Run, store: str, say) -> RunEntry:
     in the campaign record, done: valid, anomaly-types, also-found (allowed by the model),
     run_dir, report, ops/ok/fail/info, crashed (None, or why sleuth itself failed).
     """
-    from sleuth.runner import INTERRUPTED, RunConfig, execute
+    from sleuth.run.runner import INTERRUPTED, RunConfig, execute
 
     cfg = RunConfig(target=run.target, runtime=run.runtime, workload=run.workload, nemesis=run.nemesis or None,
                     faults=tuple(run.fault.split(",")) if run.fault else (), isolation=run.isolation,
@@ -352,16 +306,6 @@ def campaign_dir(store: str, name: str, resume: bool) -> tuple[str, bool]:
     return d, False
 
 
-def save(record: dict) -> None:
-    """campaign.json, whole: the one writer of the campaign record (sleuth.campaign_record)."""
-    write_json(os.path.join(record["dir"], RECORD), CampaignRecord.of(record).to_json())
-
-
-def load_record(campaign_dir: str) -> dict:
-    """campaign.json of `campaign_dir`, as its dict (RecordError names a file that is not one)."""
-    return CampaignRecord.read(os.path.join(campaign_dir, RECORD)).to_json()
-
-
 def run_all(record: dict, say, log, progress: bool) -> None:
     """Run every pending run of `record` in order, saving the record after each.
 
@@ -407,18 +351,13 @@ def run_all(record: dict, say, log, progress: bool) -> None:
     save(record)
 
 
-def run_key(run_dir: str) -> str:
-    """How a run directory is matched between the record and a campaign table (symlinks resolved)."""
-    return os.path.realpath(run_dir)
-
-
 def run_dirs(record: dict) -> list[str]:
     return [r["run_dir"] for r in record["runs"] if r.get("status") == "done" and r.get("run_dir")]
 
 
 def judge_with_spark(dirs: list[str], out_dir: str, campaign: str, master: str | None, say):
-    """The one call into the Spark jobs (sleuth.checker.spark, issue 12): the campaign table, as pandas."""
-    from sleuth.checker.spark.jobs import judge_runs
+    """The one call into the Spark jobs (sleuth.spark, issue 12): the campaign table, as pandas."""
+    from sleuth.spark.jobs import judge_runs
 
     return judge_runs(dirs, out_dir, campaign=campaign, master=master, say=say)
 
@@ -428,10 +367,10 @@ def record_of_runs(directory: str) -> dict:
 
     Each run directory below `directory` (it has test.json and results.json)
     becomes one finished run; one with a fault switch on is expected invalid. A record file
-    that is not one is refused (`sleuth.records.RecordError`, naming it), not skipped.
+    that is not one is refused (`sleuth.records.run.RecordError`, naming it), not skipped.
     """
-    from sleuth import store
-    from sleuth.records import Results, TestRecord
+    from sleuth.records import store
+    from sleuth.records.run import Results, TestRecord
 
     runs = []
     for root, dirs, files in os.walk(directory):

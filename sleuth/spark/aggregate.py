@@ -5,7 +5,7 @@ from the task that consolidated the run (consolidate.py calls `run_stats`);
 the run's configuration from its test.json, its own verdict from its
 results.json; the Spark verdict from the judge and durability jobs.
 
-- `duration_s` and `throughput`: as `sleuth.measure` defines them (the one
+- `duration_s` and `throughput`: as `sleuth.records.measure` defines them (the one
   owner: the page without Spark and the JUnit XML use the same), from the span
   the consolidation measured;
 - latencies: ok operations, invoke to completion, in milliseconds; the
@@ -17,6 +17,7 @@ results.json; the Spark verdict from the judge and durability jobs.
 from __future__ import annotations
 
 from sleuth.checker.models import LOST_WRITE, PHANTOM_WRITE
+from sleuth.records.campaign import NOT_AUDITED
 
 COLUMNS = {  # name: pandas dtype, in the order the campaign page expects
     "campaign": "object", "run": "object", "run_dir": "object", "workload": "object",
@@ -57,7 +58,6 @@ def run_stats(ops) -> dict:
             "availability_fault": float((ok & fault).sum() / fault.sum()) if fault.any() else None}
 
 
-NOT_AUDITED = "n/a"  # the durability of a run whose workload the audit cannot read back
 
 
 def durability_text(lost: int, phantom: int, audited: bool) -> str:
@@ -76,8 +76,8 @@ def campaign_table(meta, stats, verdicts, anomalies, audited: set[str]):
     import numpy as np
     import pandas as pd
 
-    from sleuth.exits import verdict_text
-    from sleuth.measure import seconds, throughput
+    from sleuth.base.exits import verdict_text
+    from sleuth.records.measure import seconds, throughput
 
     stats = stats.assign(duration_s=[seconds(s) for s in stats["span_ns"]])
     stats = stats[[c for c in stats.columns if c in COLUMNS or c == "run"]]

@@ -16,7 +16,7 @@ from values, at the end of a run: nothing edits them in turn. test.json is
 also written once when the run starts, with status "running" and the checks
 the run will apply, so that a run killed outright (SIGKILL, power loss) still
 leaves a directory `sleuth check RUN_DIR` can judge. The two files' types,
-their format version and their readers are `sleuth.records`'s; `write_record`
+their format version and their readers are `sleuth.records.run`'s; `write_record`
 is the only code that writes them. A store that
 cannot be written is sleuth's failure (`StoreError`, exit 255), not the
 system's.
@@ -28,10 +28,10 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from sleuth.jsonfile import write_json
+from sleuth.base.jsonfile import write_json
 
 if TYPE_CHECKING:
-    from sleuth.records import Results, TestRecord
+    from sleuth.records.run import Results, TestRecord
 
 HISTORY, TEST, RESULTS, REPORT, CRASH, NODES = (
     "history.jsonl", "test.json", "results.json", "index.html", "crash.txt", "nodes")

@@ -30,7 +30,8 @@ from typing import Any
 import msgspec
 import orjson
 
-from sleuth.history import (
+from sleuth.base.interrupts import deferred
+from sleuth.history.jsonl import (
     NEMESIS,
     History,
     HistoryError,
@@ -38,7 +39,6 @@ from sleuth.history import (
     _txn_lines,
     event_from_dict,
 )
-from sleuth.interrupts import deferred
 
 END_F = "end"  # f of the end marker (a nemesis event)
 READ_BYTES = 1 << 20

@@ -2,10 +2,10 @@
 
 Formats, chosen by extension and then by content:
 
-- `.jsonl`: sleuth's own JSON Lines (`sleuth.history.read_jsonl`, strict).
+- `.jsonl`: sleuth's own JSON Lines (`sleuth.history.jsonl.read_jsonl`, strict).
 - `.edn`: Jepsen's `history.edn`: one op map per line, or the whole file one
   vector/list of maps (pretty-printed over many lines or not); `;` comments;
-  newer Jepsen's `#jepsen.history.Op{...}` records. Read by `sleuth.edn`.
+  newer Jepsen's `#jepsen.history.Op{...}` records. Read by `sleuth.history.edn`.
 - `.json`: a JSON array of op objects (as elle-cli reads them), or JSON Lines
   when the content is one object per line.
 - `.txt`, `.log`, anything else: sniffed. JSON Lines if the first line starts
@@ -51,9 +51,9 @@ from typing import Any
 
 import orjson
 
-from sleuth import edn
-from sleuth.checker import WORKLOADS
-from sleuth.history import (
+from sleuth.history import edn
+from sleuth.history.jsonl import (
+    MICRO_OPS,
     NEMESIS,
     RULES,
     Event,
@@ -63,8 +63,6 @@ from sleuth.history import (
     gc_paused,
     read_jsonl,
 )
-
-MICRO_OPS = frozenset(f for w in WORKLOADS.values() for f in w.micro_ops)  # the transactional workloads'
 
 
 @gc_paused

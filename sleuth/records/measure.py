@@ -17,7 +17,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from sleuth.store import history_path
+from sleuth.history.jsonl import History
+from sleuth.records.store import history_path
 
 DURATION_HEADER = "duration, s"
 THROUGHPUT_HEADER = "ok ops/s"
@@ -63,3 +64,25 @@ def run_duration(run_dir: str) -> float | None:
             return
 
     return seconds(span_ns(times()))
+
+
+def duration(history: History) -> float:
+    """A run's duration, in seconds: from its history's first event to its last (what the
+    clients measured, faults included; the setup before and the judging after are not
+    in it), as this module defines it for the campaign's outputs: the run's terminal
+    summary, test.json (`duration_s`) and its report all show this figure. 0.0 for an
+    empty history."""
+    if history.compact is None:
+        times = [e.time for e in history.events]
+    else:  # a compact load keeps ops and nemesis events, not every completion's time
+        times = [e.time for e in history.nemesis_events()]
+        for o in history.ops():
+            times.append(o.invoke_time)
+            if o.complete_time is not None:
+                times.append(o.complete_time)
+    return span_ns(times) / 1e9
+
+
+def duration_text(seconds: float) -> str:
+    """A run's duration as every output shows it ("14.3 s"), so none rounds it its own way."""
+    return f"{seconds:.1f} s"

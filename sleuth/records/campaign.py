@@ -1,7 +1,7 @@
 """A campaign's record, campaign.json, as types: the campaign (`CampaignRecord`), each run's
 entry in it (`RunEntry`) and the matrix cell the entry is for (`Run`).
 
-As test.json and results.json (sleuth/records.py): one writer (`save`, after
+As test.json and results.json (sleuth/records/run.py): one writer (`save`, after
 every run), one reader (`CampaignRecord.read`), a `format` field, and a file
 written before `format` existed read as it is (its entries had the same
 fields, a pending one only `run` and `status`; a cell without `online` or
@@ -16,12 +16,15 @@ In memory the campaign code and its pages hand the record on as its dict
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 import msgspec
 
-from sleuth.records import Record
+from sleuth.base import exits
+from sleuth.base.jsonfile import write_json
+from sleuth.records.run import Record
 
 
 @dataclass(frozen=True)
@@ -95,3 +98,67 @@ class CampaignRecord(Record, kw_only=True):
     interrupted: bool = False
     runs: list[RunEntry] = []
 
+
+# --- reading the record: a run's label and the campaign's status; campaign.json's one writer ------
+# (the campaign runs them, its pages and JUnit read them: below both)
+
+RECORD = "campaign.json"
+NOT_AUDITED = "n/a"  # the campaign table's durability of a run whose workload the audit cannot read back
+
+LABELS = ("pass", "caught", "invalid", "missed", "unknown", "crashed", "pending")  # `outcome`'s, in the order shown
+
+
+def label_counts(labels: list[str]) -> dict[str, int]:
+    """Each label's count, every label present (0 when none), in LABELS' order."""
+    return {k: labels.count(k) for k in LABELS}
+
+
+def outcome(expect: str, valid: Any, crashed: bool = False) -> tuple[str, int]:
+    """(label, exit status) of one run against what the matrix expected of it.
+
+    Labels: pass, invalid, caught (expected invalid, found invalid: status 0),
+    missed (expected invalid, found valid: status 1), unknown (2), crashed (255),
+    pending (never finished: 2, as an interrupted run is).
+    """
+    if crashed:
+        return "crashed", exits.CRASHED
+    status = exits.of_valid(valid)
+    if status == exits.UNKNOWN:
+        return ("pending" if valid == "pending" else "unknown"), status
+    if expect == "invalid":
+        return ("caught", exits.VALID) if status == exits.INVALID else ("missed", exits.INVALID)
+    return ("pass", exits.VALID) if status == exits.VALID else ("invalid", exits.INVALID)
+
+
+def status(record: dict, verdicts: dict[str, dict] | None = None) -> int:
+    """The campaign's exit status: Jepsen's test-all over every run's outcome.
+
+    `verdicts` maps run_key(run_dir) to Spark's verdict where Spark gave one.
+    """
+    return exits.combine(verdict(r, verdicts)[1] for r in record["runs"])
+
+
+def verdict(r: dict, verdicts: dict[str, dict] | None = None) -> tuple[str, int]:
+    """A run record's (label, status), with Spark's verdict (durability included) where it gave one."""
+    if r.get("status") != "done":
+        return outcome(r["run"]["expect"], "pending")
+    valid = r.get("valid")
+    key = run_key(r["run_dir"]) if r.get("run_dir") else None
+    if verdicts and key in verdicts:
+        valid = verdicts[key]["valid"]
+    return outcome(r["run"]["expect"], valid, crashed=bool(r.get("crashed")))
+
+
+def run_key(run_dir: str) -> str:
+    """How a run directory is matched between the record and a campaign table (symlinks resolved)."""
+    return os.path.realpath(run_dir)
+
+
+def save(record: dict) -> None:
+    """campaign.json, whole: the one writer of the campaign record (sleuth.records.campaign)."""
+    write_json(os.path.join(record["dir"], RECORD), CampaignRecord.of(record).to_json())
+
+
+def load_record(campaign_dir: str) -> dict:
+    """campaign.json of `campaign_dir`, as its dict (RecordError names a file that is not one)."""
+    return CampaignRecord.read(os.path.join(campaign_dir, RECORD)).to_json()

@@ -1,0 +1,1 @@
+"""What a run and a campaign leave on disk: test.json and results.json (`run`), campaign.json (`campaign`), the run directory and its one writer (`store`), a run's duration and throughput (`measure`)."""
