@@ -117,7 +117,9 @@ def _up(state: str | None, port: int, cores: int | None, timeout: float, say) ->
     env = {**os.environ, "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": sys.executable,
            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
            "SPARK_LOG_DIR": state, "SPARK_WORKER_DIR": os.path.join(state, "work"),
-           "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0", "SPARK_WORKER_OPTS": "-Dspark.port.maxRetries=0"}
+           # no REST submission server: its port is fixed (6066), so with ports that may not move a
+           # second master on this machine (another test, another user's) would die at start
+           "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false", "SPARK_WORKER_OPTS": "-Dspark.port.maxRetries=0"}
     argv = {
         "master": [spark_class(), MASTER_CLASS, "--host", HOST, "--port", str(port),
                    "--webui-port", str(meta["ui_port"])],
