@@ -28,16 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import orjson
 
-from sleuth.history import (
-    NEMESIS,
-    History,
-    HistoryError,
-    _decode_block,
-    _txn_lines,
-    event_from_dict,
-)
+from sleuth.history import NEMESIS, History, HistoryError, decode_block, events_by_rules, txn_lines
 from sleuth.interrupts import deferred
 
 END_F = "end"  # f of the end marker (a nemesis event)
@@ -78,7 +70,7 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
             fd = os.open(source, os.O_RDONLY)
         except OSError as e:
             raise HistoryError(source, None, e.strerror or str(e)) from None
-    txn = _txn_lines(micro_ops) if micro_ops else None
+    txn = txn_lines(micro_ops) if micro_ops else None
     carry = b""
     consumed = 0  # bytes of whole lines read
     pos = 0  # events read
@@ -153,7 +145,7 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -
     """Feed the events of `block` (whole lines; the first is line `line` + 1, event `pos`).
     Returns (events fed, lines passed, byte offset just past the end marker or None)."""
     try:
-        lines = _decode_block(block, txn)
+        lines = decode_block(block, txn)
         fast = len(lines) == block.count(b"\n")  # else a blank line: the slow path counts lines
     except (msgspec.MsgspecError, ValueError):
         fast = False
@@ -169,25 +161,13 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -
                 return j + 1, j + 1, _nth_newline(block, j) + 1
         return len(lines), len(lines), None
     n = 0
-    start = 0
-    lineno = line
-    while start < len(block):
-        end = block.index(b"\n", start)
-        raw = block[start:end]
-        start = end + 1
-        lineno += 1
-        if not raw.strip():
-            continue
-        try:
-            d = orjson.loads(raw)
-        except orjson.JSONDecodeError as e:
-            raise HistoryError(source, lineno, f"not valid JSON ({e})") from None
-        ev = event_from_dict(d, source, lineno, pos + n)
+    raw = block.split(b"\n")[:-1]  # whole lines: the block ends with a newline
+    for lineno, ev in events_by_rules(raw, source, line, pos):
         n += 1
         on_event(ev.type, ev.process, ev.f, ev.value, ev.time, ev.node, ev.error, ev.ts, lineno)
         if is_end(ev.process, ev.f):
-            return n, lineno - line, start
-    return n, lineno - line, None
+            return n, lineno - line, _nth_newline(block, lineno - line - 1) + 1
+    return n, len(raw), None
 
 
 def _nth_newline(block: bytes, j: int) -> int:
