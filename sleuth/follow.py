@@ -29,7 +29,15 @@ from typing import Any
 
 import msgspec
 
-from sleuth.history import NEMESIS, History, HistoryError, decode_block, events_by_rules, txn_lines
+from sleuth.history import (
+    NEMESIS,
+    History,
+    HistoryError,
+    decode_block,
+    events_by_rules,
+    txn_lines,
+    whole_lines,
+)
 from sleuth.interrupts import deferred
 
 END_F = "end"  # f of the end marker (a nemesis event)
@@ -96,12 +104,9 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
                         time.sleep(POLL)
                     continue
                 last_growth = time.monotonic()
-                data = carry + data
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    carry = data
+                block, carry = whole_lines(carry + data)
+                if not block:
                     continue
-                block, carry = data[:cut + 1], data[cut + 1:]
                 with deferred():  # a block is judged whole: an interrupt comes after it, counted
                     n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event)
                     if end_at is not None:

@@ -539,15 +539,17 @@ def blocks(fh) -> Iterator[tuple[bytes, bool]]:
         data = fh.read(CHUNK_BYTES)
         if not data:
             break
-        data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        block, carry = data[:cut + 1], data[cut + 1:]
-        yield block, False
+        block, carry = whole_lines(carry + data)
+        if block:
+            yield block, False
     if carry.strip():
         yield carry, True
+
+
+def whole_lines(data: bytes) -> tuple[bytes, bytes]:
+    """(the whole lines of `data`, with their newlines; the rest, a line not yet ended)."""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
 
 
 class Line(msgspec.Struct, gc=False):

@@ -77,24 +77,18 @@ def keyed_workloads() -> list[str]:
 
 @gc_paused
 def tolerant_events(path: str) -> list:
-    """The lines of a file sleuth's reader refused that are still JSON events (index, type and
-    process of the right kinds), as Events: what the dataset keeps of a damaged history."""
-    from sleuth.history import NEMESIS, TYPES, Event
+    """The lines of a file sleuth's reader refused that are still events by the format's rules
+    (`sleuth.history.event_from_dict`, each line alone: its index need not be its position),
+    as Events: what the dataset keeps of a damaged history."""
+    from sleuth.history import HistoryError, event_from_dict
 
     out = []
     with open(path, "rb") as f:
-        for raw in f:
+        for lineno, raw in enumerate(f, 1):
             try:
-                d = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                out.append(event_from_dict(orjson.loads(raw), path, lineno, None))
+            except (orjson.JSONDecodeError, HistoryError):
                 continue
-            if not isinstance(d, dict):
-                continue
-            i, typ, p, t = d.get("index"), d.get("type"), d.get("process"), d.get("time")
-            if (type(i) is int and typ in TYPES and type(t) is int
-                    and ((type(p) is int and p >= 0) or p == NEMESIS)):
-                out.append(Event(i, t, typ, p, str(d.get("f")), d.get("value"), d.get("node"),
-                                 d.get("error"), d.get("ts")))
     return out
 
 
