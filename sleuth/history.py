@@ -7,6 +7,47 @@ foreign formats (`sleuth.imports`) produce the same `Event`s.
 
 Reading validates as it goes: a malformed history raises `HistoryError`, whose
 message is one line naming the file, the line and the problem.
+
+This module is the one reader of histories and the one pairer; every path
+uses its pieces:
+
+- the rules of an event, `RULES` (`event_from_dict`), and line by line,
+  `events_by_rules`: the slow path that names the first bad line;
+- the block decoder, `decode_block` (msgspec structs, `Line`: strict types, a
+  subset of RULES; anything it refuses goes to the slow path), over blocks of
+  whole lines (`blocks`, `whole_lines`, `line_chunks`), typed for a
+  workload's known shapes (`typed_lines`, `txn_lines`: micro-ops as tuples)
+  or keeping values as JSON text (`decode_raw_lines`, `RawLine`);
+- the pairer, `Pairer` (object mode: events one at a time, the rules'
+  messages) and `pair_columns` (columnar mode: the same rules over numpy
+  columns, a breach found at the event where `Pairer` raises, whose message
+  the caller then gets from `Pairer`).
+
+Who reads how (the map):
+
+- `sleuth check FILE`, `sleuth run`'s judging, reports (`Workload.load`):
+  `.jsonl` by `read_jsonl` (events kept or, for checkers, `events=False`:
+  ops and nemesis events only, micro-ops typed by the workload's `micro_ops`)
+  = `line_chunks` + `Pairer`, else `parse_jsonl_slow` = `events_by_rules` +
+  `Pairer`; other formats (Jepsen's EDN and text logs, elle's JSON arrays,
+  sparse JSON Lines) by `sleuth.imports`, which turns them into events by the
+  same RULES, filling in what sparse files leave out, then `Pairer`.
+- registers, `.jsonl` of 1 MiB or more, events not wanted
+  (`checker/register_load.py`): `line_chunks` typed for register lines, then
+  columns and `pair_columns` (`checker/register_columns.py`); a file that
+  is not read exactly so goes the general way, which names any bad line.
+- `sleuth check --follow` (`sleuth.follow`): `whole_lines` +
+  `decode_block` (`txn_lines`), `events_by_rules` where it refuses; the
+  online engines pair by `Pairer` (`checker/online`).
+- `sleuth check --spark`: the tasks decode byte ranges by `decode_raw_lines`
+  (or `event_from_dict` line by line) and pair each block by `pair_columns`,
+  the driver across blocks by `pair_columns` (`checker/spark/history_pair.py`);
+  a bad line or a broken rule is named by `events_by_rules` and `Pairer`
+  streamed over the files (`checker/spark/history_ops.py`); other formats are
+  imported by `sleuth.imports` and written as JSON Lines first.
+- the campaign's consolidation (`checker/spark/consolidate.py`): `read_jsonl`;
+  of a file it refuses, the lines `event_from_dict` accepts; paired by
+  `pair_columns`, breaches set aside (a damaged run is judged unknown).
 """
 
 from __future__ import annotations
