@@ -732,10 +732,11 @@ def _read_fast(fh, source: str, events: bool, typed: msgspec.json.Decoder | None
                 backwards.append(pos)
             last_time = t
             p = e.process
-            if events or p == NEMESIS:
-                # type and f repeat on every line; interning keeps one copy of each
-                kept.append(Event(pos, t, intern(e.type), p, intern(e.f), e.value, e.node, e.error, e.ts))
-            if p != NEMESIS:
+            if p == NEMESIS:
+                kept.append(Event(pos, t, e.type, p, e.f, e.value, e.node, e.error, e.ts))
+            else:
+                if events:  # type and f repeat on every line; interning keeps one copy of each
+                    kept.append(Event(pos, t, intern(e.type), p, intern(e.f), e.value, e.node, e.error, e.ts))
                 feed(pos, e.type, p, e.f, e.value, t, e.node, e.error, e.ts)
             pos += 1
     h._ops = pairer.ops
