@@ -129,17 +129,35 @@ def _pick(xs: list, where: Any) -> list:
     return list(operator.itemgetter(*where)(xs))
 
 
+class _Values:
+    """Dense ids of JSON values, equal ids iff equal values: values are frozen
+    (`register_models.freeze`: true is not 1, a list is a tuple); a float, which Python
+    takes as equal to an int, sends the file to the general reader (Odd)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+
+    def of(self, values: list) -> Any:
+        """The ids of `values`, as an int64 array."""
+        kinds = set(map(type, values))
+        if float in kinds:
+            raise Odd
+        if not kinds <= {int, str, type(None)}:
+            values = list(map(rm.freeze, values))
+        ids = self.ids
+        for v in dict.fromkeys(values):  # the distinct values, in order: few
+            if v not in ids:
+                ids[v] = len(ids)
+        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
+
+
 class _Lines:
-    """Lines read so far, as per-event columns: numbers, and values as they were decoded."""
+    """Lines read so far, as per-event columns of numbers (values as ids, `_Values`)."""
 
     def __init__(self, source: str):
         self.source = source
-        self.time: list[Any] = []
-        self.type: list[Any] = []
-        self.f: list[Any] = []
-        self.process: list[Any] = []
-        self.key: list[Any] = []  # per event: its key (None for the nemesis's)
-        self.payload: list[Any] = []  # per event: its value's second item
+        self.values = _Values()
+        self.cols: dict[str, list[Any]] = {c: [] for c in ("time", "type", "f", "process", "key", "p", "o", "n")}
         self.nemesis: list[Event] = []
         self.n = 0
 
@@ -169,12 +187,26 @@ class _Lines:
         if not set(map(type, values)) <= _SEQUENCES or set(map(len, values)) != {2}:
             raise Odd
         f[nemesis] = -1
-        self.f.append(f)
-        self.process.append(np.array(procs, np.int64))
-        self.time.append(np.fromiter(map(_TIME, lines), np.int64, n))
-        self.type.append(_codes(TYPE_CODES, map(_TYPE, lines), np.int8))
-        self.key += map(_FIRST, values)
-        self.payload += map(_SECOND, values)
+        payload = list(map(_SECOND, values))
+        cas = np.flatnonzero(f == 2)
+        pairs = _pick(payload, cas)
+        if set(map(type, pairs)) - _SEQUENCES or set(map(len, pairs)) - {2}:
+            raise Odd  # a cas whose value is not [old, new]
+        o, nv = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        o[cas] = self.values.of(list(map(_FIRST, pairs)))
+        nv[cas] = self.values.of(list(map(_SECOND, pairs)))
+        p = np.full(n, -1, np.int64)
+        plain = np.flatnonzero(f != 2)
+        p[plain] = self.values.of(_pick(payload, plain))
+        c = self.cols
+        c["key"].append(self.values.of(list(map(_FIRST, values))))
+        c["p"].append(p)
+        c["o"].append(o)
+        c["n"].append(nv)
+        c["f"].append(f)
+        c["process"].append(np.array(procs, np.int64))
+        c["time"].append(np.fromiter(map(_TIME, lines), np.int64, n))
+        c["type"].append(_codes(TYPE_CODES, map(_TYPE, lines), np.int8))
         self.n += n
 
 
@@ -201,7 +233,8 @@ def read(fh, source: str) -> History:
     n = lines.n
     if not n:
         raise Odd
-    time, types, fs, process = (np.concatenate(c) for c in (lines.time, lines.type, lines.f, lines.process))
+    col = {name: np.concatenate(parts) for name, parts in lines.cols.items()}
+    time, types, fs, process = col["time"], col["type"], col["f"], col["process"]
     paired = pair_columns(process, types, fs)
     if paired.bad >= 0:
         raise Odd  # the general reader names the line (`Pairer`'s message)
@@ -210,51 +243,20 @@ def read(fh, source: str) -> History:
     ok = typ == 1
     line = np.where(ok, ret, inv)  # the line whose value counts (`register_models.parse_op`)
     f = fs[inv]
-    keys = lines.key
-    if _pick(keys, line) != _pick(keys, inv):
+    key = col["key"][inv]
+    if not np.array_equal(col["key"][line], key):
         raise Odd  # a completion names another key: the general reader says where
-    cas = np.flatnonzero(f == 2)
-    pairs = _pick(lines.payload, line[cas])
-    if set(map(type, pairs)) - _SEQUENCES or set(map(len, pairs)) - {2}:
-        raise Odd  # a cas whose value is not [old, new]
     read = f == 0
-    plain = np.flatnonzero(~read & (f != 2) | read & ok)
-    values, (key_id, p, o, nv) = _ids([_pick(keys, inv), _pick(lines.payload, line[plain]),
-                                       list(map(_FIRST, pairs)), list(map(_SECOND, pairs))])
-    a = np.full(len(inv), -1, np.int64)
-    a[plain] = p
-    a[cas] = o
-    b = np.full(len(inv), -1, np.int64)
-    b[cas] = nv
+    a = np.where(f == 2, col["o"][line], np.where(read & ~ok, -1, col["p"][line]))
+    b = np.where(f == 2, col["n"][line], -1)
     h = RegisterHistory([], source)
     h.compact = (n, lines.nemesis)
     back = np.flatnonzero(time[1:] < time[:-1])
     if len(back):
         h.time_backwards = (int(back[0]) + 2, len(back))
-    h.columns = Columns(key_id, f, typ.astype(np.int8), a, b, inv, ret, process[inv], time, values, values)
+    values = list(lines.values.ids)
+    h.columns = Columns(key, f, typ.astype(np.int8), a, b, inv, ret, process[inv], time, values, values)
     return h
-
-
-def _ids(columns: list[list]) -> tuple[list, list]:
-    """Dense ids of the JSON values in several columns at once: (the frozen value of each
-    id, each column as an int64 array of ids). Equal ids iff equal JSON values: values are
-    frozen (`register_models.freeze`: true is not 1, a list is a tuple); a float, which
-    Python takes as equal to an int, sends the file to the general reader."""
-    flat = [x for c in columns for x in c] if len(columns) > 1 else columns[0]
-    kinds = set(map(type, flat))
-    if float in kinds:
-        raise Odd
-    if not kinds <= {int, str, type(None)}:
-        flat = list(map(rm.freeze, flat))
-    table = dict.fromkeys(flat)
-    for i, v in enumerate(table):
-        table[v] = i
-    ids = np.fromiter(map(table.__getitem__, flat), np.int64, len(flat))
-    out, at = [], 0
-    for c in columns:
-        out.append(ids[at:at + len(c)])
-        at += len(c)
-    return list(table), out
 
 
 # ---------------------------------------------------------------------------
