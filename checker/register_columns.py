@@ -213,6 +213,7 @@ class _Lines:
 _INDEX, _TIME, _TYPE, _PROCESS, _F, _VALUE = map(operator.attrgetter, ("index", "time", "type", "process", "f",
                                                                       "value"))
 _FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+BLOCK_BYTES = 1 << 20  # a block's decoded lines are held until its columns are made: kept small
 _SEQUENCES = frozenset((list, tuple))  # a value as the file has it, or as the typed decoder gives it
 # Register lines as they mostly are, typed: values of whole numbers decoded as tuples of
 # them, at less time and memory than as lists of anything (others: `decode_block` decodes
@@ -226,7 +227,7 @@ def read(fh, source: str) -> History:
     `sleuth.history.pair_columns`); Odd if it cannot be read exactly here."""
     lines = _Lines(source)
     try:
-        for block in line_chunks(fh, _TYPED):
+        for block in line_chunks(fh, _TYPED, BLOCK_BYTES):
             lines.add(block)
     except (msgspec.MsgspecError, ValueError):
         raise Odd from None  # a line breaking the strict types, or a blank one

@@ -571,13 +571,13 @@ def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
 CHUNK_BYTES = 8 << 20
 
 
-def blocks(fh) -> Iterator[tuple[bytes, bool]]:
-    """The file read CHUNK_BYTES at a time, cut after its last newline: (block, False) for
+def blocks(fh, size: int | None = None) -> Iterator[tuple[bytes, bool]]:
+    """The file read `size` (CHUNK_BYTES) bytes at a time, cut after its last newline: (block, False) for
     each run of whole lines (with their newlines), then (the rest, True) if it holds
     anything but whitespace (a last line with no newline)."""
     carry = b""
     while True:
-        data = fh.read(CHUNK_BYTES)
+        data = fh.read(size or CHUNK_BYTES)
         if not data:
             break
         block, carry = whole_lines(carry + data)
@@ -690,7 +690,7 @@ def _decode_run(run: bytes, typed: msgspec.json.Decoder) -> list[Line]:
         return _LINES.decode_lines(run)
 
 
-def line_chunks(fh, typed: msgspec.json.Decoder | None = None) -> Iterator[list[Line]]:
+def line_chunks(fh, typed: msgspec.json.Decoder | None = None, size: int | None = None) -> Iterator[list[Line]]:
     """Decoded lines, a block of whole lines at a time, one msgspec call each (about
     three times orjson's speed into dicts, at less memory); by `typed` where it can.
 
@@ -698,7 +698,7 @@ def line_chunks(fh, typed: msgspec.json.Decoder | None = None) -> Iterator[list[
     and ValueError for a blank line (msgspec skips them; the slow path keeps
     their line numbers).
     """
-    for block, last in blocks(fh):
+    for block, last in blocks(fh, size):
         lines = decode_block(block, typed)
         if not last and len(lines) != block.count(b"\n"):
             raise ValueError("a blank line")
