@@ -3,27 +3,23 @@
 `sleuth check --workload register` on a history of 100,000 operations spent
 most of its time turning every line into Python objects: a dict per line
 (orjson), an `Op` per operation (pairing), then a `Call` per operation (the
-checker). This reader goes from the file's bytes to numpy columns (one entry
+checker). This reader goes from the decoded lines to numpy columns (one entry
 per operation: key, f, outcome, values as small integer ids, invoke and
 completion positions) and the checker (`linearizable.check_registers`) builds
 Python objects only for the keys it searches.
 
 It reads only what it can read exactly, and hands anything else to the
 general reader (`sleuth.imports.load`), which then judges the file as
-before, bad input included (one line naming file and line):
-
-- Every digit run in the file is found at once; replacing each by `#` turns
-  a line into its *skeleton*. The few distinct skeletons (sleuth's writer
-  gives about fifteen) are each decoded once with orjson, a marker number
-  standing for each run, to learn which run is the index, the time, the
-  process, the key and the values, and to check the constant parts by the
-  format's rules (`sleuth.history.RULES`): a skeleton that is not a valid
-  event (an unknown field, a float, a string value, a nested value, a
-  backslash, ...) sends the file to the general reader.
-- Digit runs with a leading zero or over 16 digits, an index that is not the
-  line's position, a process breaking the pairing rules, an operation that is
-  not read, write or cas, or whose completion names another key: the general
-  reader again (it names the line).
+before, bad input included (one line naming file and line). The lines are
+decoded by sleuth's one decoder of history lines (`sleuth.history`'s
+`line_chunks`, typed for register lines), a block at a time; each block
+becomes columns at once (`_Lines.add`; values as ids, `_Values`), and the
+operations are paired by sleuth's columnar pairer
+(`sleuth.history.pair_columns`). A line the strict types refuse, a blank
+line, an index that is not the line's position, a process breaking the
+pairing rules, an operation that is not read, write or cas, a float value,
+or a completion that names another key: the general reader (it names the
+line).
 
 So the fast path accepts a subset of what the general reader accepts, and on
 that subset yields the same operations: `tests/test_register_load.py` checks
