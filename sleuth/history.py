@@ -356,6 +356,24 @@ def _names_another_key(f: str, invoked: Any, completed: Any) -> bool:
             and len(invoked) == 2 == len(completed) and invoked[0] != completed[0])
 
 
+class OpCount:
+    """A `Pairer`'s list of operations, counted and not kept (its length numbers them; the
+    last is kept): for who pairs as events arrive and keeps what it needs itself."""
+
+    __slots__ = ("n", "last")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last: Op | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, op: Op) -> None:
+        self.n += 1
+        self.last = op
+
+
 def pair(history: History) -> list[Op]:
     """Client operations of `history`, in invoke order."""
     pairer = Pairer(history)

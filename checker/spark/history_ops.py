@@ -46,6 +46,7 @@ from sleuth.history import (
     Event,
     History,
     HistoryError,
+    OpCount,
     Pairer,
     dumps_event,
     event_from_dict,
@@ -292,27 +293,13 @@ class _Where:
         return HistoryError(*self._at(pos), problem)
 
 
-class _Counted(list):
-    """The pairer's operations, counted, not kept: only its last is looked at."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.n = 0
-
-    def append(self, op) -> None:
-        self.n += 1
-
-    def __len__(self) -> int:
-        return self.n
-
-
 def pairing_error(files: list[str]) -> HistoryError:
     """The message of sleuth's one pairer (`sleuth.history.Pairer`) for the first event that
     breaks a per-process rule: the files streamed once more through it, keeping no operation
     (constant memory but the processes in flight). Slow: only for a history known to break one."""
     where = _Where()
     pairer = Pairer(where)  # type: ignore[arg-type] - `_Where` is all of a History it asks
-    pairer.ops = _Counted()
+    pairer.ops = OpCount()  # type: ignore[assignment]
     try:
         for source, lineno, pos, e in _stream(files):
             where.note(source, lineno, pos)
