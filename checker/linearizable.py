@@ -86,6 +86,7 @@ from typing import Any
 from sleuth.base.words import noun, plural
 from sleuth.checker import models
 from sleuth.checker import register_models as rm
+from sleuth.checker.register_load import RegisterHistory
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.checker.scarcity import Scarcity, Shortage, scarcity
 from sleuth.history.jsonl import History, Op
@@ -754,13 +755,13 @@ def check_registers(history: History, keyed: bool, initial_value: Any = None,
     held a value other than its old one at some instant of it; see
     `register_models`), not a no-op.
 
-    A history read into columns (`register_columns`, large files) comes with
+    A history read into columns (`register_load.RegisterHistory`, large files) comes with
     keys already refuted by `scarcity.refuted`: those need no search, but
     for the first MAX_EXAMPLES invalid keys, which the search explains
     exactly as it would any other (on a refuted key it can only end
     invalid: the refutation is a shortage `scarcity` finds too)."""
     initial = model.init(initial_value)
-    cols = getattr(history, "register_columns", None)
+    cols = history.columns if isinstance(history, RegisterHistory) else None
     if cols is not None and keyed and model is REGISTER:
         from sleuth.checker.register_columns import key_ops
 

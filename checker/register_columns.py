@@ -3,27 +3,23 @@
 `sleuth check --workload register` on a history of 100,000 operations spent
 most of its time turning every line into Python objects: a dict per line
 (orjson), an `Op` per operation (pairing), then a `Call` per operation (the
-checker). This reader goes from the file's bytes to numpy columns (one entry
+checker). This reader goes from the decoded lines to numpy columns (one entry
 per operation: key, f, outcome, values as small integer ids, invoke and
 completion positions) and the checker (`linearizable.check_registers`) builds
 Python objects only for the keys it searches.
 
 It reads only what it can read exactly, and hands anything else to the
 general reader (`sleuth.history.imports.load`), which then judges the file as
-before, bad input included (one line naming file and line):
-
-- Every digit run in the file is found at once; replacing each by `#` turns
-  a line into its *skeleton*. The few distinct skeletons (sleuth's writer
-  gives about fifteen) are each decoded once with orjson, a marker number
-  standing for each run, to learn which run is the index, the time, the
-  process, the key and the values, and to check the constant parts by the
-  format's rules (`sleuth.history.jsonl.RULES`): a skeleton that is not a valid
-  event (an unknown field, a float, a string value, a nested value, a
-  backslash, ...) sends the file to the general reader.
-- Digit runs with a leading zero or over 16 digits, an index that is not the
-  line's position, a process breaking the pairing rules, an operation that is
-  not read, write or cas, or whose completion names another key: the general
-  reader again (it names the line).
+before, bad input included (one line naming file and line). The lines are
+decoded by sleuth's one decoder of history lines (`sleuth.history.jsonl`'s
+`line_chunks`, typed for register lines), a block at a time; each block
+becomes columns at once (`_Lines.add`; values as ids, `_Values`), and the
+operations are paired by sleuth's columnar pairer
+(`sleuth.history.jsonl.pair_columns`). A line the strict types refuse, a blank
+line, an index that is not the line's position, a process breaking the
+pairing rules, an operation that is not read, write or cas, a float value,
+or a completion that names another key: the general reader (it names the
+line).
 
 So the fast path accepts a subset of what the general reader accepts, and on
 that subset yields the same operations: `tests/test_register_load.py` checks
@@ -34,10 +30,11 @@ would cost a small file more than it saves).
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 if "numpy" not in sys.modules:
     # Only array scans and sorts here, no linear algebra: OpenBLAS's thread
@@ -45,19 +42,24 @@ if "numpy" not in sys.modules:
     # (0.04 s on this 2-core machine) than the whole check of a small file.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import msgspec  # noqa: E402
 import numpy as np  # noqa: E402
-import orjson  # noqa: E402
 
 from sleuth.checker import register_models as rm
-from sleuth.history.jsonl import NEMESIS, TYPES, Event, History, Op, event_from_dict
+from sleuth.checker.register_load import RegisterHistory
+from sleuth.history.jsonl import (
+    NEMESIS,
+    TYPE_CODES,
+    Event,
+    History,
+    Op,
+    line_chunks,
+    pair_columns,
+    typed_lines,
+)
 
-MARK = 1 << 52  # a marker number standing for a digit run while a skeleton is decoded
-MAX_DIGITS = 16  # `_numbers` reads at most two words of eight digits
-TYPE_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}
 TYPE_NAMES = tuple(TYPE_CODES)
 F_CODES = {"read": 0, "write": 1, "cas": 2}
-FIELDS = ("index", "time", "process", "key", "p", "o", "n")  # p: a read/write value; o, n: cas
-KNOWN = frozenset(("index", "time", "type", "process", "f", "value", "node", "error", "ts"))
 
 
 class Odd(Exception):
@@ -107,355 +109,151 @@ class Columns:
                   else int(self.time[ret]))
 
 
-class RegisterHistory(History):
-    """A `History` whose register operations are held as `Columns`. `ops()`
-    (which a checker of registers does not need) reads the file again with
-    the general reader."""
-
-    register_columns: Columns
-
-    def ops(self) -> list[Op]:
-        if self._ops is None:
-            from sleuth.history.imports import load
-
-            self._ops = load(self.source, events=False).ops()
-        return self._ops
-
-
-# ---------------------------------------------------------------------------
-# Skeletons
-
-
-@dataclass
-class _Template:
-    runs: int  # digit runs in a line of this shape
-    type: int
-    f: int  # F_CODES, or -1 for a nemesis event
-    slot: dict[str, int]  # field -> which run of the line holds it (-1: a constant)
-    sign: dict[str, int]
-    const: dict[str, Any]  # field -> its constant value (frozen), when not a run
-
-
-def _analyze(skeleton: bytes) -> _Template | None:
-    """What a line of this skeleton says, or None if the fast path does not
-    read such lines (the general reader decides them)."""
-    try:
-        text = skeleton.decode()
-    except UnicodeDecodeError:
-        return None
-    if "\\" in text:
-        return None
-    out, inside, runs = [], False, 0
-    for ch in text:
-        if ch == '"':
-            inside = not inside
-        elif ch == "#":
-            ch = "0" if inside else str(MARK + runs)  # digits inside strings matter to nobody here
-            runs += 1
-        out.append(ch)
-    try:
-        d = orjson.loads("".join(out))
-    except orjson.JSONDecodeError:
-        return None
-    if type(d) is not dict or not d.keys() <= KNOWN:
-        return None
-    t = _Template(runs, 0, -1, {}, {}, {})
-
-    def run(name: str, v: Any, signed: bool = False) -> bool:
-        if type(v) is int and abs(v) >= MARK and (signed or v > 0):
-            t.slot[name], t.sign[name] = abs(v) - MARK, 1 if v > 0 else -1
-            return True
-        return False
-
-    def value(name: str, v: Any) -> bool:  # a run, or a constant with no run in it
-        if run(name, v, signed=True):
-            return True
-        if _has_marker(v):
-            return False
-        t.slot[name], t.const[name] = -1, rm.freeze(v)
-        return True
-
-    typ, process, f = d.get("type"), d.get("process"), d.get("f")
-    if not (run("index", d.get("index")) and run("time", d.get("time"))
-            and type(typ) is str and typ in TYPES and type(f) is str):
-        return None
-    node, ts = d.get("node"), d.get("ts")
-    if not (node is None or type(node) is str) or _has_marker(d.get("error")):
-        return None
-    if not (ts is None or run("ts", ts, signed=True)):
-        return None
-    t.type = TYPE_CODES[typ]
-    if process == NEMESIS:
-        return t
-    if not run("process", process) or f not in F_CODES:
-        return None
-    t.f = F_CODES[f]
-    v = d.get("value")
-    if not (type(v) is list and len(v) == 2 and value("key", v[0])):
-        return None
-    payload = v[1]
-    if t.f == 2:
-        return t if (type(payload) is list and len(payload) == 2 and value("o", payload[0])
-                     and value("n", payload[1])) else None
-    if t.f == 0 and t.type == 0:
-        return t  # a read's invoke: its value is not used
-    return t if value("p", payload) else None
-
-
-def _has_marker(v: Any) -> bool:
-    t = type(v)
-    if t is int:
-        return abs(v) >= MARK
-    if t is list:
-        return any(map(_has_marker, v))
-    if t is dict:
-        return any(map(_has_marker, v.values()))
-    return t is float
-
-
 # ---------------------------------------------------------------------------
 # The file, as columns
 
 
-CHUNK = 1 << 18  # bytes of whole lines worked on at a time: the work arrays stay small
+def _codes(table: dict, names: Any, dtype: Any) -> Any:
+    return np.fromiter(map(table.__getitem__, names), dtype)
 
 
-def chunks(fh) -> Any:
-    """The file's bytes, CHUNK at a time, cut after a newline (one added at the end)."""
-    carry = b""
-    while True:
-        data = fh.read(CHUNK)
-        if not data:
-            break
-        data = carry + data
-        cut = data.rfind(b"\n") + 1
-        if cut:
-            yield data[:cut]
-        carry = data[cut:]
-    if carry:
-        yield carry + b"\n"
+def _pick(xs: list, where: Any) -> list:
+    """xs[i] for each i in `where`, at C speed (itemgetter)."""
+    where = where.tolist()
+    if len(where) < 2:
+        return [xs[i] for i in where]
+    return list(operator.itemgetter(*where)(xs))
 
 
-DEFAULTS = (-1, 0, -1, 0, 0, 0, 0)  # of each of FIELDS on a line without it
+class _Values:
+    """Dense ids of JSON values, equal ids iff equal values: values are frozen
+    (`register_models.freeze`: true is not 1, a list is a tuple); a float, which Python
+    takes as equal to an int, sends the file to the general reader (Odd)."""
+
+    def __init__(self) -> None:
+        self.ids: dict[Any, int] = {}
+
+    def of(self, values: list) -> Any:
+        """The ids of `values`, as an int64 array."""
+        kinds = set(map(type, values))
+        if float in kinds:
+            raise Odd
+        if not kinds <= {int, str, type(None)}:
+            values = list(map(rm.freeze, values))
+        ids = self.ids
+        for v in dict.fromkeys(values):  # the distinct values, in order: few
+            if v not in ids:
+                ids[v] = len(ids)
+        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
 
 
 class _Lines:
-    """Lines read so far: their skeletons' templates and their fields' numbers."""
+    """Lines read so far, as per-event columns of numbers (values as ids, `_Values`)."""
 
     def __init__(self, source: str):
         self.source = source
-        self.shapes: dict[bytes, int] = {}
-        self.templates: list[_Template] = []
-        self.tid: list[Any] = []
-        self.fields: list[Any] = []  # per chunk: a line x FIELDS array
+        self.values = _Values()
+        self.cols: dict[str, list[Any]] = {c: [] for c in ("time", "type", "f", "process", "key", "p", "o", "n")}
         self.nemesis: list[Event] = []
         self.n = 0
 
-    def add(self, data: bytes) -> None:
-        """One chunk of whole lines (ending with a newline)."""
-        buf = np.frombuffer(data, np.uint8)
-        digit = (buf - 48) < 10
-        edge = np.zeros(len(buf) + 1, np.bool_)  # edge[i]: digit[i] != digit[i-1]
-        edge[0] = digit[0]
-        np.not_equal(digit[1:], digit[:-1], out=edge[1:-1])
-        bounds = np.flatnonzero(edge)  # the last byte is a newline: every run ends
-        starts, ends = bounds[0::2], bounds[1::2]
-        lengths = ends - starts
-        if len(starts) and (lengths.max() > MAX_DIGITS or bool(
-                ((buf[starts] == 48) & (lengths > 1)).any())):
-            raise Odd  # a run the general reader may read otherwise (or refuse)
-        keep = ~digit
-        keep[starts] = True
-        skeleton = buf[keep]
-        dropped = np.zeros(len(starts), np.int64)  # digits dropped before each run
-        np.cumsum(lengths[:-1] - 1, out=dropped[1:])
-        skeleton[starts - dropped] = 35  # '#'
-        lines = skeleton.tobytes().split(b"\n")
-        lines.pop()  # after the last newline
-        shapes, templates = self.shapes, self.templates
-        for s in set(lines).difference(shapes):
-            t = _analyze(s)
-            if t is None:
-                raise Odd
-            shapes[s] = len(templates)
-            templates.append(t)
-        tid = np.fromiter(map(shapes.__getitem__, lines), np.int32, len(lines))
+    def add(self, lines: list) -> None:
+        """One block of decoded lines (`sleuth.history.jsonl.decode_block`); Odd if some line is
+        not one the columns hold exactly."""
         n = len(lines)
-        runs = np.array([t.runs for t in templates], np.int64)[tid]
-        first_run = np.zeros(n, np.int64)
-        np.cumsum(runs[:-1], out=first_run[1:])
-        if n and first_run[-1] + runs[-1] != len(starts):
-            raise Odd
-        # Every field of every line at once: which run holds it, and its number.
-        slot = np.array([[t.slot.get(name, -1) for name in FIELDS] for t in templates],
-                        np.int64)[tid]
-        sign = np.array([[t.sign.get(name, 1) for name in FIELDS] for t in templates],
-                        np.int64)[tid]
-        has = slot >= 0
-        out = np.empty((n, len(FIELDS)), np.int64)
-        out[:] = DEFAULTS
-        r = (first_run[:, None] + slot)[has]
-        out[has] = _numbers(buf, ends[r], lengths[r]) * sign[has]
-        if not np.array_equal(out[:, 0], np.arange(self.n, self.n + n)):
+        if not n:
+            return
+        index = np.fromiter(map(_INDEX, lines), np.int64, n)
+        if index[0] != self.n or not np.array_equal(index, np.arange(self.n, self.n + n)):
             raise Odd  # an index that is not the line's position
-        self.fields.append(out)
-        nemesis = np.flatnonzero(np.array([t.f < 0 for t in templates], np.bool_)[tid])
-        for i, raw in zip(nemesis.tolist(), _lines_at(data, nemesis), strict=True):
-            pos = self.n + i
-            self.nemesis.append(event_from_dict(orjson.loads(raw), self.source, pos + 1, pos))
-        self.tid.append(tid)
+        procs = list(map(_PROCESS, lines))
+        nemesis = np.array(procs, dtype=object) == NEMESIS if NEMESIS in procs else np.zeros(n, np.bool_)
+        values = list(map(_VALUE, lines))
+        fs = list(map(_F, lines))
+        if nemesis.any():
+            for i in np.flatnonzero(nemesis).tolist():
+                e = lines[i]
+                self.nemesis.append(Event(self.n + i, e.time, e.type, NEMESIS, e.f, e.value, e.node,
+                                          e.error, e.ts))
+                procs[i], fs[i], values[i] = -1, "read", [None, None]
+        try:
+            f = _codes(F_CODES, fs, np.int8)
+        except KeyError:
+            raise Odd from None  # an operation that is not read, write or cas
+        if not set(map(type, values)) <= _SEQUENCES or set(map(len, values)) != {2}:
+            raise Odd
+        f[nemesis] = -1
+        payload = list(map(_SECOND, values))
+        cas = np.flatnonzero(f == 2)
+        pairs = _pick(payload, cas)
+        if set(map(type, pairs)) - _SEQUENCES or set(map(len, pairs)) - {2}:
+            raise Odd  # a cas whose value is not [old, new]
+        o, nv = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+        o[cas] = self.values.of(list(map(_FIRST, pairs)))
+        nv[cas] = self.values.of(list(map(_SECOND, pairs)))
+        p = np.full(n, -1, np.int64)
+        plain = np.flatnonzero(f != 2)
+        p[plain] = self.values.of(_pick(payload, plain))
+        c = self.cols
+        c["key"].append(self.values.of(list(map(_FIRST, values))))
+        c["p"].append(p)
+        c["o"].append(o)
+        c["n"].append(nv)
+        c["f"].append(f)
+        c["process"].append(np.array(procs, np.int64))
+        c["time"].append(np.fromiter(map(_TIME, lines), np.int64, n))
+        c["type"].append(_codes(TYPE_CODES, map(_TYPE, lines), np.int8))
         self.n += n
 
 
-def read(chunks: Any, source: str) -> History:
-    """The history whose bytes `chunks` yields (see `chunks`); Odd if it cannot be read exactly here."""
+_INDEX, _TIME, _TYPE, _PROCESS, _F, _VALUE = map(operator.attrgetter, ("index", "time", "type", "process", "f",
+                                                                      "value"))
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+BLOCK_BYTES = 1 << 20  # a block's decoded lines are held until its columns are made: kept small
+_SEQUENCES = frozenset((list, tuple))  # a value as the file has it, or as the typed decoder gives it
+# Register lines as they mostly are, typed: values of whole numbers decoded as tuples of
+# them, at less time and memory than as lists of anything (others: `decode_block` decodes
+# them generally).
+_TYPED = typed_lines(Literal["read", "write", "cas"], tuple[int, int | None | tuple[int | None, int | None]])
+
+
+def read(fh, source: str) -> History:
+    """The history in file `fh` (JSON Lines, decoded by sleuth's one decoder of history
+    lines, `sleuth.history.jsonl.line_chunks`, and paired by its columnar pairer,
+    `sleuth.history.jsonl.pair_columns`); Odd if it cannot be read exactly here."""
     lines = _Lines(source)
-    for data in chunks:
-        lines.add(data)
-    n, templates = lines.n, lines.templates
+    try:
+        for block in line_chunks(fh, _TYPED, BLOCK_BYTES):
+            lines.add(block)
+    except (msgspec.MsgspecError, ValueError):
+        raise Odd from None  # a line breaking the strict types, or a blank one
+    n = lines.n
     if not n:
         raise Odd
-    tid = np.concatenate(lines.tid)
-    num = {name: np.concatenate([part[:, i] for part in lines.fields])
-           for i, name in enumerate(FIELDS)}
-    time = num["time"]
-    types = np.array([t.type for t in templates], np.int8)[tid]
-    fs = np.array([t.f for t in templates], np.int8)[tid]
-    process = num["process"]
-    process[fs < 0] = -1  # nemesis events
-    ops = _pair(process, types, fs)
-    # Values: runs are ints; constants (null, true, strings) are frozen values.
-    const_ids: dict[Any, int] = {}
-    tables: dict[str, Any] = {}
-    for name in ("key", "p", "o", "n"):  # constant index; -1: a run; -2: no such field
-        ix = np.array([const_ids.setdefault(t.const[name], len(const_ids)) if name in t.const
-                       else -1 if name in t.slot else -2 for t in templates], np.int64)
-        tables[name] = (num[name], ix[tid])
-    inv, ret = ops
+    col = {name: np.concatenate(parts) for name, parts in lines.cols.items()}
+    time, types, fs, process = col["time"], col["type"], col["f"], col["process"]
+    paired = pair_columns(process, types, fs)
+    if paired.bad >= 0:
+        raise Odd  # the general reader names the line (`Pairer`'s message)
+    inv, ret = paired.invoke, paired.complete
     typ = np.where(ret >= 0, types[np.maximum(ret, 0)], 3)
     ok = typ == 1
     line = np.where(ok, ret, inv)  # the line whose value counts (`register_models.parse_op`)
     f = fs[inv]
-
-    def at(name: str, where: Any) -> tuple[Any, Any]:
-        num, cix = tables[name]
-        return num[where], cix[where]
-
-    key_num, key_const = at("key", line)
-    inv_num, inv_const = at("key", inv)
-    if not (np.array_equal(key_num, inv_num) and np.array_equal(key_const, inv_const)):
+    key = col["key"][inv]
+    if not np.array_equal(col["key"][line], key):
         raise Odd  # a completion names another key: the general reader says where
-    keys, key_id = _ids([(key_num, key_const)], const_ids)
-    values, (p, o, nv) = _ids([at("p", line), at("o", line), at("n", line)], const_ids)
     read = f == 0
-    a = np.where(f == 2, o, np.where(read & ~ok, -1, p))
-    b = np.where(f == 2, nv, -1)
-    if bool((a[~read | ok] < 0).any()):
-        raise Odd
+    a = np.where(f == 2, col["o"][line], np.where(read & ~ok, -1, col["p"][line]))
+    b = np.where(f == 2, col["n"][line], -1)
     h = RegisterHistory([], source)
     h.compact = (n, lines.nemesis)
     back = np.flatnonzero(time[1:] < time[:-1])
     if len(back):
         h.time_backwards = (int(back[0]) + 2, len(back))
-    h.register_columns = Columns(key_id[0], f, typ.astype(np.int8), a, b, inv, ret, process[inv],
-                                 time, keys, values)
+    values = list(lines.values.ids)
+    h.columns = Columns(key, f, typ.astype(np.int8), a, b, inv, ret, process[inv], time, values, values)
     return h
-
-
-def _numbers(buf: Any, ends: Any, lengths: Any) -> Any:
-    """The integers written by the digit runs ending at `ends` (each
-    `lengths` long, at most 16), eight digits at a time: the eight bytes
-    ending at a run's end, read as one little-endian word whose bytes before
-    the run are cleared, give its value in three multiply-and-mask steps
-    (the classic SWAR parse)."""
-    out = np.zeros(len(ends), np.int64)
-    if not len(ends):
-        return out
-    words = np.lib.stride_tricks.as_strided(buf, (max(len(buf) - 7, 0), 8), (1, 1))
-    scale = 1
-    lengths = lengths.astype(np.uint64)
-    for _ in range(2):  # the last eight digits, then the eight before them
-        first = ends - 8
-        if bool(((first < 0) & (lengths > 0)).any()):  # a run at the start of the file
-            raise Odd
-        x = np.ascontiguousarray(words[np.maximum(first, 0)]).view("<u8").ravel()
-        cut = np.uint64(8) * (np.uint64(8) - np.minimum(lengths, np.uint64(8)))
-        x = np.where(lengths > 0, (x >> cut) << cut, np.uint64(0))  # only the run's bytes
-        x &= np.uint64(0x0F0F0F0F0F0F0F0F)
-        x = (x * np.uint64(10) + (x >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
-        x = (x * np.uint64(100) + (x >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
-        x = (x * np.uint64(10000) + (x >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
-        out += x.astype(np.int64) * scale
-        if not bool((lengths > 8).any()):
-            break
-        ends = ends - 8
-        lengths = np.where(lengths > 8, lengths - np.uint64(8), np.uint64(0))
-        scale = 10 ** 8
-    return out
-
-
-def _pair(process: Any, types: Any, fs: Any) -> tuple[Any, Any]:
-    """(invoke positions, completion positions or -1), in invoke order, as
-    `sleuth.history.jsonl.Pairer` pairs them; Odd where it would refuse the file."""
-    client = np.flatnonzero(process >= 0)
-    who = process[client]
-    if len(who) and who.max() < 1 << 15:
-        who = who.astype(np.int16)  # numpy sorts 16-bit numbers stably by radix
-    order = client[np.argsort(who, kind="stable")]
-    p = process[order]
-    m = len(order)
-    new = np.ones(m, np.bool_)
-    new[1:] = p[1:] != p[:-1]
-    group_start = np.maximum.accumulate(np.where(new, np.arange(m), 0))
-    even = (np.arange(m) - group_start) % 2 == 0
-    t = types[order]
-    if bool(((t == 0) != even).any()):
-        raise Odd  # an invoke in flight, or a completion with no invoke
-    last = np.ones(m, np.bool_)
-    last[:-1] = new[1:]
-    if bool(((t == 3) & ~last).any()):
-        raise Odd  # a process used again after its info
-    inv = order[even]
-    has = np.zeros(len(inv), np.bool_)
-    has[:] = ~last[even]
-    ret = np.full(len(inv), -1, np.int64)
-    ret[has] = order[np.flatnonzero(even)[has] + 1]
-    if bool((fs[inv][has] != fs[ret[has]]).any()):
-        raise Odd  # a completion of another f
-    by_invoke = np.argsort(inv)
-    return inv[by_invoke], ret[by_invoke]
-
-
-def _ids(columns: list[tuple[Any, Any]], const_ids: dict[Any, int]) -> tuple[list, list]:
-    """Dense ids over several (number, constant index) columns at once, the
-    constant index being -1 where the number counts and -2 where there is no
-    value: (the frozen value of each id, each column as ids, -1 for none)."""
-    nums = np.concatenate([num[const == -1] for num, const in columns])
-    if len(nums) and 0 <= nums.min() and nums.max() < 4 * len(nums):
-        present = np.zeros(int(nums.max()) + 1, np.bool_)  # small numbers: a table, no sort
-        present[nums] = True
-        ints = np.flatnonzero(present)
-        rank = np.cumsum(present) - 1
-        find = rank.__getitem__
-    else:
-        ints = np.unique(nums)
-        find = ints.searchsorted
-    values = ints.tolist() + list(const_ids)
-    out = []
-    for num, const in columns:
-        ids = find(np.where(const == -1, num, ints[0] if len(ints) else 0))
-        out.append(np.where(const >= 0, len(ints) + const, np.where(const == -1, ids, -1)))
-    return values, out
-
-
-def _lines_at(data: bytes, positions: Any) -> list[bytes]:
-    """The raw lines at these positions (few: the nemesis events)."""
-    if not len(positions):
-        return []
-    ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
-    begins = np.concatenate([[0], ends[:-1] + 1])
-    return [data[b:e] for b, e in zip(begins[positions].tolist(), ends[positions].tolist(),
-                                      strict=True)]
 
 
 # ---------------------------------------------------------------------------

@@ -10,10 +10,29 @@ of any bad input. Small files never import numpy: start-up stays short.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any
 
-from sleuth.history.jsonl import History, HistoryError
+from sleuth.history.jsonl import History, HistoryError, Op
 
 MIN_BYTES = 1 << 20
+
+
+@dataclass
+class RegisterHistory(History):
+    """A register history read into columns: `columns` (`register_columns.Columns`) holds
+    its operations, and `linearizable.check_registers` takes them from here, the one
+    declared way a reader hands a checker columns. `ops()` (which a checker of registers
+    does not need) reads the file again with the general reader."""
+
+    columns: Any = field(default=None, repr=False)
+
+    def ops(self) -> list[Op]:
+        if self._ops is None:
+            from sleuth.history.imports import load
+
+            self._ops = load(self.source, events=False).ops()
+        return self._ops
 
 
 def read_register(path: str | os.PathLike, events: bool = False) -> History:
@@ -28,7 +47,7 @@ def read_register(path: str | os.PathLike, events: bool = False) -> History:
 
             with open(source, "rb") as fh:
                 try:
-                    return columns.read(columns.chunks(fh), source)
+                    return columns.read(fh, source)
                 except columns.Odd:  # not a file the columns hold exactly
                     pass
     except OSError as e:

@@ -29,8 +29,8 @@ from test_linearizable import brute_force, random_history
 
 from sleuth.checker import register_load
 from sleuth.checker.linearizable import check_register
-from sleuth.checker.register_columns import RegisterHistory, key_ops
-from sleuth.checker.register_load import read_register
+from sleuth.checker.register_columns import key_ops
+from sleuth.checker.register_load import RegisterHistory, read_register
 from sleuth.history.imports import load
 from sleuth.history.jsonl import Event, HistoryError, write_jsonl
 from sleuth.workloads.sim_register import simulate
@@ -69,7 +69,7 @@ def test_random_histories_agree_with_brute_force_and_the_general_reader(tmp_path
             assert a["valid"] == brute_force(ops, initial, failed_cas_observes=fco), n
             seen[a["valid"]] += 1
         # Soundness of the refutation, key by key.
-        found, _, _ = key_ops(h.register_columns, fco)
+        found, _, _ = key_ops(h.columns, fco)
         for k in found:
             if k.refuted:
                 refuted += 1

@@ -1,4 +1,4 @@
-"""The compact reader's typed micro-ops (sleuth.history.jsonl `_txn_lines`): `sleuth check`
+"""The compact reader's typed micro-ops (sleuth.history.jsonl `txn_lines`): `sleuth check`
 reads a list-append or rw-register file with micro-ops as tuples, and the checkers
 must judge exactly as they judge the same history held as lists.
 

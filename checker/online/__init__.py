@@ -67,7 +67,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth.history.jsonl import History, Op, Pairer
+from sleuth.history.jsonl import History, Op, OpCount, Pairer
 
 
 @dataclass
@@ -99,7 +99,7 @@ class Feed:
     def __init__(self, history: History, engine: Any):
         self.history = history
         self.pairer = Pairer(history)
-        self.pairer.ops = _Count()  # type: ignore[assignment] - the engine keeps what it needs
+        self.pairer.ops = OpCount()  # type: ignore[assignment] - the engine keeps what it needs
         self.engine = engine
         self.pos = 0
 
@@ -117,23 +117,6 @@ class Feed:
         op = pairer.in_flight.get(process)
         pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
         self.engine.completed(op, time_)
-
-
-class _Count:
-    """The Pairer's list of operations, counted and not kept (its length numbers them)."""
-
-    __slots__ = ("n", "last")
-
-    def __init__(self) -> None:
-        self.n = 0
-        self.last: Op | None = None
-
-    def __len__(self) -> int:
-        return self.n
-
-    def append(self, op: Op) -> None:
-        self.n += 1
-        self.last = op
 
 
 def engine_for(workload: str, history: History, model: str | None, report: Callable[[Found], None],

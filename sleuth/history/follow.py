@@ -28,16 +28,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import orjson
 
 from sleuth.base.interrupts import deferred
 from sleuth.history.jsonl import (
     NEMESIS,
     History,
     HistoryError,
-    _decode_block,
-    _txn_lines,
-    event_from_dict,
+    decode_block,
+    events_by_rules,
+    txn_lines,
+    whole_lines,
 )
 
 END_F = "end"  # f of the end marker (a nemesis event)
@@ -78,7 +78,7 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
             fd = os.open(source, os.O_RDONLY)
         except OSError as e:
             raise HistoryError(source, None, e.strerror or str(e)) from None
-    txn = _txn_lines(micro_ops) if micro_ops else None
+    txn = txn_lines(micro_ops) if micro_ops else None
     carry = b""
     consumed = 0  # bytes of whole lines read
     pos = 0  # events read
@@ -104,12 +104,9 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
                         time.sleep(POLL)
                     continue
                 last_growth = time.monotonic()
-                data = carry + data
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    carry = data
+                block, carry = whole_lines(carry + data)
+                if not block:
                     continue
-                block, carry = data[:cut + 1], data[cut + 1:]
                 with deferred():  # a block is judged whole: an interrupt comes after it, counted
                     n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event)
                     if end_at is not None:
@@ -153,7 +150,7 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -
     """Feed the events of `block` (whole lines; the first is line `line` + 1, event `pos`).
     Returns (events fed, lines passed, byte offset just past the end marker or None)."""
     try:
-        lines = _decode_block(block, txn)
+        lines = decode_block(block, txn)
         fast = len(lines) == block.count(b"\n")  # else a blank line: the slow path counts lines
     except (msgspec.MsgspecError, ValueError):
         fast = False
@@ -169,25 +166,13 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -
                 return j + 1, j + 1, _nth_newline(block, j) + 1
         return len(lines), len(lines), None
     n = 0
-    start = 0
-    lineno = line
-    while start < len(block):
-        end = block.index(b"\n", start)
-        raw = block[start:end]
-        start = end + 1
-        lineno += 1
-        if not raw.strip():
-            continue
-        try:
-            d = orjson.loads(raw)
-        except orjson.JSONDecodeError as e:
-            raise HistoryError(source, lineno, f"not valid JSON ({e})") from None
-        ev = event_from_dict(d, source, lineno, pos + n)
+    raw = block.split(b"\n")[:-1]  # whole lines: the block ends with a newline
+    for lineno, ev in events_by_rules(raw, source, line, pos):
         n += 1
         on_event(ev.type, ev.process, ev.f, ev.value, ev.time, ev.node, ev.error, ev.ts, lineno)
         if is_end(ev.process, ev.f):
-            return n, lineno - line, start
-    return n, lineno - line, None
+            return n, lineno - line, _nth_newline(block, lineno - line - 1) + 1
+    return n, len(raw), None
 
 
 def _nth_newline(block: bytes, j: int) -> int:

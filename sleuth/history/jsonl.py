@@ -7,6 +7,47 @@ foreign formats (`sleuth.history.imports`) produce the same `Event`s.
 
 Reading validates as it goes: a malformed history raises `HistoryError`, whose
 message is one line naming the file, the line and the problem.
+
+This module is the one reader of histories and the one pairer; every path
+uses its pieces:
+
+- the rules of an event, `RULES` (`event_from_dict`), and line by line,
+  `events_by_rules`: the slow path that names the first bad line;
+- the block decoder, `decode_block` (msgspec structs, `Line`: strict types, a
+  subset of RULES; anything it refuses goes to the slow path), over blocks of
+  whole lines (`blocks`, `whole_lines`, `line_chunks`), typed for a
+  workload's known shapes (`typed_lines`, `txn_lines`: micro-ops as tuples)
+  or keeping values as JSON text (`decode_raw_lines`, `RawLine`);
+- the pairer, `Pairer` (object mode: events one at a time, the rules'
+  messages) and `pair_columns` (columnar mode: the same rules over numpy
+  columns, a breach found at the event where `Pairer` raises, whose message
+  the caller then gets from `Pairer`).
+
+Who reads how (the map):
+
+- `sleuth check FILE`, `sleuth run`'s judging, reports (`Workload.load`):
+  `.jsonl` by `read_jsonl` (events kept or, for checkers, `events=False`:
+  ops and nemesis events only, micro-ops typed by the workload's `micro_ops`)
+  = `line_chunks` + `Pairer`, else `parse_jsonl_slow` = `events_by_rules` +
+  `Pairer`; other formats (Jepsen's EDN and text logs, elle's JSON arrays,
+  sparse JSON Lines) by `sleuth.history.imports`, which turns them into events by the
+  same RULES, filling in what sparse files leave out, then `Pairer`.
+- registers, `.jsonl` of 1 MiB or more, events not wanted
+  (`checker/register_load.py`): `line_chunks` typed for register lines, then
+  columns and `pair_columns` (`checker/register_columns.py`); a file that
+  is not read exactly so goes the general way, which names any bad line.
+- `sleuth check --follow` (`sleuth.history.follow`): `whole_lines` +
+  `decode_block` (`txn_lines`), `events_by_rules` where it refuses; the
+  online engines pair by `Pairer` (`checker/online`).
+- `sleuth check --spark`: the tasks decode byte ranges by `decode_raw_lines`
+  (or `event_from_dict` line by line) and pair each block by `pair_columns`,
+  the driver across blocks by `pair_columns` (`sleuth/spark/history_pair.py`);
+  a bad line or a broken rule is named by `events_by_rules` and `Pairer`
+  streamed over the files (`sleuth/spark/history_ops.py`); other formats are
+  imported by `sleuth.history.imports` and written as JSON Lines first.
+- the campaign's consolidation (`sleuth/spark/consolidate.py`): `read_jsonl`;
+  of a file it refuses, the lines `event_from_dict` accepts; paired by
+  `pair_columns`, breaches set aside (a damaged run is judged unknown).
 """
 
 from __future__ import annotations
@@ -17,7 +58,6 @@ import operator
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import compress, repeat
 from sys import intern
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -304,7 +344,7 @@ def _same_micro_ops(invoked: Any, completed: list) -> bool:
 
 def as_written(value: Any) -> Any:
     """A micro-op, or a txn value, for a message: micro-ops that the typed reader made
-    tuples (`_txn_lines`) shown as the lists the file holds."""
+    tuples (`txn_lines`) shown as the lists the file holds."""
     if type(value) is tuple:
         return list(value)
     if type(value) is list:
@@ -319,10 +359,22 @@ def _names_another_key(f: str, invoked: Any, completed: Any) -> bool:
             and len(invoked) == 2 == len(completed) and invoked[0] != completed[0])
 
 
-def note_backwards(times: list[int], last_time: int) -> list[int]:
-    """Positions i (within `times`) where times[i] is below the time before it
-    (`last_time` for i = 0)."""
-    return list(compress(range(len(times)), map(operator.gt, [last_time, *times[:-1]], times)))
+class OpCount:
+    """A `Pairer`'s list of operations, counted and not kept (its length numbers them; the
+    last is kept): for who pairs as events arrive and keeps what it needs itself."""
+
+    __slots__ = ("n", "last")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.last: Op | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def append(self, op: Op) -> None:
+        self.n += 1
+        self.last = op
 
 
 def pair(history: History) -> list[Op]:
@@ -333,6 +385,73 @@ def pair(history: History) -> list[Op]:
         if e.process != NEMESIS:
             feed(pos, e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
     return pairer.ops
+
+
+TYPE_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}  # an event's type in a numeric column
+
+
+@dataclass
+class Paired:
+    """What `pair_columns` finds: `invoke` (event positions, in invoke order), `complete`
+    (the position of each one's completion, -1 for none), `bad` (the first position that
+    breaks a per-process rule, -1 for none) and, with `open_ends`, `heads`: positions of
+    completions that are their process's first event in the columns (their invokes are
+    before them, outside)."""
+
+    invoke: Any
+    complete: Any
+    bad: int
+    heads: Any = None
+
+
+def pair_columns(process: Any, types: Any, fs: Any, open_ends: bool = False) -> Paired:
+    """`Pairer`'s rules in columnar form (numpy arrays, one entry per event in file order):
+    `process` (>= 0 for a client, < 0 for the nemesis), `types` (TYPE_CODES), `fs` (any
+    comparable codes for f). For the readers that build columns (registers, Spark).
+
+    The rules are about consecutive events of one process: a completion must follow its
+    process's invoke of the same f; an invoke must not follow an invoke (still in flight)
+    or an info (a retired process). So ordering client events by (process, position) and
+    comparing each with the one before it finds every breach at once, and `bad` is the
+    least position of one: the very event at which `Pairer` raises (it raises at the first
+    event whose predecessor breaks a rule, each check looking only at that predecessor);
+    the message is `Pairer`'s, the caller feeding it to name the line. An invoke pairs
+    with its process's next event when that is a completion, which on a valid history is
+    `Pairer`'s pairing, and on an invalid one pairs what can be (the campaign's
+    consolidation keeps a damaged history's operations so). Micro-ops are not checked here
+    (values are the caller's). With `open_ends` (a part of a history), a completion with
+    no event of its process before it is not a breach but a head (its invoke is earlier);
+    an invoke never completed is so either way (-1): info, or open at the part's end.
+    """
+    import numpy as np
+
+    client = np.flatnonzero(process >= 0)
+    who = process[client]
+    if len(who) and 0 <= who.min() and who.max() < 1 << 15:
+        who = who.astype(np.int16)  # numpy sorts 16-bit numbers stably by radix
+    order = client[np.argsort(who, kind="stable")]
+    p, t, f = process[order], types[order], fs[order]
+    m = len(order)
+    first = np.ones(m, np.bool_)  # its process's first event
+    first[1:] = p[1:] != p[:-1]
+    invoke = t == 0
+    prev_t = np.empty(m, t.dtype)
+    prev_t[1:] = t[:-1]
+    prev_invoke = ~first & (prev_t == 0)
+    same_f = np.ones(m, np.bool_)
+    same_f[1:] = f[1:] == f[:-1]
+    completes = ~invoke & prev_invoke  # the event before it is its invoke
+    breach = (invoke & ~first & ((prev_t == 0) | (prev_t == 3))) | (completes & ~same_f)
+    orphan = ~invoke & ~prev_invoke
+    breach |= orphan & ~first if open_ends else orphan
+    bad = int(order[breach].min()) if breach.any() else -1
+    done = np.zeros(m, np.bool_)
+    done[:-1] = completes[1:]
+    inv = order[invoke]
+    ret = np.where(done, np.roll(order, -1), -1)[invoke]
+    by_position = np.argsort(inv, kind="stable")
+    heads = order[orphan & first] if open_ends else None
+    return Paired(inv[by_position], ret[by_position], bad, heads)
 
 
 # ---------------------------------------------------------------------------
@@ -369,10 +488,6 @@ def _ts_ok(v: Any) -> bool:
     return v is None or type(v) is int
 
 
-def _times_ok(times: Any) -> bool:
-    return set(map(type, times)) == {int} and min(times) >= 0
-
-
 def _integral(v: Any) -> Any:
     """A time written as a float with nothing after the point (5.0) is that integer."""
     return int(v) if type(v) is float and v.is_integer() else v
@@ -393,14 +508,6 @@ class Rule:
     ok: Callable[[Any], bool]
     must: str
     convert: Callable[[Any], Any] | None = None
-    # The same rule over a whole column at C speed, where per-value calls
-    # would cost (times are all distinct); default: `ok` on each distinct value.
-    column: Callable[[Any], bool] | None = None
-
-    def column_ok(self, values: Any) -> bool:
-        if self.column is not None:
-            return self.column(values)
-        return all(map(self.ok, set(values)))
 
     def problem(self, value: Any) -> str | None:
         """None if `value` (already converted) obeys the rule, else the message."""
@@ -411,7 +518,7 @@ class Rule:
 
 
 RULES: dict[str, Rule] = {r.name: r for r in (
-    Rule("time", True, _time_ok, "a non-negative integer", _integral, _times_ok),
+    Rule("time", True, _time_ok, "a non-negative integer", _integral),
     Rule("type", True, _type_ok, "invoke, ok, fail or info"),
     Rule("process", True, _process_ok, 'a non-negative integer or "nemesis"'),
     Rule("f", True, _f_ok, "a string"),
@@ -444,28 +551,37 @@ def event_from_dict(d: Any, source: str, line: int, expect_index: int | None) ->
                  values["node"], d.get("error"), values["ts"])
 
 
-def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
-    """Line by line, validating each event: slow, but names the first bad line."""
-    events: list[Event] = []
-    line_numbers: list[int] = []
-    dense = True
-    last_time = 0
-    backwards: list[int] = []  # lines
+def events_by_rules(lines: Iterable[bytes | str], source: str, line: int = 0,
+                    index: int = 0) -> Iterator[tuple[int, Event]]:
+    """(line number, Event) for each event of `lines` (the first is line `line` + 1 and
+    must have index `index`), validated line by line by RULES: the slow path of every
+    reader of JSON Lines, which names the first bad line (HistoryError). Blank lines are
+    skipped, their numbers kept."""
     loads = orjson.loads
-    for lineno, raw in enumerate(lines, 1):
+    for lineno, raw in enumerate(lines, line + 1):
         if not raw.strip():
-            dense = False
             continue
         try:
             d = loads(raw)
         except orjson.JSONDecodeError as e:
             raise HistoryError(source, lineno, f"not valid JSON ({e})") from None
-        ev = event_from_dict(d, source, lineno, len(events))
+        yield lineno, event_from_dict(d, source, lineno, index)
+        index += 1
+
+
+def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
+    """Line by line, validating each event: slow, but names the first bad line."""
+    events: list[Event] = []
+    line_numbers: list[int] = []
+    last_time = 0
+    backwards: list[int] = []  # lines
+    for lineno, ev in events_by_rules(lines, source):
         if ev.time < last_time:
             backwards.append(lineno)
         last_time = ev.time
         events.append(ev)
         line_numbers.append(lineno)
+    dense = line_numbers == list(range(1, len(line_numbers) + 1))
     h = History(events, source, None if dense else line_numbers)
     if backwards:
         h.time_backwards = (backwards[0], len(backwards))
@@ -473,103 +589,38 @@ def parse_jsonl_slow(lines: Iterable[bytes | str], source: str) -> History:
     return h
 
 
-def _valid_columns(ds: list, first_index: int) -> bool:
-    """Check a chunk of decoded events against RULES column by column: each
-    rule runs once per distinct value of its field, not once per line.
-
-    False means "look closer": the caller re-reads the file line by line
-    (`event_from_dict`, the same rules) to find and name the first bad line.
-    A value a rule would convert (a numeric node) also looks closer.
-    """
-    n = len(ds)
-    if n == 0:
-        return True
-    if set(map(type, ds)) != {dict}:
-        return False
-    try:
-        index, *columns = zip(*map(_REQUIRED, ds), strict=True)
-        columns += [map(dict.get, ds, repeat(name)) for name in _OPTIONAL]
-        if index != tuple(range(first_index, first_index + n)):
-            return False
-        return all(rule.column_ok(c) for rule, c in zip(_RULES_IN_ORDER, columns, strict=True))
-    except (KeyError, TypeError):  # a missing field; an unhashable value
-        return False
-
-
-_REQUIRED_NAMES = tuple(n for n, r in RULES.items() if r.required)
-_REQUIRED = operator.itemgetter("index", *_REQUIRED_NAMES)
-_OPTIONAL = tuple(n for n, r in RULES.items() if not r.required)
-_RULES_IN_ORDER = tuple(RULES[n] for n in (*_REQUIRED_NAMES, *_OPTIONAL))
 CHUNK_BYTES = 8 << 20
 
 
-def _blocks(fh) -> Iterator[tuple[bytes, bool]]:
-    """The file read CHUNK_BYTES at a time, cut after its last newline: (block, False) for
+def blocks(fh, size: int | None = None) -> Iterator[tuple[bytes, bool]]:
+    """The file read `size` (CHUNK_BYTES) bytes at a time, cut after its last newline: (block, False) for
     each run of whole lines (with their newlines), then (the rest, True) if it holds
     anything but whitespace (a last line with no newline)."""
     carry = b""
     while True:
-        data = fh.read(CHUNK_BYTES)
+        data = fh.read(size or CHUNK_BYTES)
         if not data:
             break
-        data = carry + data
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data
-            continue
-        block, carry = data[:cut + 1], data[cut + 1:]
-        yield block, False
+        block, carry = whole_lines(carry + data)
+        if block:
+            yield block, False
     if carry.strip():
         yield carry, True
 
 
-def _chunks(fh) -> Iterator[list]:
-    """Decoded events, a chunk of whole lines at a time, one orjson call each.
-
-    Raises orjson.JSONDecodeError for anything that is not one JSON value per
-    line — blank lines included, since they leave an empty array element.
-    """
-    for block, last in _blocks(fh):
-        body = block if last else block[:-1]
-        yield orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+def whole_lines(data: bytes) -> tuple[bytes, bytes]:
+    """(the whole lines of `data`, with their newlines; the rest, a line not yet ended)."""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
 
 
-def _read_fast(fh, source: str) -> History | None:
-    """Decode a JSON Lines file a chunk at a time, validating columns; None if
-    anything is odd (then the slow path runs and names the line)."""
-    events: list[Event] = []
-    last_time = 0
-    backwards: list[int] = []  # positions
-    get = dict.get
-    try:
-        for ds in _chunks(fh):
-            if not _valid_columns(ds, len(events)):
-                return None
-            if ds:
-                times = [d["time"] for d in ds]
-                backwards += [len(events) + i for i in note_backwards(times, last_time)]
-            # type and f repeat on every line; interning keeps one copy of each
-            events.extend([
-                Event(d["index"], d["time"], intern(d["type"]), d["process"], intern(d["f"]),
-                      get(d, "value"), get(d, "node"), get(d, "error"), get(d, "ts"))
-                for d in ds
-            ])
-            last_time = events[-1].time if events else 0
-    except orjson.JSONDecodeError:
-        return None
-    h = History(events, source)
-    if backwards:
-        h.time_backwards = (backwards[0] + 1, len(backwards))
-    return h
-
-
-class _Line(msgspec.Struct, gc=False):
-    """One line of the file as the fast reader decodes it: RULES, as types.
+class Line(msgspec.Struct, gc=False):
+    """One line of the file as the block decoder decodes it: RULES, as types.
 
     Strict types accept a subset of what RULES accept (a time written 5.0
     or a numeric node, which RULES convert, are refused here): anything
-    this refuses goes to the slow path, where RULES decide and name the
-    line (tests/test_history.py checks the readers agree). `gc=False`: these
+    this refuses goes to the slow path (`events_by_rules`), where RULES decide and
+    name the line (tests/test_history.py checks the paths agree). `gc=False`: these
     never take part in a reference cycle, and millions of them would make
     the collector's work grow.
     """
@@ -585,12 +636,12 @@ class _Line(msgspec.Struct, gc=False):
     ts: int | None = None
 
 
-_LINES = msgspec.json.Decoder(_Line)
+_LINES = msgspec.json.Decoder(Line)
 _NULL = msgspec.Raw(b"null")
 
 
-class RawLine(_Line, gc=False):
-    """A line as `_Line` decodes it, with `value` and `error` kept as their JSON text
+class RawLine(Line, gc=False):
+    """A line as `Line` decodes it, with `value` and `error` kept as their JSON text
     (`msgspec.Raw`): for readers that store them as text (`check --spark`), which would
     otherwise decode each value only to encode it again. A missing field is `null`."""
 
@@ -602,86 +653,91 @@ _RAW_LINES = msgspec.json.Decoder(RawLine)
 
 
 def decode_raw_lines(block: bytes) -> list[RawLine]:
-    """The events of `block` (whole JSON Lines; blank lines skipped) as RawLines, by the fast
-    reader's strict types: msgspec.MsgspecError when some line breaks them, and then the
-    caller's slow path (RULES, `event_from_dict`) decides about each line."""
+    """The events of `block` (whole JSON Lines; blank lines skipped) as RawLines, by the block
+    decoder's strict types: msgspec.MsgspecError when some line breaks them, and then the
+    caller's slow path (RULES, `events_by_rules`) decides about each line."""
     return _RAW_LINES.decode_lines(block)
 
 
 @functools.lru_cache
-def _txn_lines(micro_ops: tuple[str, ...]) -> msgspec.json.Decoder:
-    """A decoder of lines of f "txn" whose value, when it is not null, is a list of
-    micro-ops [f, key, value] with f one of `micro_ops`, decoded as tuples. For a
-    transactional workload's checker (`Workload.micro_ops`), which reads them as it
-    reads lists.
-
-    Two thirds the time of `_LINES` on a list-append file: a literal f is the one
-    interned string, not a new one per micro-op, and a tuple is one allocation, not
-    two. The line's own f is a literal too: one shared "txn", not 52 bytes kept per
-    operation (5% of a check's memory). Anything else (another f, a nemesis event's
-    value, a malformed micro-op) fails this decoder, and `_decode_block` hands those
-    lines to `_LINES`.
-    """
-    typed = msgspec.defstruct("TxnLine", [("f", Literal["txn"]),
-                                          ("value", list[tuple[Literal[micro_ops], Any, Any]] | None, None)],
-                              bases=(_Line,), gc=False)
+def typed_lines(f: Any, value: Any) -> msgspec.json.Decoder:
+    """A decoder of the lines whose f is one of the literal type `f` and whose value is of
+    type `value` (msgspec's typing), for a workload whose lines have a known shape: values
+    decoded typed are read faster and kept smaller (literal strings are the one interned
+    copy, tuples one allocation, not two). Anything else (another f, a nemesis event's
+    value, a malformed value) fails this decoder, and `decode_block` hands those lines to
+    the general one."""
+    typed = msgspec.defstruct("TypedLine", [("f", f), ("value", value, None)], bases=(Line,), gc=False)
     return msgspec.json.Decoder(typed)
 
 
-def _decode_block(block: bytes, txn: msgspec.json.Decoder | None) -> list[_Line]:
-    """The lines of `block`, by `txn` (see `_txn_lines`) where it can decode them, else
-    by `_LINES`: a line that names the nemesis alone, and a run of lines between them
-    whole (a run that `txn` refuses somewhere is decoded again by `_LINES`)."""
-    if txn is None:
+def txn_lines(micro_ops: tuple[str, ...]) -> msgspec.json.Decoder:
+    """`typed_lines` for a transactional workload (`Workload.micro_ops`): f "txn", a value
+    that is null or a list of micro-ops [f, key, value] with f one of `micro_ops`, decoded
+    as tuples, which its checker reads as it reads lists. Two thirds the time of the
+    general decoder on a list-append file, and the line's one shared "txn" saves 52 bytes
+    kept per operation (5% of a check's memory)."""
+    return typed_lines(Literal["txn"], list[tuple[Literal[micro_ops], Any, Any]] | None)
+
+
+def decode_block(block: bytes, typed: msgspec.json.Decoder | None = None) -> list[Line]:
+    """The lines of `block` (whole JSON Lines; blank lines skipped), by `typed` (see
+    `typed_lines`) where it can decode them, else by the general decoder: a line that names
+    the nemesis alone, and a run of lines between them whole (a run that `typed` refuses
+    somewhere is decoded again by the general one). msgspec.MsgspecError when some line
+    breaks the strict types: then the caller's slow path (`events_by_rules`) names it.
+
+    The one decoder of history lines: `read_jsonl`, `check --follow`, the registers'
+    columns and Spark's tasks (`decode_raw_lines`, its variant keeping values as text)."""
+    if typed is None:
         return _LINES.decode_lines(block)
-    out: list[_Line] = []
+    out: list[Line] = []
     start = 0
     while (i := block.find(b'"nemesis"', start)) >= 0:
         first = block.rfind(b"\n", start, i) + 1 or start
         end = block.find(b"\n", i) + 1 or len(block)
         if first > start:
-            out += _decode_run(block[start:first], txn)
+            out += _decode_run(block[start:first], typed)
         out += _LINES.decode_lines(block[first:end])
         start = end
-    out += _decode_run(block[start:] if start else block, txn)
+    out += _decode_run(block[start:] if start else block, typed)
     return out
 
 
-def _decode_run(run: bytes, txn: msgspec.json.Decoder) -> list[_Line]:
+def _decode_run(run: bytes, typed: msgspec.json.Decoder) -> list[Line]:
     try:
-        return txn.decode_lines(run)
+        return typed.decode_lines(run)
     except msgspec.ValidationError:
         return _LINES.decode_lines(run)
 
 
-def _line_chunks(fh, txn: msgspec.json.Decoder | None = None) -> Iterator[list[_Line]]:
-    """Decoded lines, a chunk of whole lines at a time, one msgspec call each (about
-    three times orjson's speed into dicts, at less memory); by `txn` where it can.
+def line_chunks(fh, typed: msgspec.json.Decoder | None = None, size: int | None = None) -> Iterator[list[Line]]:
+    """Decoded lines, a block of whole lines at a time, one msgspec call each (about
+    three times orjson's speed into dicts, at less memory); by `typed` where it can.
 
     Raises msgspec.MsgspecError for anything that is not one event per line,
     and ValueError for a blank line (msgspec skips them; the slow path keeps
     their line numbers).
     """
-    for block, last in _blocks(fh):
-        lines = _decode_block(block, txn)
+    for block, last in blocks(fh, size):
+        lines = decode_block(block, typed)
         if not last and len(lines) != block.count(b"\n"):
             raise ValueError("a blank line")
         yield lines
 
 
-def _read_ops_fast(fh, source: str, micro_ops: tuple[str, ...] = ()) -> History | None:
-    """Like `_read_fast`, but pairs straight into ops and keeps no per-line
-    events (only nemesis events): a third of the memory, for checking.
-    With `micro_ops`, txn values are decoded as lists of tuples (`_txn_lines`).
-    None if a line breaks a rule (then the slow path names it)."""
+def _read_fast(fh, source: str, events: bool, typed: msgspec.json.Decoder | None) -> History | None:
+    """Decode a JSON Lines file a block at a time (`line_chunks`) and pair as it goes. With
+    `events`, every event is kept; without, only the ops and the nemesis events (a third of
+    the memory, for checking). None if a line breaks a rule (then the slow path names it)."""
     h = History([], source)
-    pairer = Pairer(h, keep_invoke_values=False)
+    pairer = Pairer(h, keep_invoke_values=events)
     feed = pairer.feed
-    nemesis: list[Event] = []
+    kept: list[Event] = []
     pos = 0
     last_time = 0
     backwards: list[int] = []  # positions
-    chunks = _line_chunks(fh, _txn_lines(micro_ops) if micro_ops else None)
+    chunks = line_chunks(fh, typed)
     while True:
         try:
             lines = next(chunks, None)
@@ -698,12 +754,17 @@ def _read_ops_fast(fh, source: str, micro_ops: tuple[str, ...] = ()) -> History 
             last_time = t
             p = e.process
             if p == NEMESIS:
-                nemesis.append(Event(pos, t, e.type, p, e.f, e.value, e.node, e.error, e.ts))
+                kept.append(Event(pos, t, e.type, p, e.f, e.value, e.node, e.error, e.ts))
             else:
+                if events:  # type and f repeat on every line; interning keeps one copy of each
+                    kept.append(Event(pos, t, intern(e.type), p, intern(e.f), e.value, e.node, e.error, e.ts))
                 feed(pos, e.type, p, e.f, e.value, t, e.node, e.error, e.ts)
             pos += 1
     h._ops = pairer.ops
-    h.compact = (pos, nemesis)
+    if events:
+        h.events = kept
+    else:
+        h.compact = (pos, kept)
     if backwards:
         h.time_backwards = (backwards[0] + 1, len(backwards))
     return h
@@ -720,15 +781,15 @@ def read_jsonl(path: str | os.PathLike, events: bool = True, micro_ops: tuple[st
     takes as it takes lists: faster to read and smaller to keep.
     """
     source = os.fspath(path)
+    typed = txn_lines(micro_ops) if micro_ops and not events else None
     try:
         with open(source, "rb") as fh:
-            h = _read_fast(fh, source) if events else _read_ops_fast(fh, source, micro_ops)
+            h = _read_fast(fh, source, events, typed)
             if h is None:
                 fh.seek(0)
                 return parse_jsonl_slow(fh, source)
     except OSError as e:
         raise HistoryError(source, None, e.strerror or str(e)) from None
-    h.ops()  # pairing validates the per-process rules now, while we know the file
     return h
 
 

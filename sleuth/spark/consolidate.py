@@ -77,24 +77,18 @@ def keyed_workloads() -> list[str]:
 
 @gc_paused
 def tolerant_events(path: str) -> list:
-    """The lines of a file sleuth's reader refused that are still JSON events (index, type and
-    process of the right kinds), as Events: what the dataset keeps of a damaged history."""
-    from sleuth.history.jsonl import NEMESIS, TYPES, Event
+    """The lines of a file sleuth's reader refused that are still events by the format's rules
+    (`sleuth.history.jsonl.event_from_dict`, each line alone: its index need not be its position),
+    as Events: what the dataset keeps of a damaged history."""
+    from sleuth.history.jsonl import HistoryError, event_from_dict
 
     out = []
     with open(path, "rb") as f:
-        for raw in f:
+        for lineno, raw in enumerate(f, 1):
             try:
-                d = orjson.loads(raw)
-            except orjson.JSONDecodeError:
+                out.append(event_from_dict(orjson.loads(raw), path, lineno, None))
+            except (orjson.JSONDecodeError, HistoryError):
                 continue
-            if not isinstance(d, dict):
-                continue
-            i, typ, p, t = d.get("index"), d.get("type"), d.get("process"), d.get("time")
-            if (type(i) is int and typ in TYPES and type(t) is int
-                    and ((type(p) is int and p >= 0) or p == NEMESIS)):
-                out.append(Event(i, t, typ, p, str(d.get("f")), d.get("value"), d.get("node"),
-                                 d.get("error"), d.get("ts")))
     return out
 
 
@@ -115,8 +109,8 @@ def pair(events: list, keyed: bool):
     """Client operations of `events` (Events, in index order) as a pandas DataFrame with the
     dataset's per-operation columns, and the number of faults the nemesis started.
 
-    Vectorized: client events are ordered by (process, index); an invoke is completed by the
-    next event in that order when that event is the same process's completion.
+    Vectorized (`sleuth.history.jsonl.pair_columns`): an invoke is completed by its process's next
+    event in index order when that event is a completion.
     """
     import numpy as np
     import pandas as pd
@@ -124,7 +118,6 @@ def pair(events: list, keyed: bool):
     stops = stop_names()
     n = len(events)
     index = np.fromiter((e.index for e in events), np.int64, n)
-    client = np.fromiter((type(e.process) is int for e in events), bool, n)
     # fault count at each event: +1 for a started fault, -1 for a heal
     step = np.fromiter((0 if type(e.process) is int else -1 if e.f in stops
                         else 0 if isinstance(e.value, dict) and "error" in e.value else 1 for e in events),
@@ -132,20 +125,16 @@ def pair(events: list, keyed: bool):
     by_index = np.argsort(index, kind="stable")
     active = np.empty(n, np.int64)
     active[by_index] = np.cumsum(step[by_index])
-    pos = np.flatnonzero(client)
-    proc = np.fromiter((events[i].process for i in pos), np.int64, len(pos))
-    perm = np.lexsort((index[pos], proc))
-    order, proc_sorted = pos[perm], proc[perm]
-    is_invoke = np.fromiter((events[i].type == "invoke" for i in order), bool, len(order))
-    nxt = np.full(len(order), -1, np.int64)
-    if len(order) > 1:
-        same = proc_sorted[1:] == proc_sorted[:-1]
-        done = same & ~is_invoke[1:] & is_invoke[:-1]
-        nxt[:-1] = np.where(done, order[1:], -1)
-    inv = order[is_invoke]
-    comp = nxt[is_invoke]
-    by_inv = np.argsort(index[inv], kind="stable")
-    inv, comp = inv[by_inv], comp[by_inv]
+    # sleuth's one pairer, in its columnar form, over the events in index order: it pairs an
+    # invoke with its process's next event when that is a completion, and in a damaged
+    # history (which this keeps) pairs what can be, its breaches set aside.
+    from sleuth.history.jsonl import TYPE_CODES, pair_columns
+
+    process = np.fromiter((e.process if type(e.process) is int else -1 for e in events), np.int64, n)
+    types = np.fromiter((TYPE_CODES[e.type] for e in events), np.int8, n)
+    paired = pair_columns(process[by_index], types[by_index], np.zeros(n, np.int8))
+    inv = by_index[paired.invoke]
+    comp = np.where(paired.complete >= 0, by_index[np.maximum(paired.complete, 0)], -1)
     ivs = [events[i] for i in inv]
     cps = [events[c] if c >= 0 else None for c in comp]
 

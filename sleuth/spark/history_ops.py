@@ -11,10 +11,10 @@ fields continue one another, as if the files were one (that is what makes a
 split history check the same as the whole).
 
 Pairing: in the tasks that decode the lines (`history_pair.py`, which says
-why it is the pairing of the whole history). When a process breaks its
-rules, a window per process ordered by `index` over every event finds the
-first event that does (`pairing_error`), with the messages of
-`sleuth.history.jsonl.Pairer`. Operation ids are invoke ordinals (so a transaction
+why it is the pairing of the whole history), by sleuth's columnar pairer
+(`sleuth.history.jsonl.pair_columns`). When a process breaks its rules, the driver
+streams the files through sleuth's own `Pairer` (`pairing_error`), which
+names the event as `sleuth check` does. Operation ids are invoke ordinals (so a transaction
 is named `T<id>` as `sleuth check` names it). The campaign consolidation's
 Parquet is already paired: its ids are counted per block of indexes.
 
@@ -29,6 +29,7 @@ changed rebuilds it.
 
 from __future__ import annotations
 
+import bisect
 import glob
 import hashlib
 import json
@@ -39,7 +40,17 @@ from collections.abc import Iterator
 
 import orjson
 
-from sleuth.history.jsonl import NEMESIS, History, HistoryError, dumps_event, event_from_dict
+from sleuth.history.jsonl import (
+    NEMESIS,
+    Event,
+    History,
+    HistoryError,
+    OpCount,
+    Pairer,
+    dumps_event,
+    event_from_dict,
+    events_by_rules,
+)
 from sleuth.spark.session import per_task
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
@@ -224,21 +235,11 @@ def arrow_schema(ddl: str):
     return pa.schema([(name, getattr(pa, _ARROW[t])()) for name, t in zip(ddl_columns(ddl), types, strict=True)])
 
 
-def decode_batch(files: list[str], b) -> dict:
-    """One Arrow batch of text lines (+ their file number) as EVENT_SCHEMA column lists.
-
-    A batch of one file's lines goes through the fast reader's decoder in one call, values
-    kept as their JSON text (`sleuth.history.jsonl.RawLine`); a batch it refuses, line by line
-    through `event_from_dict`, which accepts what RULES accept and names each problem."""
-    fnos = b.column("file").to_pylist()
-    lines = b.column("value").to_pylist()
-    same = bool(fnos) and fnos.count(fnos[0]) == len(fnos)
-    cols = _decode_fast(fnos[0], "\n".join(lines).encode()) if same else None
-    return cols if cols is not None else _decode_slow(files, fnos, lines)
-
-
 def decode_block(files: list[str], fno: int, block: bytes) -> dict:
-    """Whole lines of file `fno`, as bytes, as EVENT_SCHEMA column lists (as `decode_batch`)."""
+    """Whole lines of file `fno`, as bytes, as EVENT_SCHEMA column lists: by sleuth's one
+    decoder of history lines in one call, values kept as their JSON text
+    (`sleuth.history.jsonl.decode_raw_lines`); a block it refuses, line by line through
+    `event_from_dict`, which accepts what RULES accept and names each problem."""
     cols = _decode_fast(fno, block)
     if cols is not None:
         return cols
@@ -246,75 +247,67 @@ def decode_block(files: list[str], fno: int, block: bytes) -> dict:
     return _decode_slow(files, [fno] * len(lines), lines)
 
 
-def _decode(files: list[str]):
-    """mapInArrow function: text lines (+ their file number) -> EVENT_SCHEMA batches (Arrow in
-    and out, no pandas: pyspark's pandas conversions cost more than the decoding)."""
-    def run(batches: Iterator) -> Iterator:
-        import pyarrow as pa
-
-        schema = arrow_schema(EVENT_SCHEMA)
-        for b in batches:
-            yield pa.RecordBatch.from_pydict(decode_batch(files, b), schema=schema)
-    return run
+def _stream(files: list[str]) -> Iterator[tuple[str, int, int, Event]]:
+    """(file, line, position, event) of every event of the files, read as `sleuth check` reads
+    one (`sleuth.history.jsonl.events_by_rules`: blank lines skipped, index continuing across files);
+    HistoryError at the first bad line. Constant memory."""
+    pos = 0
+    for source in files:
+        with open(source, "rb") as fh:
+            for lineno, e in events_by_rules(fh, source, 0, pos):
+                yield source, lineno, pos, e
+                pos += 1
 
 
 def first_bad_line(files: list[str]) -> HistoryError | None:
-    """Stream the files as `sleuth check` reads one (blank lines skipped, index
-    continuing across files); the first problem, or None. Constant memory."""
-    expect = 0
-    for source in files:
-        with open(source, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    event_from_dict(orjson.loads(raw), source, lineno, expect)
-                except orjson.JSONDecodeError as e:
-                    return HistoryError(source, lineno, f"not valid JSON ({e})")
-                except HistoryError as e:
-                    return e
-                expect += 1
+    """The first problem of the files' lines (`_stream`), or None."""
+    try:
+        for _ in _stream(files):
+            pass
+    except HistoryError as e:
+        return e
     return None
 
 
-def read_text(spark, files: list[str]):
-    """The files' lines (`value`) with their file's number (`file`), one DataFrame."""
-    from pyspark.sql import functions as F
+class _Where:
+    """Where each event position of the files is, for `Pairer`'s messages (its `history`): a
+    mark where the file or the offset from position to line changes (a blank line)."""
 
-    parts = [spark.read.text(f).withColumn("file", F.lit(i)) for i, f in enumerate(files)]
-    text = parts[0]
-    for p in parts[1:]:
-        text = text.unionByName(p)
-    return text
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.marks: list[tuple[str, int]] = []  # (file, line - position)
+
+    def note(self, source: str, lineno: int, pos: int) -> None:
+        if not self.marks or self.marks[-1] != (source, lineno - pos):
+            self.starts.append(pos)
+            self.marks.append((source, lineno - pos))
+
+    def _at(self, pos: int) -> tuple[str, int]:
+        source, offset = self.marks[bisect.bisect_right(self.starts, pos) - 1]
+        return source, pos + offset
+
+    def line_of(self, pos: int) -> int:
+        return self._at(pos)[1]
+
+    def error(self, pos: int, problem: str) -> HistoryError:
+        return HistoryError(*self._at(pos), problem)
 
 
-def read_events(spark, files: list[str]):
-    return read_text(spark, files).mapInArrow(_decode(files), EVENT_SCHEMA)
-
-
-def _line_of(files: list[str], starts: dict[int, int], fno: int, index: int) -> tuple[str, int]:
-    return files[fno], index - starts[fno] + 1
-
-
-def pairing_error(spark, files: list[str]) -> HistoryError:
-    """The Pairer's message for the first event that breaks a per-process rule, found by a
-    window per process over every event (slow: only for a history known to break one)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    events = read_events(spark, files)
-    w = Window.partitionBy("process").orderBy("index")
-    ev = events.where(F.col("process") != NEMESIS_PROCESS).select(
-        "*", F.lag("type").over(w).alias("p_type"), F.lag("index").over(w).alias("p_index"),
-        F.lag("f").over(w).alias("p_f"))
-    bad = ev.where(
-        ((F.col("type") != "invoke") & (F.col("p_type").isNull() | (F.col("p_type") != "invoke")))
-        | ((F.col("type") == "invoke") & F.col("p_type").isin("invoke", "info"))
-        | ((F.col("type") != "invoke") & (F.col("p_type") == "invoke") & (F.col("f") != F.col("p_f"))))
-    first = bad.orderBy("index").limit(1).collect()
-    if not first:
-        return HistoryError(files[0], None, "a process breaks the per-process rules of the history format")
-    return _pairing_error(spark, events, files, first[0])
+def pairing_error(files: list[str]) -> HistoryError:
+    """The message of sleuth's one pairer (`sleuth.history.jsonl.Pairer`) for the first event that
+    breaks a per-process rule: the files streamed once more through it, keeping no operation
+    (constant memory but the processes in flight). Slow: only for a history known to break one."""
+    where = _Where()
+    pairer = Pairer(where)  # type: ignore[arg-type] - `_Where` is all of a History it asks
+    pairer.ops = OpCount()  # type: ignore[assignment]
+    try:
+        for source, lineno, pos, e in _stream(files):
+            where.note(source, lineno, pos)
+            if e.process != NEMESIS:
+                pairer.feed(pos, e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+    except HistoryError as e:
+        return e
+    return HistoryError(files[0], None, "a process breaks the per-process rules of the history format")
 
 
 def number(ops):
@@ -332,32 +325,6 @@ def number(ops):
     rank = F.row_number().over(Window.partitionBy("block").orderBy("invoke_pos")) - 1
     base = offsets[F.col("block")] if offsets is not None else F.lit(0)
     return ops.select((base + rank).cast("long").alias("id"), *OPS_COLUMNS[1:])
-
-
-def _pairing_error(spark, events, files: list[str], r) -> HistoryError:
-    """The Pairer's message for the event `r` that breaks a per-process rule, with
-    lines counted in each file (a file's first index is its line 1)."""
-    from pyspark.sql import functions as F
-
-    starts = {x["file"]: x["s"] for x in events.groupBy("file").agg(F.min("index").alias("s")).collect()}
-    src, line = _line_of(files, starts, r["file"], r["index"])
-
-    def line_at(index: int) -> int:  # an earlier event: in the last file starting at or before it
-        return index - max(s for s in starts.values() if s <= index) + 1
-
-    p, typ = r["process"], r["type"]
-    if typ != "invoke" and r["p_type"] != "invoke":
-        problem = f"{typ} for process {p} with no invoke before it"
-    elif typ == "invoke" and r["p_type"] == "invoke":
-        problem = (f"process {p} invokes while its operation from line {line_at(r['p_index'])} is still "
-                   "in flight")
-    elif typ == "invoke":
-        problem = (f"process {p} is used again after its info at line {line_at(r['p_index'])} (a crashed "
-                   "process must not be reused)")
-    else:
-        problem = (f"{typ} of f={r['f']!r} completes an invoke of f={r['p_f']!r} "
-                   f"(line {line_at(r['p_index'])})")
-    return HistoryError(src, line, problem)
 
 
 def consolidated(spark, path: str):

@@ -2,11 +2,15 @@
 
 A task reads a byte range of a file itself (the lines that begin in it,
 Hadoop's rule for text splits): consecutive lines, so (in a valid history)
-consecutive indexes. It decodes them (`history_ops._decode_fast`, or the
-rules path) and pairs as it goes: a process has at most one operation in
-flight (docs/history-format.md), so an invoke's completion is the next event of the same
-process, and within a run of consecutive indexes (a *segment*) that next
-event is in the same segment unless the operation is still open at its end.
+consecutive indexes. It decodes them a block at a time
+(`history_ops.decode_block`: sleuth's one decoder of history lines, or the
+rules path) and pairs each run of consecutive indexes in a block (a
+*segment*) by sleuth's columnar pairer (`sleuth.history.jsonl.pair_columns`, open
+at both ends): a process has at most one operation in flight
+(docs/history-format.md), so an invoke's completion is the next event of the
+same process, which is in the same segment unless the operation is still
+open at its end. The process column says -1 for the nemesis, which the
+pairer leaves out.
 So each task writes, for every segment it read:
 
 - `op` rows: operations invoked and completed inside the segment, paired
@@ -37,8 +41,9 @@ one segment, its first in a later one with no event of it in between),
 which are exactly a tail and the next head of that process in index order.
 
 Bad input: a problem anywhere makes the driver name the first bad line as
-`sleuth check` would (`history_ops.first_bad_line`, or the window pairing
-of `history_ops.pairing_error` for a per-process rule): slow, and only then.
+`sleuth check` would (`history_ops.first_bad_line`, or, for a per-process
+rule, `history_ops.pairing_error`: the files streamed through sleuth's own
+`Pairer`): slow, and only then.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-from sleuth.spark.history_ops import NEMESIS_PROCESS, OPS_SCHEMA, arrow_schema, ddl_columns
+from sleuth.spark.history_ops import OPS_SCHEMA, arrow_schema, ddl_columns
 from sleuth.spark.session import per_task
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
@@ -56,17 +61,6 @@ ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f
 _NAMES = ddl_columns(ROWS_SCHEMA)
 # the op rows' columns, in the files the tasks write
 OP_SCHEMA = "`seg` BIGINT, `rank` BIGINT, " + OPS_SCHEMA.split(", ", 1)[1]  # OPS_SCHEMA, id to come
-
-
-class _Segment:
-    """What a task knows of the segment it is reading."""
-
-    def __init__(self, lo: int, file: int, time: int) -> None:
-        self.lo, self.hi, self.file, self.first_time = lo, lo - 1, file, time
-        self.invokes = 0
-        self.problem: str | None = None
-        self.last: dict[int, tuple[str, int, str]] = {}  # process -> (type, index, f) of its last event
-        self.open: dict[int, tuple] = {}  # process -> (rank, index, time, f, value, node) of its open invoke
 
 
 class _Rows:
@@ -83,66 +77,90 @@ class _Rows:
         for c, v in zip(self.cols.values(), row, strict=True):
             c.append(v)
 
+    def extend(self, kind: str, seg: int, n: int, cols: dict[str, list]) -> None:
+        """`n` rows of kind `kind` at once, their columns in `cols` (the others null)."""
+        for c, v in self.cols.items():
+            v += cols[c] if c in cols else [kind] * n if c == "kind" else [seg] * n if c == "seg" else [None] * n
+
     def __len__(self) -> int:
         return len(self.cols["kind"])
 
 
-def _close(seg: _Segment, rows: _Rows) -> None:
-    """The tail rows and the seg row of a segment the task has read to its end."""
-    for p, (typ, index, f) in seg.last.items():
-        o = seg.open.get(p)
-        if o is not None:  # its last event is the open invoke
-            rank, ipos, itime, f, value, node = o
-            rows.add("tail", seg.lo, rank=rank, process=p, f=f, type="invoke", value=value, invoke_pos=ipos,
-                     invoke_time=itime, node=node)
-        else:
-            rows.add("tail", seg.lo, process=p, f=f, type=typ, invoke_pos=index)
-    rows.add("seg", seg.lo, rank=seg.invokes, invoke_time=seg.first_time, file=seg.file, hi=seg.hi,
-             problem=seg.problem)
+def _pair_block(cols: dict, rows: _Rows) -> None:
+    """Pair one decoded block (EVENT_SCHEMA columns of whole lines of one file) into `rows`:
+    each run of consecutive indexes in it is a segment."""
+    import numpy as np
+
+    from sleuth.history.jsonl import TYPE_CODES
+
+    problems = cols["problem"]
+    n = len(problems)
+    if any(p is not None for p in problems):  # a line the rules refuse: the driver will name it
+        for fno, problem in zip(cols["file"], problems, strict=True):
+            if problem is not None:
+                rows.add("seg", -1, file=fno, problem=problem)
+        return
+    if not n:
+        return
+    index = np.array(cols["index"], np.int64)
+    bounds = [0, *(np.flatnonzero(np.diff(index) != 1) + 1).tolist(), n]
+    process = np.array(cols["process"], np.int64)
+    types = np.fromiter(map(TYPE_CODES.__getitem__, cols["type"]), np.int8, n)
+    f_ids: dict[str, int] = {}
+    fs = np.fromiter((f_ids.setdefault(f, len(f_ids)) for f in cols["f"]), np.int64, n)
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        seg = {c: v[a:b] for c, v in cols.items()}
+        _pair_segment(seg, index[a:b], process[a:b], types[a:b], fs[a:b], rows)
 
 
-def _pair_columns(cols: dict, state: list, rows: _Rows) -> None:
-    """Pair one decoded batch (EVENT_SCHEMA columns) into `rows`; `state[0]` is the open segment."""
-    seg: _Segment | None = state[0]
-    it = zip(cols["file"], cols["index"], cols["time"], cols["type"], cols["process"], cols["f"], cols["value"],
-             cols["node"], cols["error"], cols["ts"], cols["problem"], strict=True)
-    for fno, index, time, typ, p, f, value, node, error, ts, problem in it:
-        if problem is not None:  # a line the rules refuse: the driver will name it
-            rows.add("seg", -1, file=fno, problem=problem)
-            continue
-        if seg is None or index != seg.hi + 1 or fno != seg.file:
-            if seg is not None:
-                _close(seg, rows)
-            seg = _Segment(index, fno, time)
-        seg.hi = index
-        if p == NEMESIS_PROCESS:
-            continue
-        last = seg.last.get(p)
-        if last is None:  # its first event here: what a boundary check and pairing need
-            if typ == "invoke":
-                rows.add("head", seg.lo, process=p, f=f, type=typ, complete_pos=index)
-            else:
-                rows.add("head", seg.lo, process=p, f=f, type=typ, value=value, complete_pos=index,
-                         complete_time=time, node=node, error=error, ts=ts)
-        if typ == "invoke":
-            if last is not None and last[0] in ("invoke", "info") and seg.problem is None:
-                seg.problem = f"process {p} breaks the pairing rules at index {index}"
-            seg.open[p] = (seg.invokes, index, time, f, value, node)
-            seg.invokes += 1
+def _pair_segment(c: dict, index, process, types, fs, rows: _Rows) -> None:
+    """The rows of one segment (module docstring), paired by sleuth's columnar pairer
+    (`sleuth.history.jsonl.pair_columns`), open at both ends: a process's first event here may
+    complete an invoke of an earlier segment (a head), its last may be an invoke still open
+    (a tail)."""
+    import numpy as np
+
+    from sleuth.history.jsonl import pair_columns
+
+    lo = int(index[0])
+    paired = pair_columns(process, types, fs, open_ends=True)
+    problem = None
+    if paired.bad >= 0:
+        problem = f"process {process[paired.bad]} breaks the pairing rules at index {index[paired.bad]}"
+    inv, ret = paired.invoke, paired.complete
+    done = np.flatnonzero(ret >= 0)
+    i, r = inv[done].tolist(), ret[done].tolist()
+    typ, value, node, time = c["type"], c["value"], c["node"], c["time"]
+    ops = {
+        "rank": done.tolist(), "process": [c["process"][x] for x in i], "f": [c["f"][x] for x in i],
+        "type": [typ[x] for x in r],
+        "value": [value[y] if typ[y] == "ok" and value[y] != "null" else value[x] for x, y in zip(i, r, strict=True)],
+        "invoke_pos": [c["index"][x] for x in i], "complete_pos": [c["index"][y] for y in r],
+        "invoke_time": [time[x] for x in i], "complete_time": [time[y] if typ[y] != "info" else None for y in r],
+        "node": [node[y] if node[y] is not None else node[x] for x, y in zip(i, r, strict=True)],
+        "error": [c["error"][y] for y in r], "ts": [c["ts"][y] for y in r],
+    }
+    rows.extend("op", lo, len(i), ops)
+    client = process >= 0
+    who = process[client]
+    at = np.flatnonzero(client)
+    _, first = np.unique(who, return_index=True)
+    _, last = np.unique(who[::-1], return_index=True)
+    rank_of = dict(zip(inv.tolist(), range(len(inv))))
+    for x in at[first].tolist():
+        if typ[x] == "invoke":
+            rows.add("head", lo, process=c["process"][x], f=c["f"][x], type=typ[x], complete_pos=c["index"][x])
         else:
-            o = seg.open.pop(p, None)
-            if o is not None:
-                rank, ipos, itime, if_, ivalue, inode = o
-                if if_ != f and seg.problem is None:
-                    seg.problem = f"process {p} breaks the pairing rules at index {index}"
-                rows.add("op", seg.lo, rank=rank, process=p, f=if_, type=typ,
-                         value=value if typ == "ok" and value != "null" else ivalue, invoke_pos=ipos,
-                         complete_pos=index, invoke_time=itime, complete_time=time if typ != "info" else None,
-                         node=node if node is not None else inode, error=error, ts=ts)
-            elif last is not None and seg.problem is None:  # a completion with no invoke before it
-                seg.problem = f"process {p} breaks the pairing rules at index {index}"
-        seg.last[p] = (typ, index, f)
-    state[0] = seg
+            rows.add("head", lo, process=c["process"][x], f=c["f"][x], type=typ[x], value=value[x],
+                     complete_pos=c["index"][x], complete_time=time[x], node=node[x], error=c["error"][x],
+                     ts=c["ts"][x])
+    for x in at[len(at) - 1 - last].tolist():
+        if typ[x] == "invoke":  # its last event is an invoke still open
+            rows.add("tail", lo, rank=rank_of[x], process=c["process"][x], f=c["f"][x], type="invoke",
+                     value=value[x], invoke_pos=c["index"][x], invoke_time=time[x], node=node[x])
+        else:
+            rows.add("tail", lo, process=c["process"][x], f=c["f"][x], type=typ[x], invoke_pos=c["index"][x])
+    rows.add("seg", lo, rank=len(inv), invoke_time=time[0], file=c["file"][0], hi=int(index[-1]), problem=problem)
 
 
 def _writer(staging: str, sub: str, i: int, ddl: str):
@@ -212,15 +230,10 @@ def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int,
             for i in b.column("id").to_pylist():
                 fno, start, end = ranges[i]
                 out = [_writer(staging, "op", i, OP_SCHEMA), _writer(staging, "ends", i, ROWS_SCHEMA)]
-                state: list = [None]
                 try:
                     for block in read_lines(files[fno], start, end):
                         rows = _Rows()
-                        _pair_columns(decode_block(files, fno, block), state, rows)
-                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
-                    if state[0] is not None:
-                        rows = _Rows()
-                        _close(state[0], rows)
+                        _pair_block(decode_block(files, fno, block), rows)
                         n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
                     for writer, tmp, final in out:
                         writer.close()
@@ -275,7 +288,7 @@ def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
             err = HistoryError(files[0], None, "the files' indexes do not run 0, 1, 2, ... in name order")
         raise err
     if any(s[5] is not None for s in segs):
-        raise pairing_error(spark, files)
+        raise pairing_error(files)
     offsets, total = [], 0
     for lo, _hi, _file, invokes, _time, _problem in segs:
         offsets.append((lo, total))
@@ -308,7 +321,7 @@ def across_segments(spark, ends_dir: str, files: list[str]):
         if crossing is None:
             from sleuth.spark.history_ops import pairing_error
 
-            raise pairing_error(spark, files)
+            raise pairing_error(files)
         out.append(pa.Table.from_pydict(crossing, schema=arrow_schema(OP_SCHEMA)))
     return pa.concat_tables(out)
 
@@ -317,11 +330,10 @@ def _crossing(t) -> dict | None:
     """The operations paired across boundaries from head and tail rows `t` (all the rows of
     each process in `t`), as OP_SCHEMA columns; None when a process breaks its rules.
 
-    Per process, in index order (a head before a tail at the same index: one event as both):
-    after a tail, a head completion must complete the tail's invoke of the same f, and a head
-    invoke must not follow an invoke or info in flight; a process's first row must not be a
-    completion. A tail invoke is completed by the next row when that is a completion head,
-    else it never completes (info)."""
+    Per process, in index order (a head before a tail at the same index: one event as both),
+    the only consecutive events not yet checked are a tail and the next head, and a process's
+    first head: the pairer's rules apply to exactly those. A tail invoke is completed by the
+    next head when that is its completion, else it never completes (info)."""
     import numpy as np
 
     head = np.asarray(t["kind"].to_numpy(zero_copy_only=False) == "head")
@@ -333,27 +345,25 @@ def _crossing(t) -> dict | None:
     col = {c: np.array(t[c].to_pylist() + [None], dtype=object)[:-1][order] for c in t.column_names}
     head, process = head[order], process[order]
     typ = col["type"]
-    comp = typ != "invoke"
-    same_prev = np.zeros(len(order), bool)
-    same_prev[1:] = process[1:] == process[:-1]
-    after_tail = np.zeros(len(order), bool)
-    after_tail[1:] = ~head[:-1]
-    after_tail &= same_prev
-    p_type = np.roll(typ, 1)
-    p_f = np.roll(col["f"], 1)
-    f_differs = np.array([a is not None and b is not None and a != b for a, b in zip(p_f, col["f"], strict=True)],
-                         dtype=bool)
-    bad = head & ((comp & ~same_prev)
-                  | (after_tail & comp & (p_type != "invoke"))
-                  | (after_tail & ~comp & ((p_type == "invoke") | (p_type == "info")))
-                  | (after_tail & comp & (p_type == "invoke") & f_differs))
-    if bad.any():
+    # Sleuth's columnar pairer over boundaries: each tail with the next head of its process,
+    # open at the front (a tail may be a completion); a process's first head alone, closed
+    # (a completion there has no invoke anywhere).
+    from sleuth.history.jsonl import TYPE_CODES, pair_columns
+
+    first = np.zeros(len(order), bool)
+    first[np.unique(process, return_index=True)[1]] = True  # sorted by process: its first row
+    boundary = np.cumsum(~head | first)  # a number per (tail, next head), and per first head
+    types = np.fromiter(map(TYPE_CODES.__getitem__, typ), np.int8, len(order))
+    f_ids: dict = {}
+    fs = np.fromiter((f_ids.setdefault(f, len(f_ids)) for f in col["f"]), np.int64, len(order))
+    paired = pair_columns(boundary, types, fs, open_ends=True)
+    if paired.bad >= 0 or pair_columns(np.where(head & first, boundary, -1), types, fs).bad >= 0:
         return None
+    completed_by = dict(zip(paired.invoke.tolist(), paired.complete.tolist(), strict=True))
     out: dict[str, list] = {c: [] for c in ddl_columns(OP_SCHEMA)}
-    last = len(order) - 1
-    for i in np.flatnonzero(~head & ~comp):  # tail invokes: operations open at a segment's end
-        nx = i + 1
-        done = i < last and process[nx] == process[i] and head[nx] and comp[nx]
+    for i in np.flatnonzero(~head & (types == 0)).tolist():  # tail invokes: open at a segment's end
+        nx = completed_by[i]
+        done = nx >= 0
         kind = typ[nx] if done else "info"
         value = col["value"][nx] if done else None
         for c in ("seg", "rank", "process", "f", "invoke_pos", "invoke_time"):
