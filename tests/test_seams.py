@@ -48,3 +48,20 @@ def test_faults_workloads_and_checkers():
         assert not {m for m in _members(seams.Workload) if not hasattr(cls, m)}
     for spec in CHECKERS.values():
         assert callable(spec.checker())
+
+
+def test_the_runner_and_the_nemeses_ask_a_target_only_what_its_seam_names():
+    """Issue 45: the nemeses and the runner reached a target's handles through getattr
+    (add_coordinator, set_clock, retire_coordinator, socket_of, use_upstream, then runtime_name
+    and workload), so a target lacking one failed late or silently. The seam names them all
+    (test_targets checks every target has them); no caller probes a target by name."""
+    import os
+    import re
+
+    from source_tree import sources
+
+    probes = [f"{path}: {m.group(0)}" for path, text in sources()
+              if path.startswith((os.path.join("sleuth", "run"), os.path.join("sleuth", "cli"),
+                                  os.path.join("sleuth", "campaign"), "nemesis"))
+              for m in re.finditer(r"\b(get|has)attr\([\w.]*target\b[^)]*\)", text)]
+    assert probes == []

@@ -229,8 +229,7 @@ def _check_cell(cell: dict, runtime: str | None, where: str, bad, targets: dict)
         target = targets[key]
         parse_mix(cell["nemesis"], target)
         refuse_upstream(target, WORKLOADS[cell["workload"]])
-        if hasattr(target, "workload"):  # a target with workloads of its own (etcd) may lack this one
-            target.workload(cell["workload"], 1)
+        target.workload(cell["workload"], 1)  # a target with workloads of its own (etcd) may lack this one
     except Unsupported as e:
         raise bad(where, f"{run_id(cell)}: {e}") from None
     iso = cell["isolation"] or target.default_isolation()
