@@ -46,11 +46,12 @@ append no read has shown yet is forgotten *floating* (its batch and its place
 in it, so the read that finally shows the append orders it without a gap).
 With no gap and nothing found, its verdict is offline's and `sleuth check
 --follow` skips the offline pass (`Engine.certified`). What it keeps is the
-transactions not yet forgettable (flat under a database that keeps up), a
+transactions not yet forgettable (flat under a database that keeps up); a
 summary of each forgotten key (its order's length and hash, its unseen
-appends) and each floating writer: about 180 and 100 bytes, so a history
-whose keys are retired with appends no read has shown until a final read
-grows by that much per key (`list_append`, "Memory"). The register engine
+appends) and a record of each floating writer go to a private temporary
+SQLite database with a bounded page cache (`spill`), so a history whose keys
+are retired with appends no read has shown until a final read grows a file
+by some 60 bytes each, not the process (`list_append`, "Memory"). The register engine
 cuts each key at its quiet moments (`register`, "Memory") and certifies too
 when no cut may have used a crashed write twice ("Certified verdicts"
 there). The rw-register engine forgets the sources of its graph as

@@ -119,7 +119,8 @@ name the aborted read instead; it is reported when reads have shown every such
 writer's appends, each after appends of committed transactions only (then the edges
 are offline's: `_confirm`), and otherwise left to the final pass. A registered writer forgotten is
 *floating*: it keeps (`floating`) its batch (the sweep that forgot it), a bit, and
-`anc`, the floating writers of its batch that reach it. When a later read places the
+`anc`, the floating writers of its batch that reach it (`_batch`; read from the graph
+before any of the batch leaves it). When a later read places the
 append, the edges into it from the order's last writer and readers are already
 known; the only new edges are ww between consecutive newly shown appends (and from
 the new last one into appends still unseen), between two floating writers. Such a
@@ -155,16 +156,18 @@ gets cycles online (so that cycles a weaker model allows are seen, as
 offline sees them: their edge then leaves a gap).
 
 What stays, then, beyond the transactions not yet forgettable: each
-forgotten key's summary (JSON in bytes of its own size, `_pack`: some 180
-bytes a key with its dict entry) until the end, and each floating writer's
-record (one packed int, `_float`, and its `anc` only when not empty: some 100
-bytes) until a read shows its appends. Neither can go sooner without a gap:
-a final read of the key may come at any time and must be checked against
-the order and the appends it left unseen. So a history over a fixed set of
-keys stays flat, and one that retires keys grows by a summary per retired
-key and a record per floating writer not yet revealed: `sleuth sim` retires
-39 keys per 1,000 transactions, whose last appends (1.7 floating writers a
-key) only the final reads show, some 15 MiB a million transactions.
+forgotten key's summary (JSON, `_pack`, some 85 bytes) until the end, and each
+floating writer's record (one packed 64-bit int, `_float`) until a read shows
+its appends. Neither can go sooner without a gap: a final read of the key may
+come at any time and must be checked against the order and the appends it
+left unseen. Both are held in a `Spill` (`checker/online/spill.py`): a
+private temporary SQLite database, whose page cache is bounded, so they grow a
+file, not the process (`sleuth sim` retires 39 keys per 1,000 transactions,
+whose last appends, 1.7 floating writers a key, only the final reads show: as
+Python objects, some 15 MiB a million transactions). In memory stays a
+batch's state while any of its writers floats (`_batch`: the ancestors inside
+the batch, as their difference from real-time order, marshalled: a few ints
+and some hundreds of bytes a batch).
 
 **Certified verdicts.** When the history ends (`finish`), the edges offline
 adds for appends no read saw are presented, and `certified()` is true when
@@ -229,8 +232,9 @@ def _batch(ok: int, ancs: list[int]) -> list:
     *reference* (every ok writer below it), the difference (xor). Real-time order makes
     every writer that completed before another began its ancestor, so a set mostly is its
     reference: in a sim history, half of them exactly, the rest by one to five bits of
-    the writers concurrent with it, where the sets themselves hold some 700 bits in a batch
-    of 1,400 writers. (Held whole, they cost more than the rest of the engine's memory.)
+    the writers concurrent with it, where the sets themselves hold some 70 bits in a batch
+    of 140 writers (700 of 1,400 with sweeps from 20,000; held whole, they cost more than
+    the rest of the engine's memory).
     And d is kept marshalled (one bytes object, a fifth of a dict's size; only a late
     edge into the batch reads it). A writer shown (`_revealed`) leaves `live`; its entry
     in d stays, read by nobody, until the batch goes."""
