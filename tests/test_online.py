@@ -199,6 +199,103 @@ def test_no_cycle_through_a_transaction_that_then_fails():
     assert [(f.name, f.line) for f in found] == [("G-single", 8)]
 
 
+def test_a_late_edge_against_a_path_inside_one_batch_is_a_gap():
+    """T0 appends 1 to j and 2 to k; T1 reads j = [1] (wr T0 -> T1) and appends 1 to k.
+    Both are forgotten in one sweep with their appends to k unseen (floating); then a read
+    of k = [1, 2] puts T1's append first (ww T1 -> T0): a cycle (G1c), offline's verdict.
+    The late edge runs against T0 -> T1 inside the batch: a gap, never a certified valid
+    verdict. (The ancestors of a batch's writers were read after the first of them had
+    left the graph, taking its edges with it, so they were always empty: certified.)"""
+    ev = [("invoke", 0, [["append", "j", 1], ["append", "k", 2]]),
+          ("ok", 0, [["append", "j", 1], ["append", "k", 2]]),
+          ("invoke", 1, [["r", "j", None], ["append", "k", 1]]), ("ok", 1, [["r", "j", [1]], ["append", "k", 1]]),
+          ("invoke", 2, [["r", "k", None]]), ("ok", 2, [["r", "k", [1, 2]]])]
+    events = [Event(i, i, t, p, "txn", v) for i, (t, p, v) in enumerate(ev)]
+    for model in ("serializable", "strict-serializable"):
+        assert "G1c" in list_append.check(History(events, "h"), model).anomaly_types
+        e = ListAppendEngine(History([], "h"), model, lambda f: None, sweep=3)
+        feed = Feed(e.history, e)
+        for x in events:
+            feed.event(x.type, x.process, x.f, x.value, x.time)
+        e.finish()
+        assert e.nbatch == 1 and len(e.floating) == 0  # one batch of both, then shown
+        assert e.gaps == {"edge into a forgotten transaction": 1} and not e.certified()
+
+
+def test_a_batch_s_ancestors_stay_exact_as_late_edges_join():
+    """`_batch`/`_anc`/`_join` against brute force: random DAGs on a batch's writers (bits
+    in topological order, some completed info), then random late edges, each refused
+    exactly when it closes a cycle with the edges so far, and every live writer's ancestors
+    equal to reachability in the graph, after each edge and each writer shown."""
+    from sleuth.checker.online.list_append import _anc, _batch, _join
+
+    rnd = random.Random(4731)
+    joined = refused = 0
+    for _ in range(300):
+        m = rnd.randint(1, 14)
+        edges = {(a, b) for b in range(m) for a in range(b) if rnd.random() < rnd.choice([0.1, 0.5, 0.9])}
+        ok = sum(1 << b for b in range(m) if rnd.random() < 0.8)
+
+        def ancestors(b, edges=edges):
+            seen, stack = set(), [b]
+            while stack:
+                n = stack.pop()
+                for x, y in edges:
+                    if y == n and x not in seen:
+                        seen.add(x)
+                        stack.append(x)
+            return sum(1 << x for x in seen)
+
+        batch = _batch(ok, [ancestors(b) for b in range(m)])
+        live = set(range(m))
+        for _ in range(rnd.randint(0, 12)):
+            if rnd.random() < 0.2 and len(live) > 1:  # a writer shown: no longer kept up to date
+                w = rnd.choice(sorted(live))
+                live.discard(w)
+                batch[1] &= ~(1 << w)  # as `_revealed` does
+                continue
+            a, b = rnd.sample(sorted(live), 2) if len(live) > 1 else (None, None)
+            if a is None:
+                break
+            closes = ancestors(a) >> b & 1
+            assert _join(batch, a, b) is (not closes), (m, edges, a, b)
+            if closes:
+                refused += 1
+            else:
+                joined += 1
+                edges.add((a, b))
+            for w in live:
+                assert _anc(batch, w) == ancestors(w), (m, sorted(edges), w)
+    assert joined > 300 and refused > 100, (joined, refused)
+
+
+def test_spill_is_a_dict():
+    """`Spill` (forgotten keys' summaries and floating writers' records, held in SQLite) answers
+    as a dict does, for the keys a history may have (equal ints, bools and integral floats
+    are one key, as in a dict; big ints and other floats in the dict beside)."""
+    from sleuth.checker.online.spill import Spill
+
+    rnd = random.Random(11)
+    keys = [0, 1, True, False, 1.0, 2.5, -(1 << 63), (1 << 63) - 1, 1 << 63, -(1 << 70), "a", "", "1", 7, 7.0,
+            float("inf"), None]
+    values = [b"", b"x" * 100, 0, -1, (1 << 63) - 1, 1 << 63, 1 << 80]
+    s, d = Spill(), {}
+    for _ in range(3000):
+        k = rnd.choice(keys)
+        what = rnd.random()
+        if what < 0.4:
+            v = rnd.choice(values)
+            s[k] = v
+            d[k] = v
+        elif what < 0.55:
+            assert s.pop(k, "none") == d.pop(k, "none")
+        else:
+            assert (k in s) == (k in d) and s.get(k) == d.get(k)
+        assert len(s) == len(d)
+    assert sorted(map(repr, (v for _, v in s.items()))) == sorted(map(repr, d.values()))
+    s.close()
+
+
 @pytest.mark.parametrize("db", ["serializable", "stale-reads"])
 def test_list_append_memory_is_flat_over_a_long_stream(tmp_path, db):
     """30,000 simulated transactions, swept from 1,000 kept on: what the engine keeps
@@ -233,6 +330,10 @@ def test_list_append_memory_is_flat_over_a_long_stream(tmp_path, db):
     assert all(v <= 3 * 2000 for v in (early["ops"], late["ops"])), (early, late)
     assert all(late[k] <= 4 * max(early[k], 1000) for k in early), (early, late)
     assert engine.forgotten > 25_000
+    # what retired keys and floating writers leave is held in SQLite, not as Python objects:
+    # only a batch's state (a few ints and a marshalled difference) per 1,000 transactions
+    assert len(engine.dead) > 700 and not engine.dead.other and not engine.floating.other
+    assert len(engine.batches) <= engine.nbatch <= 60, (len(engine.batches), engine.nbatch)
     engine.finish()
     if db == "serializable":
         # the final reads show appends whose writers were forgotten long before: their order

@@ -46,11 +46,12 @@ append no read has shown yet is forgotten *floating* (its batch and its place
 in it, so the read that finally shows the append orders it without a gap).
 With no gap and nothing found, its verdict is offline's and `sleuth check
 --follow` skips the offline pass (`Engine.certified`). What it keeps is the
-transactions not yet forgettable (flat under a database that keeps up), a
+transactions not yet forgettable (flat under a database that keeps up); a
 summary of each forgotten key (its order's length and hash, its unseen
-appends) and each floating writer: about 180 and 100 bytes, so a history
-whose keys are retired with appends no read has shown until a final read
-grows by that much per key (`list_append`, "Memory"). The register engine
+appends) and a record of each floating writer go to a private temporary
+SQLite database with a bounded page cache (`spill`), so a history whose keys
+are retired with appends no read has shown until a final read grows a file
+by some 60 bytes each, not the process (`list_append`, "Memory"). The register engine
 cuts each key at its quiet moments (`register`, "Memory") and certifies too
 when no cut may have used a crashed write twice ("Certified verdicts"
 there). The rw-register engine forgets the sources of its graph as
@@ -117,6 +118,28 @@ class Feed:
         op = pairer.in_flight.get(process)
         pairer.feed(pos, typ, process, f, value, time_, node, error, ts)
         self.engine.completed(op, time_)
+
+    def events(self, run: list) -> None:
+        """`event` for each of `run` (objects with its arguments as fields), in one loop:
+        the same calls, without one of its own an event (`sleuth.history.follow`'s fast reader
+        hands whole blocks)."""
+        pairer, engine = self.pairer, self.engine
+        feed, in_flight, ops = pairer.feed, pairer.in_flight, pairer.ops
+        invoked, completed = engine.invoked, engine.completed
+        for e in run:
+            pos = self.pos
+            self.pos = pos + 1
+            process = e.process
+            if process == "nemesis":
+                continue
+            typ, time_ = e.type, e.time
+            if typ == "invoke":
+                feed(pos, typ, process, e.f, e.value, time_, e.node, e.error, e.ts)
+                invoked(ops.last, time_)
+            else:
+                op = in_flight.get(process)
+                feed(pos, typ, process, e.f, e.value, time_, e.node, e.error, e.ts)
+                completed(op, time_)
 
 
 def engine_for(workload: str, history: History, model: str | None, report: Callable[[Found], None],

@@ -119,7 +119,8 @@ name the aborted read instead; it is reported when reads have shown every such
 writer's appends, each after appends of committed transactions only (then the edges
 are offline's: `_confirm`), and otherwise left to the final pass. A registered writer forgotten is
 *floating*: it keeps (`floating`) its batch (the sweep that forgot it), a bit, and
-`anc`, the floating writers of its batch that reach it. When a later read places the
+`anc`, the floating writers of its batch that reach it (`_batch`; read from the graph
+before any of the batch leaves it). When a later read places the
 append, the edges into it from the order's last writer and readers are already
 known; the only new edges are ww between consecutive newly shown appends (and from
 the new last one into appends still unseen), between two floating writers. Such a
@@ -155,16 +156,18 @@ gets cycles online (so that cycles a weaker model allows are seen, as
 offline sees them: their edge then leaves a gap).
 
 What stays, then, beyond the transactions not yet forgettable: each
-forgotten key's summary (JSON in bytes of its own size, `_pack`: some 180
-bytes a key with its dict entry) until the end, and each floating writer's
-record (one packed int, `_float`, and its `anc` only when not empty: some 100
-bytes) until a read shows its appends. Neither can go sooner without a gap:
-a final read of the key may come at any time and must be checked against
-the order and the appends it left unseen. So a history over a fixed set of
-keys stays flat, and one that retires keys grows by a summary per retired
-key and a record per floating writer not yet revealed: `sleuth sim` retires
-39 keys per 1,000 transactions, whose last appends (1.7 floating writers a
-key) only the final reads show, some 15 MiB a million transactions.
+forgotten key's summary (JSON, `_pack`, some 85 bytes) until the end, and each
+floating writer's record (one packed 64-bit int, `_float`) until a read shows
+its appends. Neither can go sooner without a gap: a final read of the key may
+come at any time and must be checked against the order and the appends it
+left unseen. Both are held in a `Spill` (`checker/online/spill.py`): a
+private temporary SQLite database, whose page cache is bounded, so they grow a
+file, not the process (`sleuth sim` retires 39 keys per 1,000 transactions,
+whose last appends, 1.7 floating writers a key, only the final reads show: as
+Python objects, some 15 MiB a million transactions). In memory stays a
+batch's state while any of its writers floats (`_batch`: the ancestors inside
+the batch, as their difference from real-time order, marshalled: a few ints
+and some hundreds of bytes a batch).
 
 **Certified verdicts.** When the history ends (`finish`), the edges offline
 adds for appends no read saw are presented, and `certified()` is true when
@@ -184,7 +187,7 @@ engine and skips the offline pass; otherwise it runs it.
 
 from __future__ import annotations
 
-from array import array
+import marshal
 from typing import Any
 
 import orjson
@@ -194,27 +197,94 @@ from sleuth.checker import models, txn
 from sleuth.checker.list_append import _reads_against_own, _show
 from sleuth.checker.online import Found, lines_of, now
 from sleuth.checker.online.order import Order
+from sleuth.checker.online.spill import Spill
 from sleuth.history.jsonl import History, Op, as_written
 
 MAX_REPORTS = 8  # cycles reported online per type; the rest are counted
-SWEEP = 20_000  # transactions kept before the first sweep (see "Memory" above)
+SWEEP = 2_000  # transactions kept before the first sweep (see "Memory" above)
 MAX_HELD = 1_000  # cycles held for reads to confirm (`_confirm`); beyond, the final pass finds them
 WEIGHT = 50  # or micro-ops and elements read by them, per transaction of SWEEP (`_weight`)
 MISSING = "acknowledged-append-missing"  # `Engine._missing`'s rule
 PRE = 8  # added to an edge's kind: an edge into a registered writer, true before any read places it
 
 
-# A floating writer's record, packed in one int (a list of six cost some 200 bytes a writer;
-# a sim history has 68,000 floating writers per million transactions until its final reads):
-# bit 0 incomplete, bit 1 info (the writer completed info), bits 2-33 its bit in its batch,
-# bits 34-65 its batch, bits 66 and up how many of its registered appends no read has shown.
-_INCOMPLETE, _INFO, _BIT, _NB, _LEFT = 1, 2, 2, 34, 66
-_M32 = (1 << 32) - 1
+# A floating writer's record, packed in one 64-bit int (held in a `Spill`, out of Python
+# objects: a sim history has 68,000 floating writers per million transactions until its
+# final reads): bit 0 incomplete, bit 1 info (the writer completed info), bits 2-25 its bit
+# in its batch, bits 26-49 its batch, bits 50-62 how many of its registered appends no read
+# has shown. A writer whose fields would not fit is not made floating (an edge into it is
+# then a gap: sound, and never met below 16 million batches).
+_INCOMPLETE, _INFO, _BIT, _NB, _LEFT = 1, 2, 2, 26, 50
+_M24 = (1 << 24) - 1
+_MAXLEFT = 1 << 13
 _LEFT1 = 1 << _LEFT
 
 
 def _float(batch: int, bit: int, left: int, info: bool) -> int:
     return left << _LEFT | batch << _NB | bit << _BIT | (_INFO if info else 0)
+
+
+def _batch(ok: int, ancs: list[int]) -> list:
+    """A batch's floating writers' ancestors in it, as kept: `ancs[bit]` is the set of bits
+    of those that reach writer `bit` (bits in the batch's topological order, so all below
+    `bit` at first); `ok` those of the writers that completed ok. Kept as [ok, live, d]:
+    `live` the bits still floating, and `d`, for each writer whose set differs from its
+    *reference* (every ok writer below it), the difference (xor). Real-time order makes
+    every writer that completed before another began its ancestor, so a set mostly is its
+    reference: in a sim history, half of them exactly, the rest by one to five bits of
+    the writers concurrent with it, where the sets themselves hold some 70 bits in a batch
+    of 140 writers (700 of 1,400 with sweeps from 20,000; held whole, they cost more than
+    the rest of the engine's memory).
+    And d is kept marshalled (one bytes object, a fifth of a dict's size; only a late
+    edge into the batch reads it). A writer shown (`_revealed`) leaves `live`; its entry
+    in d stays, read by nobody, until the batch goes."""
+    d = {}
+    for bit, a in enumerate(ancs):
+        x = a ^ (ok & ((1 << bit) - 1))
+        if x:
+            d[bit] = x
+    return [ok, (1 << len(ancs)) - 1, marshal.dumps(d) if d else b""]
+
+
+def _anc(batch: list, bit: int) -> int:
+    """The ancestors (bits) of writer `bit` of a batch kept by `_batch`."""
+    ok, _, d = batch
+    return (ok & ((1 << bit) - 1)) ^ (marshal.loads(d).get(bit, 0) if d else 0)
+
+
+def _join(batch: list, ab: int, bb: int) -> bool:
+    """The late edge a -> b between two floating writers of one batch (their bits): False
+    if b reaches a (the edge would close a cycle: not added); else True, and every writer
+    that b reaches (b, and those with b among their ancestors) gets a and a's ancestors,
+    so the sets stay exact for the paths the late edges make. Only these can change: the
+    writers in d, b, and, when b completed ok (so in the reference of every writer above
+    it), the writers above b below new's highest bit (above it, the reference holds new
+    already), or all above b when new holds a writer that did not complete ok (in no
+    reference). The others keep their sets."""
+    ok, live, packed = batch
+    d = marshal.loads(packed) if packed else {}
+    anc_a = (ok & ((1 << ab) - 1)) ^ d.get(ab, 0)
+    if anc_a >> bb & 1:
+        return False
+    new = anc_a | (1 << ab)
+    ws = set(d)
+    ws.add(bb)
+    top = live.bit_length()
+    if ok >> bb & 1:
+        ws.update(range(bb + 1, top if new & ~ok else min(new.bit_length(), top)))
+    for w in ws:
+        if not live >> w & 1:
+            continue
+        ref = ok & ((1 << w) - 1)
+        x = ref ^ d.get(w, 0)
+        if (w == bb or x >> bb & 1) and new & ~x:
+            y = (x | new) ^ ref
+            if y:
+                d[w] = y
+            else:
+                d.pop(w, None)
+    batch[2] = marshal.dumps(d) if d else b""
+    return True
 
 
 def _weight(value: Any) -> int:
@@ -254,7 +324,7 @@ class Engine:
         self.next_weight = sweep * WEIGHT  # or when their weight reaches this
         self.forgotten = 0
         self.gaps: dict[str, int] = {}  # why the final verdict needs the offline pass -> how often
-        self.dead: dict[Any, bytes] = {}  # forgotten key -> its summary (`_forget_key`)
+        self.dead = Spill()  # forgotten key -> its summary (`_forget_key`), out of Python objects
         self.unseen_status: dict[Any, dict] = {}  # key -> unseen value -> (status, id) of a forgotten writer
         self.observed: set[int] = set()  # info (or then pending) writers some read showed
         self.lost: dict[Any, dict] = {}  # key -> (length, last) of a version read and appended past -> txn
@@ -287,11 +357,12 @@ class Engine:
         self.unseen_w: dict[Any, dict[Any, int]] = {}
         self.barrier_pos: dict[int, int] = {}  # barrier -> the position of the completion that made it
         # forgotten registered writer -> its record packed in one int (`_float`): batch, bit,
-        # appends still unseen, info, incomplete; and, when not empty, its `anc` (a bit set)
-        self.floating: dict[int, int] = {}
-        self.anc: dict[int, int] = {}
-        self.batch_of: dict[int, array] = {}  # batch -> its floating writers, in bit order
-        self.batch_live: dict[int, int] = {}  # batch -> how many of them are still floating
+        # appends still unseen, info, incomplete (out of Python objects: `Spill`)
+        self.floating = Spill()
+        # batch -> [ok, live, d]: its floating writers' `anc`, by bit (`_batch`): ok the bits
+        # of the writers that completed ok, live those still floating, d (marshalled) bit ->
+        # anc ^ (ok below bit), where it is not 0
+        self.batches: dict[int, list] = {}
         self.quiet: dict[Any, int] = {}  # key all of whose namers are forgotten -> its last namer
         self.nbatch = 0
         # cycles through edges into registered writers, held until reads confirm those edges
@@ -325,16 +396,19 @@ class Engine:
         if type(value) is not list:
             raise h.error(op.invoke_pos, f"a list-append txn value must be a list of micro-ops, got {value!r}")
         own: dict = {}
-        writer = self.writer
+        writer, touched, broken = self.writer, self.touched, self.broken
         try:
             for mop in value:
                 if (type(mop) is not tuple and type(mop) is not list) or len(mop) != 3:
                     raise h.error(op.invoke_pos, f"bad micro-op {as_written(mop)!r}: expected [f, key, value]")
                 f, k, v = mop
-                if k not in self.dead:  # (a forgotten key's reads are checked against its summary)
-                    self.touched[k] = i
+                # (a live key is not forgotten: `touched` holds the live keys, and forgotten
+                # ones only once left to the final pass; `dead` is asked of the others)
+                dead = (k not in touched or k in broken) and k in self.dead
+                if not dead:  # (a forgotten key's reads are checked against its summary)
+                    touched[k] = i
                 if f == "append":
-                    if k in self.dead:  # a forgotten key appended to again: its order is gone
+                    if dead:  # a forgotten key appended to again: its order is gone
                         self._gap("append to a forgotten key")
                         self.broken.add(k)
                     wk = writer.get(k)
@@ -445,10 +519,10 @@ class Engine:
                                                  "its own appends")
                     continue
                 reads.append((k, r))
-        touched = self.touched
+        touched, broken = self.touched, self.broken
         for k, r in reads:
             try:
-                if k in self.dead and k not in self.broken:
+                if k not in touched and k not in broken and k in self.dead:
                     self._read_dead(i, k, r)
                     continue
                 touched[k] = i
@@ -796,7 +870,7 @@ class Engine:
             for n in cands:
                 if n not in batch:
                     continue
-                if any(p not in batch for p in into.get(n, ())):
+                if not batch.issuperset(into.get(n, ())):
                     batch.discard(n)
                 elif n in rivals:
                     done = ops[n].complete_pos
@@ -807,33 +881,35 @@ class Engine:
                 break
         if cands:
             self.nbatch += 1
-            nb, anc = self.nbatch, {}
-            members = array("q")
+            nb, anc, bits, ok = self.nbatch, {}, {}, 0
             floating = self.floating
+            # each node's floating ancestors in the batch (as bits), from its edges in: read
+            # before any node of the batch leaves the graph (forgetting a node drops its edges,
+            # so a node forgotten first would no longer be among its successors' predecessors)
             for n in cands:
                 a = 0
                 for p in into.get(n, ()):
                     a |= anc.get(p, 0)
-                    fp = floating.get(p)
-                    if fp is not None and fp >> _NB & _M32 == nb:
-                        a |= 1 << (fp >> _BIT & _M32)
+                    bp = bits.get(p)
+                    if bp is not None:
+                        a |= 1 << bp
                 left = self._registered(n) if n >= 0 else 0
-                if left:
-                    floating[n] = _float(nb, len(members), left, ops[n].type == "info")
-                    if a:
-                        self.anc[n] = a
-                    members.append(n)
+                if left and len(bits) <= _M24 and nb <= _M24 and left < _MAXLEFT:
+                    info = ops[n].type == "info"
+                    floating[n] = _float(nb, len(bits), left, info)
+                    if not info:
+                        ok |= 1 << len(bits)
+                    bits[n] = len(bits)
                 if a:
                     anc[n] = a
-                if n in ord_:
-                    gr.forget(n)
+            if bits:
+                self.batches[nb] = _batch(ok, [anc.get(n, 0) for n in bits])
+            gr.forget_all([n for n in cands if n in ord_])
+            for n in cands:
                 if n >= 0:
                     self._forget_txn(n)
                 else:
                     self.barrier_pos.pop(n, None)
-            if members:
-                self.batch_of[nb] = members
-                self.batch_live[nb] = len(members)
         self.barriers = [(b, m) for b, m in self.barriers if b in ord_]
         quiet = {}
         for k in [k for k, t in self.touched.items() if t not in ops]:
@@ -883,7 +959,7 @@ class Engine:
                 continue
             _, k, v = mop
             try:
-                if k in self.dead or k in self.broken or v in self.seen.get(k, ()) \
+                if k in self.broken or (k not in self.touched and k in self.dead) or v in self.seen.get(k, ()) \
                         or self.writer.get(k, {}).get(v) != i:
                     continue
             except TypeError:
@@ -904,11 +980,13 @@ class Engine:
             fw = self.floating.get(w)
             if fw is not None and fw & _INFO and w not in self.observed:
                 if a in self.graph or not self._late(a, w):
-                    self.floating[w] |= _INCOMPLETE
+                    self.floating[w] = fw | _INCOMPLETE
                 return
         self._edge(a, w, kind)
 
     def _incomplete(self, w: int) -> bool:
+        if w in self.ops:  # kept: not floating
+            return False
         fw = self.floating.get(w)
         return fw is not None and fw & _INCOMPLETE != 0
 
@@ -917,25 +995,21 @@ class Engine:
         are floating and b does not reach a: an earlier batch's writer into a later one's,
         or within one batch when b is not among a's ancestors there (`anc`, kept up to date
         with the late edges added). See "Memory"."""
+        if a in self.ops or b in self.ops:  # kept: not floating
+            return False
         fa, fb = self.floating.get(a), self.floating.get(b)
         if fa is None or fb is None or fb & _INCOMPLETE:
             return False
-        na, nb = fa >> _NB & _M32, fb >> _NB & _M32
+        na, nb = fa >> _NB & _M24, fb >> _NB & _M24
         if na != nb:
             return na < nb
-        anc, bit = self.anc, fb >> _BIT & _M32
-        if anc.get(a, 0) >> bit & 1:
-            return False
-        new = anc.get(a, 0) | (1 << (fa >> _BIT & _M32))
-        floating = self.floating
-        for w in self.batch_of[nb]:
-            if w == b or (w in floating and anc.get(w, 0) >> bit & 1):
-                anc[w] = anc.get(w, 0) | new
-        return True
+        return _join(self.batches[nb], fa >> _BIT & _M24, fb >> _BIT & _M24)
 
     def _revealed(self, w: int) -> None:
         """A read showed one of w's registered appends: forget w's floating record once
         none is left (nothing can then arrive into it but a gap)."""
+        if w in self.ops:  # kept: not floating
+            return
         fw = self.floating.get(w)
         if fw is None:
             return
@@ -944,11 +1018,11 @@ class Engine:
             self.floating[w] = fw
             return
         del self.floating[w]
-        self.anc.pop(w, None)
-        nb = fw >> _NB & _M32
-        self.batch_live[nb] -= 1
-        if not self.batch_live[nb]:
-            del self.batch_of[nb], self.batch_live[nb]
+        nb, bit = fw >> _NB & _M24, fw >> _BIT & _M24
+        batch = self.batches[nb]
+        batch[1] &= ~(1 << bit)
+        if not batch[1]:
+            del self.batches[nb]
 
     def _committed(self, k: Any, v: Any) -> bool:
         """Did the writer of v (an element of key k) complete ok?"""

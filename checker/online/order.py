@@ -121,6 +121,24 @@ class Order:
                 self.out[m] = [(s, k) for s, k in succs if s != n]
 
 
+    def forget_all(self, nodes: list) -> None:
+        """Drop every node of `nodes` and their edges, at once: each kept neighbour's lists
+        are filtered once, not once per edge (the sweep of a batch)."""
+        ord_, out, into = self.ord, self.out, self.into
+        for n in nodes:
+            del ord_[n]
+        succ, pred = set(), set()
+        for n in nodes:
+            succ.update(m for m, _ in out.pop(n))
+            pred.update(into.pop(n))
+        for m in succ:
+            if m in ord_:
+                into[m] = [p for p in into[m] if p in ord_]
+        for m in pred:
+            if m in ord_:
+                out[m] = [(s, k) for s, k in out[m] if s in ord_]
+
+
 def _spell(parent: dict, x: Any, y: Any, kind: int) -> list[tuple[Any, Any, int]]:
     path = []
     n = x

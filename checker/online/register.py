@@ -108,8 +108,17 @@ class Engine:
         self.by_key.setdefault(key, []).append(op)
 
     def completed(self, op: Op, time: int) -> None:
-        rm.parse_op(self.history, op, self.keyed)  # validates the completion
+        _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
         key = self.key_of.pop(op.id)
+        if key not in self.bad and key not in self.unknown:
+            # its call, as `_calls` would build it, from this one parse (it will not change)
+            f, typ = op.f, op.type
+            if typ == "fail":
+                if self.failed_cas_observes and f == "cas":
+                    self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, op.complete_pos)
+            elif typ != "info" or f != "read":  # a crashed read constrains nothing: no call
+                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos,
+                                            None if typ == "info" else op.complete_pos)
         if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
             self.observed.add(key)
             if key not in self.bad and key not in self.unknown:

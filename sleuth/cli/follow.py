@@ -76,9 +76,18 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
         lines.note(feed.pos, lineno)
         feed.event(typ, process, f, value, time_, node, error, ts)
 
+    def on_run(run: list, first_line: int) -> None:
+        if feed is None:
+            counter[0] += len(run)
+        elif history.lines is None and first_line == feed.pos + 1:  # line numbers are positions
+            feed.events(run)
+        else:
+            for j, e in enumerate(run):
+                on_event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts, first_line + j)
+
     tick = engine.tick if engine is not None else (lambda: None)
     try:
-        followed = fl.follow(path, spec.micro_ops, on_event, tick, idle_timeout)
+        followed = fl.follow(path, spec.micro_ops, on_event, tick, idle_timeout, on_run)
     except HistoryError as e:
         return _bad(shown, str(e), as_json)
     try:

@@ -62,10 +62,15 @@ class Followed:
 
 
 def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None],
-           tick: Callable[[], None], idle_timeout: float | None = None) -> Followed:
+           tick: Callable[[], None], idle_timeout: float | None = None,
+           on_run: Callable[[list, int], None] | None = None) -> Followed:
     """Read `source` (a path, or "-" for standard input) as it grows, calling
     `on_event(type, process, f, value, time, node, error, ts, line)` for each event in order
-    and `tick()` whenever it has read all there is (caught up with the writer). The `History` errors name `source` and the line."""
+    and `tick()` whenever it has read all there is (caught up with the writer). The `History` errors name `source` and the line.
+    With `on_run`, a run of events read by the fast reader (each line one event, their
+    indexes in order) goes to `on_run(events, first_line)` at once instead (the events
+    have the fields on_event takes; their lines follow each other): one call a block,
+    not one an event."""
     t0 = time.monotonic()
     stdin = source == "-"
     name = "<stdin>" if stdin else source
@@ -108,7 +113,7 @@ def follow(source: str, micro_ops: tuple[str, ...], on_event: Callable[..., None
                 if not block:
                     continue
                 with deferred():  # a block is judged whole: an interrupt comes after it, counted
-                    n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event)
+                    n, lines, end_at = _feed_block(block, name, pos, line, txn, on_event, on_run)
                     if end_at is not None:
                         block = block[:end_at]
                         ended_by = "end marker"
@@ -146,7 +151,8 @@ def _copy(src, dst, n: int) -> None:
         n -= len(chunk)
 
 
-def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -> tuple[int, int, int | None]:
+def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event,
+                on_run=None) -> tuple[int, int, int | None]:
     """Feed the events of `block` (whole lines; the first is line `line` + 1, event `pos`).
     Returns (events fed, lines passed, byte offset just past the end marker or None)."""
     try:
@@ -160,10 +166,16 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event) -
                 fast = False
                 break
     if fast:
-        for j, e in enumerate(lines):
-            on_event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts, line + j + 1)
-            if e.process == NEMESIS and e.f == END_F:
-                return j + 1, j + 1, _nth_newline(block, j) + 1
+        end = next((j for j, e in enumerate(lines) if e.process == NEMESIS and e.f == END_F), None)
+        if end is not None:
+            lines = lines[:end + 1]
+        if on_run is not None:
+            on_run(lines, line + 1)
+        else:
+            for j, e in enumerate(lines):
+                on_event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts, line + j + 1)
+        if end is not None:
+            return end + 1, end + 1, _nth_newline(block, end) + 1
         return len(lines), len(lines), None
     n = 0
     raw = block.split(b"\n")[:-1]  # whole lines: the block ends with a newline
