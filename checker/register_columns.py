@@ -190,21 +190,29 @@ class _Lines:
             raise Odd from None  # an operation that is not read, write or cas
         f = tf % 4
         f[nemesis] = -1
-        if not set(map(type, values)) <= _SEQUENCES or set(map(len, values)) != {2}:
+        if not set(map(type, values)) <= _SEQUENCES:
             raise Odd
-        payload = list(map(_SECOND, values))
+        try:  # [key, payload] each (zip's strictness checks the lengths)
+            keys, payload = zip(*values, strict=True)
+        except ValueError:
+            raise Odd from None
         cas = np.flatnonzero(f == 2)
         pairs = _pick(payload, cas)
-        if set(map(type, pairs)) - _SEQUENCES or set(map(len, pairs)) - {2}:
-            raise Odd  # a cas whose value is not [old, new]
         o, nv = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-        o[cas] = self.values.of(list(map(_FIRST, pairs)))
-        nv[cas] = self.values.of(list(map(_SECOND, pairs)))
+        if pairs:
+            if set(map(type, pairs)) - _SEQUENCES:
+                raise Odd  # a cas whose value is not [old, new]
+            try:
+                olds, news = zip(*pairs, strict=True)
+            except ValueError:
+                raise Odd from None
+            o[cas] = self.values.of(olds)
+            nv[cas] = self.values.of(news)
         p = np.full(n, -1, np.int64)
         plain = np.flatnonzero(f != 2)
         p[plain] = self.values.of(_pick(payload, plain))
         c = self.cols
-        c["key"].append(self.values.of(list(map(_FIRST, values))))
+        c["key"].append(self.values.of(keys))
         c["p"].append(p)
         c["o"].append(o)
         c["n"].append(nv)
@@ -215,7 +223,6 @@ class _Lines:
         self.n += n
 
 
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 # A block's decoded lines are held until its columns are made, and made while they are
 # still in the CPU's cache: 128 KiB blocks (1,500 lines) read a 100k-op history in about
 # 10% less CPU than 1 MiB ones, and 4 MiB ones in more; below 64 KiB the per-block numpy
