@@ -60,6 +60,8 @@ from sleuth.history.jsonl import (
 
 TYPE_NAMES = tuple(TYPE_CODES)
 F_CODES = {"read": 0, "write": 1, "cas": 2}
+# (type, f) of a line as one code, type * 4 + f: one lookup a line, not two
+TYPE_F_CODES = {(t, f): tc * 4 + fc for t, tc in TYPE_CODES.items() for f, fc in F_CODES.items()}
 
 
 class Odd(Exception):
@@ -163,53 +165,69 @@ class _Lines:
         n = len(lines)
         if not n:
             return
-        index = np.fromiter(map(_INDEX, lines), np.int64, n)
-        if index[0] != self.n or not np.array_equal(index, np.arange(self.n, self.n + n)):
+        # The fields, in one pass over the lines rather than one pass each (7% fewer
+        # instructions for the whole read, by cachegrind)
+        index, time, procs, types, fs, values = zip(*[(e.index, e.time, e.process, e.type, e.f, e.value)
+                                                      for e in lines], strict=True)
+        if index[0] != self.n or not np.array_equal(np.fromiter(index, np.int64, n),
+                                                    np.arange(self.n, self.n + n)):
             raise Odd  # an index that is not the line's position
-        procs = list(map(_PROCESS, lines))
-        nemesis = np.array(procs, dtype=object) == NEMESIS if NEMESIS in procs else np.zeros(n, np.bool_)
-        values = list(map(_VALUE, lines))
-        fs = list(map(_F, lines))
-        if nemesis.any():
+        try:  # a client's process is a number: the nemesis's, the one string the strict types allow
+            process = np.fromiter(procs, np.int64, n)
+            nemesis = np.zeros(n, np.bool_)
+        except ValueError:
+            nemesis = np.array(procs, dtype=object) == NEMESIS
+            procs, fs, values = list(procs), list(fs), list(values)
             for i in np.flatnonzero(nemesis).tolist():
                 e = lines[i]
                 self.nemesis.append(Event(self.n + i, e.time, e.type, NEMESIS, e.f, e.value, e.node,
                                           e.error, e.ts))
-                procs[i], fs[i], values[i] = -1, "read", [None, None]
+                procs[i], fs[i], values[i] = -1, "read", (None, None)
+            process = np.array(procs, np.int64)
         try:
-            f = _codes(F_CODES, fs, np.int8)
+            tf = _codes(TYPE_F_CODES, zip(types, fs), np.int8)
         except KeyError:
             raise Odd from None  # an operation that is not read, write or cas
-        if not set(map(type, values)) <= _SEQUENCES or set(map(len, values)) != {2}:
-            raise Odd
+        f = tf % 4
         f[nemesis] = -1
-        payload = list(map(_SECOND, values))
+        if not set(map(type, values)) <= _SEQUENCES:
+            raise Odd
+        try:  # [key, payload] each (zip's strictness checks the lengths)
+            keys, payload = zip(*values, strict=True)
+        except ValueError:
+            raise Odd from None
         cas = np.flatnonzero(f == 2)
         pairs = _pick(payload, cas)
-        if set(map(type, pairs)) - _SEQUENCES or set(map(len, pairs)) - {2}:
-            raise Odd  # a cas whose value is not [old, new]
         o, nv = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
-        o[cas] = self.values.of(list(map(_FIRST, pairs)))
-        nv[cas] = self.values.of(list(map(_SECOND, pairs)))
+        if pairs:
+            if set(map(type, pairs)) - _SEQUENCES:
+                raise Odd  # a cas whose value is not [old, new]
+            try:
+                olds, news = zip(*pairs, strict=True)
+            except ValueError:
+                raise Odd from None
+            o[cas] = self.values.of(olds)
+            nv[cas] = self.values.of(news)
         p = np.full(n, -1, np.int64)
         plain = np.flatnonzero(f != 2)
         p[plain] = self.values.of(_pick(payload, plain))
         c = self.cols
-        c["key"].append(self.values.of(list(map(_FIRST, values))))
+        c["key"].append(self.values.of(keys))
         c["p"].append(p)
         c["o"].append(o)
         c["n"].append(nv)
         c["f"].append(f)
-        c["process"].append(np.array(procs, np.int64))
-        c["time"].append(np.fromiter(map(_TIME, lines), np.int64, n))
-        c["type"].append(_codes(TYPE_CODES, map(_TYPE, lines), np.int8))
+        c["process"].append(process)
+        c["time"].append(np.fromiter(time, np.int64, n))
+        c["type"].append(tf // 4)
         self.n += n
 
 
-_INDEX, _TIME, _TYPE, _PROCESS, _F, _VALUE = map(operator.attrgetter, ("index", "time", "type", "process", "f",
-                                                                      "value"))
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
-BLOCK_BYTES = 1 << 20  # a block's decoded lines are held until its columns are made: kept small
+# A block's decoded lines are held until its columns are made, and made while they are
+# still in the CPU's cache: 128 KiB blocks (1,500 lines) read a 100k-op history in about
+# 10% less CPU than 1 MiB ones, and 4 MiB ones in more; below 64 KiB the per-block numpy
+# calls start to count. Smaller blocks also hold less (61 vs 67 MiB at 100k ops).
+BLOCK_BYTES = 1 << 17
 _SEQUENCES = frozenset((list, tuple))  # a value as the file has it, or as the typed decoder gives it
 # Register lines as they mostly are, typed: values of whole numbers decoded as tuples of
 # them, at less time and memory than as lists of anything (others: `decode_block` decodes
