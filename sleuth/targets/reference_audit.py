@@ -81,12 +81,10 @@ def read_updates(spark, run_dirs: list[str]):
     parts = []
     files = parquet_files(dirs)
     if files:
-        p = spark.read.parquet(*files).select(
-            F.col("_metadata.file_path").alias("file"), "row", "ts", "diff")
+        p = _sealed(spark, files)
         parts.append(p.select(
             file_dir("file", r"/nodes/[^/]+/data/shards/[^/]+/[^/]+\.parquet").alias("run_dir"),
-            F.regexp_extract("file", r"/shards/([^/]+)/[^/]+\.parquet$", 1).alias("table"),
-            "row", "ts", "diff"))
+            "table", "row", "ts", "diff"))
     wals = [os.path.join(d, "wal.jsonl") for d in dirs
             if os.path.exists(os.path.join(d, "wal.jsonl")) and os.path.getsize(os.path.join(d, "wal.jsonl"))]
     if wals:
@@ -175,14 +173,20 @@ def parquet_files(data_dirs: list[str]) -> list[str]:
 
 def shard_updates(spark, data_dirs: list[str]):
     """One DataFrame of every sealed update: `table`, `row` (JSON text), `ts`, `diff`."""
-    from pyspark.sql import functions as F
-
     files = parquet_files(data_dirs)
     if not files:
         raise FileNotFoundError(f"no sealed Parquet files under {', '.join(data_dirs)}")
-    df = spark.read.parquet(*files)
-    table = F.regexp_extract(F.input_file_name(), r"/shards/([^/]+)/[^/]+\.parquet$", 1)
-    return df.select(table.alias("table"), "row", "ts", "diff")
+    return _sealed(spark, files).drop("file")
+
+
+def _sealed(spark, files: list[str]):
+    """The updates in sealed Parquet `files`: `file` (its path), `table` (its shard), `row`,
+    `ts`, `diff`: one reading for the audit (`read_updates`) and a table's history."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(*files).select(F.col("_metadata.file_path").alias("file"), "row", "ts", "diff")
+    return df.select("file", F.regexp_extract("file", r"/shards/([^/]+)/[^/]+\.parquet$", 1).alias("table"),
+                     "row", "ts", "diff")
 
 
 def contents_at(updates, table: str, as_of: int):
