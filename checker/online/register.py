@@ -72,7 +72,7 @@ from sleuth.history.jsonl import History, Op
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
-MIN_NEW = 64  # ... and by at least this many completions
+MIN_NEW = 256  # ... and by at least this many completions (a key's search has a fixed cost)
 
 
 class Engine:
@@ -102,14 +102,41 @@ class Engine:
         self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
 
     def invoked(self, op: Op, time: int) -> None:
-        key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
-        self.key_of[op.id] = key
+        v, f = op.invoke_value, op.f
+        parsed = None
+        if self.keyed and type(v) is list and len(v) == 2 and (type(v[0]) is int or type(v[0]) is str):
+            # the common shapes, which `parse_op` would accept and freeze to themselves
+            p = v[1]
+            if f == "read":
+                parsed = (v[0], None)
+            elif f == "write" and _plain(p):
+                parsed = (v[0], p)
+            elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
+                parsed = (v[0], (p[0], p[1]))
+        if parsed is None:
+            key, iv, _ = rm.parse_op(self.history, op, self.keyed)  # validates the invoke's shape
+            parsed = (key, iv)
+        self.key_of[op.id] = parsed  # what `parse_op` makes of the op until it completes ok
         self.ops += 1
-        self.by_key.setdefault(key, []).append(op)
+        self.by_key.setdefault(parsed[0], []).append(op)
 
     def completed(self, op: Op, time: int) -> None:
-        _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
-        key = self.key_of.pop(op.id)
+        key, iv = self.key_of.pop(op.id)
+        v, f, typ = op.value, op.f, op.type
+        if typ != "ok":
+            okv = rm.UNKNOWN  # `parse_op` reads only the invoke of an op that did not complete ok
+        else:
+            fast = False
+            if self.keyed and type(v) is list and len(v) == 2 and type(v[0]) is type(key) and v[0] == key:
+                # the common shapes: what `parse_op` would return (the completion's value rules)
+                p = v[1]
+                if (f == "read" or f == "write") and _plain(p):
+                    iv, okv, fast = (None if f == "read" else p), p, True
+                elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
+                    iv = okv = (p[0], p[1])
+                    fast = True
+            if not fast:
+                _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
         if key not in self.bad and key not in self.unknown:
             # its call, as `_calls` would build it, from this one parse (it will not change)
             f, typ = op.f, op.type
@@ -268,6 +295,11 @@ class Engine:
         return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
                 "kept": sum(map(len, self.by_key.values())),
                 "keys-left-to-final-pass": len(self.unknown), "keys-tainted": len(self.tainted)}
+
+
+def _plain(v: Any) -> bool:
+    """Is `v` a value `register_models.freeze` leaves as it is?"""
+    return v is None or type(v) is int or type(v) is str
 
 
 def _named(example: dict, op: Op, history: History) -> bool:
