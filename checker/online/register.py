@@ -49,7 +49,10 @@ from the solo operation's state, which uses each crashed operation at most
 once (only in the last part): every operation before the cut completed
 before the solo one began, every one after it began after the solo one
 completed, so the concatenation keeps real-time order. If it is not, the
-key is *tainted* and the verdict is left to the offline pass. When the
+key is *tainted* and the verdict is left to the offline pass. (Once one key
+is tainted, invalid or out of budget, no verdict can be certified, so no
+later cut is searched so: `keys-tainted` counts the keys found tainted
+until then.) When the
 history ends, every key with new operations is searched; the engine
 certifies when no key was found invalid, none ran out of its search budget,
 none is tainted, and some operation was observed (offline's verdict is
@@ -73,6 +76,7 @@ from sleuth.history.jsonl import History, Op
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
 MIN_NEW = 256  # ... and by at least this many completions (a key's search has a fixed cost)
+_NEVER = (0, 0.0)  # `searched` of a key not searched yet
 
 
 class Engine:
@@ -96,7 +100,7 @@ class Engine:
         self.counts: dict[str, int] = {}
         self.searches = 0
         self.cuts = 0
-        self.last: dict[Any, tuple[int, int]] = {}  # key -> (line, time) of its last observation
+        self.last: dict[Any, tuple[int, int]] = {}  # key -> (position, time) of its last observation
         self.start: dict[Any, Any] = {}  # key -> its state at its cut (`_cut`), if it has one
         self.observed: set = set()  # keys with an observation (offline's judged keys)
         self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
@@ -137,23 +141,29 @@ class Engine:
                     fast = True
             if not fast:
                 _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
-        if key not in self.bad and key not in self.unknown:
-            # its call, as `_calls` would build it, from this one parse (it will not change)
-            f, typ = op.f, op.type
-            if typ == "fail":
-                if self.failed_cas_observes and f == "cas":
-                    self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, op.complete_pos)
-            elif typ != "info" or f != "read":  # a crashed read constrains nothing: no call
-                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos,
-                                            None if typ == "info" else op.complete_pos)
-        if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
-            self.observed.add(key)
-            if key not in self.bad and key not in self.unknown:
-                self.last[key] = (self.history.line_of(op.complete_pos), time)
-                self.dirty[key] = self.dirty.get(key, 0) + 1
-                n, when = self.searched.get(key, (0, 0.0))
-                if self.dirty[key] >= max(MIN_NEW, n // GROWTH):
-                    self._search(key)
+        if key in self.bad or key in self.unknown:
+            if typ == "ok" or (self.failed_cas_observes and typ == "fail" and f == "cas"):
+                self.observed.add(key)
+            return
+        # its call, as `_calls` would build it, from this one parse (it will not change)
+        pos = op.complete_pos
+        if typ == "ok":
+            self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, pos)
+        elif typ == "fail":
+            if not (self.failed_cas_observes and f == "cas"):
+                return  # constrains nothing, observes nothing
+            self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, pos)
+        else:
+            if f != "read":  # a crashed read constrains nothing: no call
+                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, None)
+            return
+        # an observation: ok, or a failed cas that observes
+        self.observed.add(key)
+        self.last[key] = (pos, time)
+        n = self.dirty.get(key, 0) + 1
+        self.dirty[key] = n
+        if n >= MIN_NEW and n >= self.searched.get(key, _NEVER)[0] // GROWTH:
+            self._search(key)
 
     def tick(self, force: bool = False) -> None:
         """Search the keys that have waited INTERVAL seconds (every one, with `force`)."""
@@ -204,7 +214,8 @@ class Engine:
             example = lin.explain_failure(self.history, key, out, self.model, initial)
             ops = [c.op for c in out.calls if c.op is not None]
             self.counts[models.NONLINEARIZABLE] = self.counts.get(models.NONLINEARIZABLE, 0) + 1
-            line, time = self.last[key]
+            pos, time = self.last[key]
+            line = self.history.line_of(pos)
             found = Found(models.NONLINEARIZABLE, line, time, now(), example["explanation"],
                           lines_of(self.history, [o for o in ops if _named(example, o, self.history)], line))
             self.found.append(found)
@@ -244,7 +255,9 @@ class Engine:
         _, iv, okv = rm.parse_op(self.history, op, self.keyed)
         state = okv if op.f == "read" else iv if op.f == "write" else iv[1]
         crashed = [o for o in ops[:cut] if o.type == "info" and o.f != "read" and o.id not in pending]
-        if crashed and key not in self.tainted and not self._clean(key, ops[:cut + 1]):
+        # Checked only while a certified verdict is still possible: once a key is tainted,
+        # invalid or unknown, the final pass judges the history whatever the others are
+        if crashed and not (self.tainted or self.bad or self.unknown) and not self._clean(key, ops[:cut + 1]):
             self.tainted.add(key)
         for o in ops[:cut + 1]:
             self.made.pop(o.id, None)
