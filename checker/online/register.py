@@ -106,18 +106,11 @@ class Engine:
         self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
 
     def invoked(self, op: Op, time: int) -> None:
-        v, f = op.invoke_value, op.f
-        parsed = None
-        if self.keyed and type(v) is list and len(v) == 2 and (type(v[0]) is int or type(v[0]) is str):
-            # the common shapes, which `parse_op` would accept and freeze to themselves
-            p = v[1]
-            if f == "read":
-                parsed = (v[0], None)
-            elif f == "write" and _plain(p):
-                parsed = (v[0], p)
-            elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
-                parsed = (v[0], (p[0], p[1]))
-        if parsed is None:
+        f = op.f
+        common = _common(f, op.invoke_value) if self.keyed else None
+        if common is not None:
+            parsed = (common[0], None if f == "read" else common[1])
+        else:
             key, iv, _ = rm.parse_op(self.history, op, self.keyed)  # validates the invoke's shape
             parsed = (key, iv)
         self.key_of[op.id] = parsed  # what `parse_op` makes of the op until it completes ok
@@ -130,16 +123,11 @@ class Engine:
         if typ != "ok":
             okv = rm.UNKNOWN  # `parse_op` reads only the invoke of an op that did not complete ok
         else:
-            fast = False
-            if self.keyed and type(v) is list and len(v) == 2 and type(v[0]) is type(key) and v[0] == key:
-                # the common shapes: what `parse_op` would return (the completion's value rules)
-                p = v[1]
-                if (f == "read" or f == "write") and _plain(p):
-                    iv, okv, fast = (None if f == "read" else p), p, True
-                elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
-                    iv = okv = (p[0], p[1])
-                    fast = True
-            if not fast:
+            common = _common(f, v) if self.keyed else None
+            if common is not None and type(common[0]) is type(key) and common[0] == key:
+                okv = common[1]  # what `parse_op` would return (the completion's value rules)
+                iv = None if f == "read" else okv
+            else:
                 _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
         if key in self.bad or key in self.unknown:
             if typ == "ok" or (self.failed_cas_observes and typ == "fail" and f == "cas"):
@@ -308,6 +296,20 @@ class Engine:
         return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
                 "kept": sum(map(len, self.by_key.values())),
                 "keys-left-to-final-pass": len(self.unknown), "keys-tainted": len(self.tainted)}
+
+
+def _common(f: str, v: Any) -> tuple[Any, Any] | None:
+    """(key, payload) of a keyed register value [key, payload] of the common shapes, as
+    `register_models.parse_op` reads and freezes it (these freeze to themselves, a cas's
+    [old, new] to a tuple); None for any other shape, which `parse_op` reads (or refuses)."""
+    if type(v) is list and len(v) == 2 and (type(v[0]) is int or type(v[0]) is str):
+        p = v[1]
+        if f == "read" or f == "write":
+            if _plain(p):
+                return v[0], p
+        elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
+            return v[0], (p[0], p[1])
+    return None
 
 
 def _plain(v: Any) -> bool:
