@@ -176,7 +176,11 @@ class Engine:
                 f = rm.FAILED_CAS
             elif op.type == "info" and f == "read":
                 continue  # pending or crashed: constrains nothing (a completed one: no call)
-            _, iv, okv = rm.parse_op(h, op, keyed)
+            pending = self.key_of.get(op.id)
+            if pending is not None:  # in flight: its invoke as `invoked` parsed it (`parse_op`'s reading)
+                iv, okv = pending[1], rm.UNKNOWN
+            else:
+                _, iv, okv = rm.parse_op(h, op, keyed)
             c = lin.Call(op, f, iv, okv, op.invoke_pos, None if op.type == "info" else op.complete_pos)
             calls.append(c)
             if op.id not in self.key_of:  # completed: its call will not change
@@ -247,9 +251,10 @@ class Engine:
         # invalid or unknown, the final pass judges the history whatever the others are
         if crashed and not (self.tainted or self.bad or self.unknown) and not self._clean(key, ops[:cut + 1]):
             self.tainted.add(key)
+        carried = {o.id for o in crashed}  # their calls (made at their completion) stay as they are
         for o in ops[:cut + 1]:
-            self.made.pop(o.id, None)
-        self.made.update({o.id: c for o, c in zip(crashed, self._calls_of(crashed), strict=True)})
+            if o.id not in carried:
+                self.made.pop(o.id, None)
         self.by_key[key] = crashed + ops[cut + 1:]
         self.start[key] = state
         self.cuts += 1
@@ -287,10 +292,6 @@ class Engine:
                              "online": self.stats(),
                              "final-pass": "none: the online engine's verdict is complete"},
                       notes=[note] if note else [])
-
-    def _calls_of(self, ops: list[Op]) -> list[lin.Call]:
-        return [lin.Call(o, o.f, rm.parse_op(self.history, o, self.keyed)[1], rm.UNKNOWN, o.invoke_pos, None)
-                for o in ops]
 
     def stats(self) -> dict[str, Any]:
         return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
