@@ -277,7 +277,7 @@ def main() -> None:
     args = ap.parse_args()
     print(uptime(), flush=True)
     rows = []
-    for n in map(int, args.sizes.split(",")):
+    for n in (int(s) for s in args.sizes.split(",") if s.strip()):  # --sizes "": registers alone
         rows.append(row("list-append", list_append_history(args.cache, n), n, "txns", n <= args.offline_max,
                         args.final_pass_cap_mib))
     reg = None
