@@ -441,6 +441,166 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     return -1, cands, -1
 
 
+def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outcome | None:
+    """`search`'s first descent without its bookkeeping: the Outcome `search`
+    returns when that descent never backtracks, else None (`search` then
+    starts again from the root and does all it always did).
+
+    Most searches are easy: the first candidate tried at each configuration
+    leads on, and the memo, the stack, the linked list and the deepest
+    configuration are kept for nothing. This walks the same path. At each
+    configuration it works out what `_window` does, from the same tables and
+    in the same order: the window's ok ops are a list in invoke order (the
+    order the linked list has them), extended as the first return not placed
+    moves on; its crashed ops come from `_crashed_window`. It tries the
+    candidates as `search` does (reductions 3 and 7, then 8) and places the
+    first that passes. Why the result is `search`'s:
+
+    - The memo never answers "seen" on a first descent: each configuration
+      places one op more than the one before it, so its placed set is new;
+      and a key reduction 8 marks seen (P plus a crashed op c, at a
+      configuration with P placed) is never reached later on the path,
+      whose placed sets all hold P plus the op placed there instead of c.
+    - Reduction 8 compares with the first configuration reached with the same
+      ok ops placed and the same state. On one path, the configurations with
+      one set of ok ops placed come in one run (an ok op placed changes the
+      set for good), so `run` holds exactly the entries of `search`'s
+      `first` that can match: those made since the last ok op was placed
+      (the root makes none).
+    - Success (every ok op placed) and the budget are tested after each
+      placement in `search`'s order, so the verdict and `explored` are its.
+    - Where `search` would backtrack (no candidate passes, or reduction 5
+      finds the configuration dead), this gives up. Its `_Transitions` is its
+      own, so `search` numbers states as it always did.
+
+    And a linearization found is one: each op placed was a candidate (invoked
+    before every return not placed) and legal in the state then.
+    Not used with reduction 6 (`t.sc`): its allowances are left to `search`."""
+    calls, ret, ro, bl, cls, need, makes = t.calls, t.ret, t.ro, t.bl, t.cls, t.need, t.makes
+    okix, ibit, lookahead = t.okix, t.ibit, t.lookahead
+    crashed_calls, producer_calls = t.crashed_calls, t.producer_calls
+    tr = _Transitions(t, model, initial_state)
+    trans, state_of = tr.trans, tr.state_of
+    n = len(calls)
+    oks = [i for i in range(n) if okix[i] >= 0]  # in invoke order
+    by_ret = sorted(oks, key=ret.__getitem__)
+    oks.append(n)  # sentinels
+    by_ret.append(n)
+    call_at = [c.call for c in calls]
+    call_at.append(float("inf"))
+    placed = [False] * (n + 1)
+    rp = 0  # by_ret[rp]: the first return not placed
+    first_ret = ret[by_ret[0]]
+    nx = 0  # oks[nx]: the first ok op not yet in the window
+    win: list[int] = []  # the window's ok ops not placed, in invoke order
+    while call_at[oks[nx]] < first_ret:
+        win.append(oks[nx])
+        nx += 1
+    remaining = t.n_ok
+    sid = ib = flag = explored = 0
+    run: dict[int, int] = {}  # reduction 8: state -> crashed set << 1 | flag, in this run
+    crashed_memo: dict[tuple[int, int], tuple] = {}
+    while True:
+        # The window, as `_window` reads it off the linked list.
+        now = state_of[sid]
+        i = -1
+        chosen: dict[int, int] = {}
+        needy: list[int] = []
+        for y in win:
+            if ro[y]:
+                u = need[y]
+                if u is not NOTHING:
+                    ns = sid if u == now else -1
+                else:
+                    ns = trans[y].get(sid)
+                    if ns is None:
+                        ns = tr(y, sid)
+                if ns == sid:
+                    i = y  # reduction 1
+                    break
+                needy.append(y)
+                continue
+            if lookahead and need[y] is not NOTHING:
+                needy.append(y)
+            c = cls[y]
+            z = chosen.get(c)
+            if z is None or ret[y] < ret[z]:
+                chosen[c] = y
+        if i >= 0:
+            ns = sid
+        else:
+            cands = sorted(chosen.values(), key=ret.__getitem__)
+            k = bisect_left(crashed_calls, first_ret)
+            crashed = None
+            if k:
+                crashed = crashed_memo.get((k, ib))
+                if crashed is None:
+                    crashed = crashed_memo[k, ib] = _crashed_window(t, k, ib)
+                cands += [y for c, y in crashed[0] if c not in chosen]
+            if lookahead and needy:  # reduction 5: `search` would backtrack from a dead one
+                made = None
+                for y in needy:
+                    u = need[y]
+                    if u is NOTHING or u == now:
+                        continue
+                    if made is None:
+                        made = {makes[x] for x in win if not ro[x] and makes[x] is not NOTHING}
+                        if crashed is not None:
+                            made |= crashed[1]
+                    if u in made:
+                        continue
+                    pc = producer_calls.get(u)
+                    if pc:
+                        kk = bisect_right(pc, first_ret)
+                        if kk < len(pc) and pc[kk] < ret[y]:
+                            continue
+                    return None
+            for y in cands:  # as `search` tries them
+                if flag and bl[y]:
+                    continue  # reduction 3
+                ns = trans[y].get(sid)
+                if ns is None:
+                    ns = tr(y, sid)
+                if ns < 0:
+                    continue
+                if okix[y] < 0:
+                    if ns == sid:
+                        continue  # reduction 7
+                    spare = (ib | ibit[y]) << 1 | 1
+                    seen_first = run.get(ns)
+                    if seen_first is None:
+                        run[ns] = spare
+                    elif seen_first != spare and not seen_first & ~spare:
+                        continue  # reduction 8
+                i = y
+                break
+            else:
+                return None  # a dead end: `search` would backtrack
+        explored += 1
+        if okix[i] >= 0:
+            remaining -= 1
+            if remaining == 0:
+                return Outcome(True, explored, calls=calls)
+            win.remove(i)
+            placed[i] = True
+            flag = 0
+            run = {ns: ib << 1}
+            if by_ret[rp] == i:  # the first return goes: the window grows to the next one
+                rp += 1
+                while placed[by_ret[rp]]:
+                    rp += 1
+                first_ret = ret[by_ret[rp]]
+                while call_at[oks[nx]] < first_ret:
+                    win.append(oks[nx])
+                    nx += 1
+        else:
+            ib |= ibit[i]
+            flag = 1
+        sid = ns
+        if explored > budget:
+            return Outcome(UNKNOWN, explored, calls=calls)
+
+
 def search(calls: list[Call], model: Model, initial_state: Any,
            budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
     """Is there a linearization of `calls` from `initial_state`? At most
@@ -452,6 +612,10 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     if n_ok == 0:
         return Outcome(True, 0, calls=calls)
     sc = t.sc
+    if sc is None:
+        out = _descend(t, model, initial_state, budget)
+        if out is not None:
+            return out
     if sc is not None and sc.shortage is not None:
         # Invalid, proven by counting (reduction 6). Search a little only to
         # name the op it cannot get past (what a person reads first), else
