@@ -441,10 +441,14 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     return -1, cands, -1
 
 
-def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outcome | None:
+def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outcome | tuple:
     """`search`'s first descent without its bookkeeping: the Outcome `search`
-    returns when that descent never backtracks, else None (`search` then
-    starts again from the root and does all it always did).
+    returns when that descent never backtracks; else, where it met a dead
+    end, what `search` needs to go on from there as if it had come itself:
+    (its `_Transitions`, the `_crashed_window` memo, the path: per op placed
+    (op, sid, ib, flag, its ok candidates or None if placed at once, its
+    crashed window, j, sid after), as `search` stacks them; and the
+    candidates reduction 8 skipped: (ops placed then, op, sid after)).
 
     Most searches are easy: the first candidate tried at each configuration
     leads on, and the memo, the stack, the linked list and the deepest
@@ -470,8 +474,12 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
     - Success (every ok op placed) and the budget are tested after each
       placement in `search`'s order, so the verdict and `explored` are its.
     - Where `search` would backtrack (no candidate passes, or reduction 5
-      finds the configuration dead), this gives up. Its `_Transitions` is its
-      own, so `search` numbers states as it always did.
+      finds the configuration dead), this stops, and `search` rebuilds its
+      memo, stack, linked list and deepest configuration from the path (no
+      dead end was met before, so no culprit was named) and goes on with
+      the dead configuration's window. The model is asked the same steps in
+      the same order as `search` asks them on its way down, so states get
+      the same numbers.
 
     And a linearization found is one: each op placed was a candidate (invoked
     before every return not placed) and legal in the state then.
@@ -496,8 +504,11 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
     while call_at[oks[nx]] < first_ret:
         win.append(oks[nx])
         nx += 1
+    k = bisect_left(crashed_calls, first_ret)  # crashed ops invoked before it
     remaining = t.n_ok
     sid = ib = flag = explored = 0
+    path: list[tuple] = []  # per op placed: (op, sid, ib, flag, cands, j, sid after)
+    pruned: list[tuple[int, int, int]] = []  # (len(path), op, sid after): reduction 8's skips
     run: dict[int, int] = {}  # reduction 8: state -> crashed set << 1 | flag, in this run
     crashed_memo: dict[tuple[int, int], tuple] = {}
     while True:
@@ -528,15 +539,16 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
                 chosen[c] = y
         if i >= 0:
             ns = sid
+            okc = crashed = None
+            j = 0
         else:
-            cands = sorted(chosen.values(), key=ret.__getitem__)
-            k = bisect_left(crashed_calls, first_ret)
+            okc = sorted(chosen.values(), key=ret.__getitem__) if len(chosen) > 1 \
+                else list(chosen.values())
             crashed = None
             if k:
                 crashed = crashed_memo.get((k, ib))
                 if crashed is None:
                     crashed = crashed_memo[k, ib] = _crashed_window(t, k, ib)
-                cands += [y for c, y in crashed[0] if c not in chosen]
             if lookahead and needy:  # reduction 5: `search` would backtrack from a dead one
                 made = None
                 for y in needy:
@@ -554,28 +566,44 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
                         kk = bisect_right(pc, first_ret)
                         if kk < len(pc) and pc[kk] < ret[y]:
                             continue
-                    return None
-            for y in cands:  # as `search` tries them
+                    return tr, crashed_memo, path, pruned
+            # The candidates as `search` tries them: the ok ones (`okc`), then
+            # the crashed ones of effects no ok one has; j counts those tried.
+            j = 0
+            for y in okc:
+                j += 1
                 if flag and bl[y]:
                     continue  # reduction 3
                 ns = trans[y].get(sid)
                 if ns is None:
                     ns = tr(y, sid)
-                if ns < 0:
-                    continue
-                if okix[y] < 0:
-                    if ns == sid:
-                        continue  # reduction 7
+                if ns >= 0:
+                    i = y
+                    break
+            if i < 0 and crashed is not None:
+                for c, y in crashed[0]:
+                    if c in chosen:
+                        continue
+                    j += 1
+                    if flag and bl[y]:
+                        continue  # reduction 3
+                    ns = trans[y].get(sid)
+                    if ns is None:
+                        ns = tr(y, sid)
+                    if ns < 0 or ns == sid:
+                        continue  # reduction 7 if ns == sid
                     spare = (ib | ibit[y]) << 1 | 1
                     seen_first = run.get(ns)
                     if seen_first is None:
                         run[ns] = spare
                     elif seen_first != spare and not seen_first & ~spare:
+                        pruned.append((len(path), y, ns))
                         continue  # reduction 8
-                i = y
-                break
-            else:
-                return None  # a dead end: `search` would backtrack
+                    i = y
+                    break
+            if i < 0:
+                return tr, crashed_memo, path, pruned  # a dead end: `search` backtracks
+        path.append((i, sid, ib, flag, okc, crashed, j, ns))
         explored += 1
         if okix[i] >= 0:
             remaining -= 1
@@ -593,6 +621,7 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
                 while call_at[oks[nx]] < first_ret:
                     win.append(oks[nx])
                     nx += 1
+                k = bisect_left(crashed_calls, first_ret)
         else:
             ib |= ibit[i]
             flag = 1
@@ -612,10 +641,6 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     if n_ok == 0:
         return Outcome(True, 0, calls=calls)
     sc = t.sc
-    if sc is None:
-        out = _descend(t, model, initial_state, budget)
-        if out is not None:
-            return out
     if sc is not None and sc.shortage is not None:
         # Invalid, proven by counting (reduction 6). Search a little only to
         # name the op it cannot get past (what a person reads first), else
@@ -623,7 +648,16 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         budget = min(budget, EXPLAIN_BUDGET)
     spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
     ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
-    tr = _Transitions(t, model, initial_state)
+    path: list[tuple] = []
+    pruned: list[tuple[int, int, int]] = []
+    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
+    if sc is None:
+        got = _descend(t, model, initial_state, budget)
+        if isinstance(got, Outcome):
+            return got
+        tr, crashed_memo, path, pruned = got  # it met a dead end: go on from there
+    else:
+        tr = _Transitions(t, model, initial_state)
     trans = tr.trans
     nxt, prv, head = _event_list(t)
 
@@ -647,7 +681,58 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     fresh = True
     cands: list[int] = []
     j = 0
-    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
+    # The first descent's path, placed again as the loop below places ops:
+    # the same stack, memo keys, reduction 8's entries and skips, linked list
+    # and deepest configuration (`_descend` says why its path is this loop's).
+    # The loop then starts at the dead end, with its window worked out anew.
+    p = 0
+    for level, (i, sid, ib, flag, okc, crashed, j, ns) in enumerate(path):
+        if okc is None:  # placed at once (reduction 1)
+            cands = []
+        else:  # the candidates as `_window` lists them
+            cands = okc
+            if crashed is not None:
+                has = {t.cls[y] for y in okc}
+                cands = okc + [y for c, y in crashed[0] if c not in has]
+        while p < len(pruned) and pruned[p][0] == level:
+            y, pns = pruned[p][1], pruned[p][2]
+            p += 1
+            seen.add(((((rel << n_info) | ib | ibit[y]) << lo_bits | lo) << STATE_BITS)
+                     | (pns + pns + 1))
+        stack.append((i, sid, lo, rel, ib, flag, lw, j == 0, cands, j))
+        k = okix[i]
+        if k >= 0:
+            d = k - lo
+            nlo = lo
+            if d:
+                nrel = rel | (1 << d)
+            else:
+                nrel = rel | 1
+                s = (nrel ^ (nrel + 1)).bit_length() - 1
+                nrel >>= s
+                nlo += s
+            seen.add(((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns))
+            first.setdefault(((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1)
+            lo, rel = nlo, nrel
+            e = i + i
+            p_, q = prv[e], nxt[e]
+            nxt[p_], prv[q] = q, p_
+            p_, q = prv[e + 1], nxt[e + 1]
+            nxt[p_], prv[q] = q, p_
+            flag = 0
+            remaining -= 1
+        else:
+            seen.add(((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS)
+                     | (ns + ns + 1))
+            first.setdefault(((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1)
+            ib |= ibit[i]
+            flag = 1
+        sid = ns
+        if not ro[i]:
+            lw = i
+        explored += 1
+        if k >= 0:
+            best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
     while True:
         i = -1
         forced = False
