@@ -206,17 +206,32 @@ class _Tables:
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     read_only, installs, needs = model.read_only, model.installs, model.needs
-    lookahead = installs is not None
+    blind, effect = model.blind, model.effect
+    asks = installs is not None  # the model says what ops need and install
+    lookahead = asks  # ...and every op kept installs one known state
     facts: dict[tuple, tuple] = {}  # op (f, values) -> what the model says of it
+    # Effect classes are numbered as facts are first asked for: a class is
+    # only ever compared with another (reduction 2), never ordered.
+    class_ids: dict[Any, int] = {}
 
     def fact(a: tuple) -> tuple:
         r = read_only(*a)
-        made = NOTHING if r or not lookahead else installs(*a)
-        return (r, model.blind(*a), model.effect(*a),
-                needs(*a) if lookahead else NOTHING, made)
+        made = NOTHING if r or not asks else installs(*a)
+        return (r, blind(*a), class_ids.setdefault(effect(*a), len(class_ids)),
+                needs(*a) if asks else NOTHING, made)
 
-    about = []
-    kept = []
+    m = len(calls)
+    inf = float("inf")
+    kept: list[Call] = []
+    ret: list[float] = []
+    ro, bl, cls = [False] * m, [False] * m, [0] * m
+    okix, ibit = [-1] * m, [0] * m
+    need: list[Any] = [NOTHING] * m
+    makes: list[Any] = [NOTHING] * m
+    post: list[Any] = [NOTHING] * m  # ok ops: the state they leave
+    producer_calls: dict[Any, list[int]] = {}
+    crashed: list[int] = []  # crashed calls, in invoke order
+    n_ok = n_info = 0
     for c in sorted(calls, key=attrgetter("call")):
         a = (c.f, c.invoke_value, c.ok_value)
         try:
@@ -225,50 +240,44 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
             fa = facts[a] = fact(a)
         except TypeError:  # a value that cannot be a dict key: ask each time
             fa = fact(a)
-        if c.ret is None and fa[0]:
+        r, bl_i, cls_i, needed, made = fa
+        done = c.ret
+        if done is None and r:
             continue  # reduction 4: a crashed read-only op changes nothing, owes nothing
+        i = len(kept)
         kept.append(c)
-        about.append(fa)
-    calls = kept
-    n = len(calls)
-    inf = float("inf")
-    ret = [inf if c.ret is None else c.ret for c in calls]
-    ro, bl, cls = [False] * n, [False] * n, [0] * n
-    okix, ibit = [-1] * n, [0] * n
-    need: list[Any] = [NOTHING] * n
-    makes: list[Any] = [NOTHING] * n
-    post: list[Any] = [NOTHING] * n  # ok ops: the state they leave
-    producer_calls: dict[Any, list[int]] = {}
-    class_ids: dict[Any, int] = {}
-    n_ok = n_info = 0
-    for i, c in enumerate(calls):
-        r, bl[i], effect, needed, made = about[i]
-        ro[i] = r
-        cls[i] = class_ids.setdefault(effect, len(class_ids))
-        if c.ret is None:  # crashed ops get bits of their own
+        ro[i], bl[i], cls[i] = r, bl_i, cls_i
+        if done is None:  # crashed ops get bits of their own
+            ret.append(inf)
             ibit[i] = 1 << n_info
             n_info += 1
+            crashed.append(i)
         else:  # ok ops are numbered 0.. in invoke order (the frontier's bit space)
+            ret.append(done)
             okix[i] = n_ok
             n_ok += 1
         if not lookahead:
             continue
         if r:
-            if c.ret is not None:
+            if done is not None:
                 need[i] = post[i] = needed
             continue
         if made is NOTHING:  # could make anything: no lookahead
             lookahead = False
             continue
-        if c.ret is not None:
+        if done is not None:
             need[i], post[i] = needed, made
         if made != needed:
             makes[i] = made
             producer_calls.setdefault(made, []).append(c.call)
+    n = len(kept)
+    if n < m:
+        for column in (ro, bl, cls, okix, ibit, need, makes, post):
+            del column[n:]
+    calls = kept
     sc = None
     if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
-    crashed = [i for i in range(n) if okix[i] < 0]
     return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
                    producer_calls, sc, crashed, [calls[i].call for i in crashed])
 
