@@ -450,14 +450,40 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     return -1, cands, -1
 
 
-def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outcome | tuple:
-    """`search`'s first descent without its bookkeeping: the Outcome `search`
-    returns when that descent never backtracks; else, where it met a dead
-    end, what `search` needs to go on from there as if it had come itself:
-    (its `_Transitions`, the `_crashed_window` memo, the path: per op placed
-    (op, sid, ib, flag, its ok candidates or None if placed at once, its
-    crashed window, j, sid after), as `search` stacks them; and the
-    candidates reduction 8 skipped: (ops placed then, op, sid after)).
+def _orders(t: _Tables) -> tuple[list[int], list[int], list[float]]:
+    """For `_descend`: the ok ops in invoke order, and in return order (each
+    ended by a sentinel, len(t.calls)); every call's invoke position, and the
+    sentinel's (inf)."""
+    n, okix = len(t.calls), t.okix
+    oks = [i for i in range(n) if okix[i] >= 0]
+    by_ret = sorted(oks, key=t.ret.__getitem__)
+    oks.append(n)
+    by_ret.append(n)
+    call_at = [c.call for c in t.calls]
+    call_at.append(float("inf"))
+    return oks, by_ret, call_at
+
+
+def _descend(t: _Tables, tr: _Transitions, crashed_memo: dict, budget: int, orders: tuple,
+             placed: list[bool], win: list[int], rp: int, nx: int, sid: int, ib: int, flag: int,
+             explored: int, remaining: int, run: dict[int, int]) -> Outcome | tuple:
+    """`search`'s way down from a configuration, without its bookkeeping: the
+    Outcome `search` returns if it goes down from there without backtracking;
+    else, where it met a dead end, what `search` needs to go on from there as
+    if it had come itself: the path (per op placed: op, sid, ib, flag, its ok
+    candidates or None if placed at once, its crashed window, j, sid after,
+    as `search` stacks them) and the candidates reduction 8 skipped (ops
+    placed then, op, sid after).
+
+    `search` calls it at the root, and again whenever it places more ok ops
+    than it ever had (then no configuration in its memo, nor any entry of
+    reduction 8's, has as many ok ops placed, so none can be met again: every
+    configuration below has a superset of these ok ops placed). The
+    configuration is given as `search` has it (`orders` from `_orders`;
+    `placed[i]` for ok ops; the window's ok ops in invoke order, the rank
+    in `by_ret` of the first return not placed, the count of ok ops invoked
+    before it; `run`: reduction 8's entries for these ok ops placed).
+    `tr` and `crashed_memo` are `search`'s and go on being filled here.
 
     Most searches are easy: the first candidate tried at each configuration
     leads on, and the memo, the stack, the linked list and the deepest
@@ -469,7 +495,7 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
     candidates as `search` does (reductions 3 and 7, then 8) and places the
     first that passes. Why the result is `search`'s:
 
-    - The memo never answers "seen" on a first descent: each configuration
+    - The memo never answers "seen" on the way down: each configuration
       places one op more than the one before it, so its placed set is new;
       and a key reduction 8 marks seen (P plus a crashed op c, at a
       configuration with P placed) is never reached later on the path,
@@ -479,16 +505,17 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
       one set of ok ops placed come in one run (an ok op placed changes the
       set for good), so `run` holds exactly the entries of `search`'s
       `first` that can match: those made since the last ok op was placed
-      (the root makes none).
+      (the root makes none; where `search` calls this again, it has just
+      made the one it passes).
     - Success (every ok op placed) and the budget are tested after each
       placement in `search`'s order, so the verdict and `explored` are its.
     - Where `search` would backtrack (no candidate passes, or reduction 5
-      finds the configuration dead), this stops, and `search` rebuilds its
-      memo, stack, linked list and deepest configuration from the path (no
-      dead end was met before, so no culprit was named) and goes on with
-      the dead configuration's window. The model is asked the same steps in
-      the same order as `search` asks them on its way down, so states get
-      the same numbers.
+      finds the configuration dead), this stops, and `search` adds the path
+      to its memo, stack, linked list and deepest configuration (no dead
+      end was met on it, so no culprit was named) and goes on with the dead
+      configuration's window. The model is asked the same steps in the same
+      order as `search` asks them on its way down, so states get the same
+      numbers.
 
     And a linearization found is one: each op placed was a candidate (invoked
     before every return not placed) and legal in the state then.
@@ -496,30 +523,15 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
     calls, ret, ro, bl, cls, need, makes = t.calls, t.ret, t.ro, t.bl, t.cls, t.need, t.makes
     okix, ibit, lookahead = t.okix, t.ibit, t.lookahead
     crashed_calls, producer_calls = t.crashed_calls, t.producer_calls
-    tr = _Transitions(t, model, initial_state)
     trans, state_of = tr.trans, tr.state_of
-    n = len(calls)
-    oks = [i for i in range(n) if okix[i] >= 0]  # in invoke order
-    by_ret = sorted(oks, key=ret.__getitem__)
-    oks.append(n)  # sentinels
-    by_ret.append(n)
-    call_at = [c.call for c in calls]
-    call_at.append(float("inf"))
-    placed = [False] * (n + 1)
-    rp = 0  # by_ret[rp]: the first return not placed
-    first_ret = ret[by_ret[0]]
-    nx = 0  # oks[nx]: the first ok op not yet in the window
-    win: list[int] = []  # the window's ok ops not placed, in invoke order
+    oks, by_ret, call_at = orders
+    first_ret = ret[by_ret[rp]]
     while call_at[oks[nx]] < first_ret:
         win.append(oks[nx])
         nx += 1
     k = bisect_left(crashed_calls, first_ret)  # crashed ops invoked before it
-    remaining = t.n_ok
-    sid = ib = flag = explored = 0
-    path: list[tuple] = []  # per op placed: (op, sid, ib, flag, cands, j, sid after)
-    pruned: list[tuple[int, int, int]] = []  # (len(path), op, sid after): reduction 8's skips
-    run: dict[int, int] = {}  # reduction 8: state -> crashed set << 1 | flag, in this run
-    crashed_memo: dict[tuple[int, int], tuple] = {}
+    path: list[tuple] = []
+    pruned: list[tuple[int, int, int]] = []
     while True:
         # The window, as `_window` reads it off the linked list.
         now = state_of[sid]
@@ -575,7 +587,7 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
                         kk = bisect_right(pc, first_ret)
                         if kk < len(pc) and pc[kk] < ret[y]:
                             continue
-                    return tr, crashed_memo, path, pruned
+                    return path, pruned
             # The candidates as `search` tries them: the ok ones (`okc`), then
             # the crashed ones of effects no ok one has; j counts those tried.
             j = 0
@@ -611,7 +623,7 @@ def _descend(t: _Tables, model: Model, initial_state: Any, budget: int) -> Outco
                     i = y
                     break
             if i < 0:
-                return tr, crashed_memo, path, pruned  # a dead end: `search` backtracks
+                return path, pruned  # a dead end: `search` backtracks
         path.append((i, sid, ib, flag, okc, crashed, j, ns))
         explored += 1
         if okix[i] >= 0:
@@ -657,18 +669,15 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         budget = min(budget, EXPLAIN_BUDGET)
     spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
     ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
-    path: list[tuple] = []
-    pruned: list[tuple[int, int, int]] = []
     crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
-    if sc is None:
-        got = _descend(t, model, initial_state, budget)
-        if isinstance(got, Outcome):
-            return got
-        tr, crashed_memo, path, pruned = got  # it met a dead end: go on from there
-    else:
-        tr = _Transitions(t, model, initial_state)
+    tr = _Transitions(t, model, initial_state)
     trans = tr.trans
-    nxt, prv, head = _event_list(t)
+    descend = sc is None
+    if descend:  # built if `_descend` meets a dead end
+        nxt = prv = []
+        head = 0
+    else:
+        nxt, prv, head = _event_list(t)
 
     # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
     # rel: placed ok ops above it, bit 0 = op lo), crashed ops placed (ib),
@@ -690,59 +699,79 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     fresh = True
     cands: list[int] = []
     j = 0
-    # The first descent's path, placed again as the loop below places ops:
-    # the same stack, memo keys, reduction 8's entries and skips, linked list
-    # and deepest configuration (`_descend` says why its path is this loop's).
-    # The loop then starts at the dead end, with its window worked out anew.
-    p = 0
-    for level, (i, sid, ib, flag, okc, crashed, j, ns) in enumerate(path):
-        if okc is None:  # placed at once (reduction 1)
-            cands = []
-        else:  # the candidates as `_window` lists them
-            cands = okc
-            if crashed is not None:
-                has = {t.cls[y] for y in okc}
-                cands = okc + [y for c, y in crashed[0] if c not in has]
-        while p < len(pruned) and pruned[p][0] == level:
-            y, pns = pruned[p][1], pruned[p][2]
-            p += 1
-            seen.add(((((rel << n_info) | ib | ibit[y]) << lo_bits | lo) << STATE_BITS)
-                     | (pns + pns + 1))
-        stack.append((i, sid, lo, rel, ib, flag, lw, j == 0, cands, j))
-        k = okix[i]
-        if k >= 0:
-            d = k - lo
-            nlo = lo
-            if d:
-                nrel = rel | (1 << d)
-            else:
-                nrel = rel | 1
-                s = (nrel ^ (nrel + 1)).bit_length() - 1
-                nrel >>= s
-                nlo += s
-            seen.add(((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns))
-            first.setdefault(((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1)
-            lo, rel = nlo, nrel
-            e = i + i
-            p_, q = prv[e], nxt[e]
-            nxt[p_], prv[q] = q, p_
-            p_, q = prv[e + 1], nxt[e + 1]
-            nxt[p_], prv[q] = q, p_
-            flag = 0
-            remaining -= 1
-        else:
-            seen.add(((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS)
-                     | (ns + ns + 1))
-            first.setdefault(((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1)
-            ib |= ibit[i]
-            flag = 1
-        sid = ns
-        if not ro[i]:
-            lw = i
-        explored += 1
-        if k >= 0:
-            best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
+    # Going down where nothing in the memo can be met again is `_descend`'s:
+    # from the root, and wherever more ok ops are placed than ever before.
+    # Not with reduction 6, whose allowances only this loop applies.
+    placed = [False] * (len(calls) + 1)  # ok ops
+    orders = _orders(t) if descend else None
+    rank: list[int] = []  # ok op -> its place in orders[1], once asked for
+    win: list[int] = []
+    rp = nx = 0
+    run: dict[int, int] = {}
     while True:
+        if descend:
+            descend = False
+            got = _descend(t, tr, crashed_memo, budget, orders, placed, win, rp, nx, sid, ib,
+                           flag, explored, remaining, run)
+            if isinstance(got, Outcome):
+                return got
+            path, pruned = got
+            if not nxt:
+                nxt, prv, head = _event_list(t)
+            # The path, placed again as the loop below places ops: the same
+            # stack, memo keys, reduction 8's entries and skips, linked list
+            # and deepest configuration (`_descend` says why its path is
+            # this loop's). The loop then goes on at the dead end, with its
+            # window worked out anew.
+            p = 0
+            for level, (i, sid, ib, flag, okc, crashed, j, ns) in enumerate(path):
+                if okc is None:  # placed at once (reduction 1)
+                    cands = []
+                else:  # the candidates as `_window` lists them
+                    cands = okc
+                    if crashed is not None:
+                        has = {t.cls[y] for y in okc}
+                        cands = okc + [y for c, y in crashed[0] if c not in has]
+                while p < len(pruned) and pruned[p][0] == level:
+                    y, pns = pruned[p][1], pruned[p][2]
+                    p += 1
+                    seen.add(((((rel << n_info) | ib | ibit[y]) << lo_bits | lo) << STATE_BITS)
+                             | (pns + pns + 1))
+                stack.append((i, sid, lo, rel, ib, flag, lw, j == 0, cands, j))
+                k = okix[i]
+                if k >= 0:
+                    d = k - lo
+                    nlo = lo
+                    if d:
+                        nrel = rel | (1 << d)
+                    else:
+                        nrel = rel | 1
+                        s = (nrel ^ (nrel + 1)).bit_length() - 1
+                        nrel >>= s
+                        nlo += s
+                    seen.add(((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns))
+                    first.setdefault(((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1)
+                    lo, rel = nlo, nrel
+                    e = i + i
+                    p_, q = prv[e], nxt[e]
+                    nxt[p_], prv[q] = q, p_
+                    p_, q = prv[e + 1], nxt[e + 1]
+                    nxt[p_], prv[q] = q, p_
+                    flag = 0
+                    remaining -= 1
+                else:
+                    seen.add(((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS)
+                             | (ns + ns + 1))
+                    first.setdefault(((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1)
+                    ib |= ibit[i]
+                    flag = 1
+                sid = ns
+                if not ro[i]:
+                    lw = i
+                explored += 1
+                if k >= 0:
+                    best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
+                    culprit = -1
         i = -1
         forced = False
         if fresh:
@@ -825,6 +854,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     nxt[p], prv[q] = q, p
                     flag = 0
                     remaining -= 1
+                    placed[i] = True
                 else:
                     ib |= ibit[i]
                     flag = 1
@@ -842,6 +872,21 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 if k >= 0 and n_ok - remaining > best_placed:
                     best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
                     culprit = -1
+                    if orders is not None:  # deeper than ever: `_descend` goes on
+                        descend = True
+                        if not rank:
+                            rank = [0] * len(calls)
+                            for r, y in enumerate(orders[1][:-1]):
+                                rank[y] = r
+                            ok_calls = [orders[2][y] for y in orders[0][:-1]]
+                        win = []
+                        x = nxt[head]
+                        while not x & 1:
+                            win.append(x >> 1)
+                            x = nxt[x]
+                        rp = rank[x >> 1]
+                        nx = bisect_left(ok_calls, t.ret[x >> 1])
+                        run = {sid: ib << 1}
                 fresh = True
                 continue
             if not forced:  # reached before, so known dead: try the next candidate
@@ -858,6 +903,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 p, q = prv[e], nxt[e]
                 nxt[p] = prv[q] = e
                 remaining += 1
+                placed[i] = False
             elif sc is not None and sc.kind[i] >= 0:
                 spent[sc.kind[i]] -= 1
             if not forced:
