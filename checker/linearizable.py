@@ -56,8 +56,12 @@ most searches), and only if that stops at `QUICK_CONFIGURATIONS` again with it.
 
 The search reads as: `_tables` (what is known of each op before starting),
 `_Transitions` (model steps, cached), `_event_list` (the linked list),
-`_window` (the choices at a configuration: reductions 1, 2, 5, 6), and
-`search` itself (place, memoize, undo: reductions 3 and 7).
+`_window` (the choices at a configuration: reductions 1, 2, 5, 6), `search`
+itself (place, memoize, undo: reductions 3 and 7), and `_descend`, which
+walks the same way down without memo, stack or linked list wherever nothing
+in the memo can be met again (from the root, and below the most ok ops ever
+placed) and hands back to `search` at a dead end: most searches never
+backtrack, and pay only for `_tables` and `_descend`.
 
 The bitset of placed ops is kept as a frontier (the first `lo` ok ops, in
 invoke order, are all placed) plus the few bits above it, and the crashed ops
