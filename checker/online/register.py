@@ -96,7 +96,7 @@ MIN_NEW = 256  # ... and by at least this many completions (a key's search has a
 _NEVER = (0, 0.0)  # `searched` of a key not searched yet
 _F = ("read", "write", "cas")
 _F_CODES = {f: i for i, f in enumerate(_F)}
-_OK, _FAIL, _INFO = TYPE_CODES["ok"], TYPE_CODES["fail"], TYPE_CODES["info"]
+_OK, _INFO = TYPE_CODES["ok"], TYPE_CODES["info"]
 _PLAIN = frozenset((int, str, type(None)))  # what `register_models.freeze` leaves as it is
 
 
