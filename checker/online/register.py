@@ -529,8 +529,8 @@ def _attach(key: Any, calls: list[lin.Call], keyed: bool) -> None:
 
 
 def _plain(v: Any) -> bool:
-    """Is `v` a value `register_models.freeze` leaves as it is?"""
-    return v is None or type(v) is int or type(v) is str
+    """Is `v` a value `register_models.freeze` leaves as it is (`_PLAIN`)?"""
+    return type(v) in _PLAIN
 
 
 def _named(example: dict, op: Op, history: History) -> bool:

@@ -19,7 +19,6 @@ decoders and RULES; a bad line raises `HistoryError` naming it).
 
 from __future__ import annotations
 
-import operator
 import os
 import select
 import tempfile
@@ -162,7 +161,7 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event,
     except (msgspec.MsgspecError, ValueError):
         fast = False
     if fast:
-        fast = list(map(_INDEX, lines)) == list(range(pos, pos + len(lines)))
+        fast = [e.index for e in lines] == list(range(pos, pos + len(lines)))  # (a Struct's field: faster than attrgetter)
     if fast:
         # the end marker names the nemesis: a block whose bytes cannot (no "nemesis", no \u
         # escape that could spell it) has none, and is not looked through event by event
@@ -187,9 +186,6 @@ def _feed_block(block: bytes, source: str, pos: int, line: int, txn, on_event,
         if is_end(ev.process, ev.f):
             return n, lineno - line, _nth_newline(block, lineno - line - 1) + 1
     return n, len(raw), None
-
-
-_INDEX = operator.attrgetter("index")
 
 
 def _nth_newline(block: bytes, j: int) -> int:
