@@ -1,6 +1,6 @@
 """Test order for `make test` (pytest-xdist, `--dist loadfile`: a worker takes a whole file).
 
-The files that need Spark, Docker or a long run go first, so the two workers share the long
+The files that need Spark, Docker or a long run go first, so the workers share the long
 ones and finish together; collected alphabetically, the Spark files came last and one worker
 ran their minutes alone while the other sat idle. The order within each group is kept.
 
