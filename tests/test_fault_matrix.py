@@ -2,7 +2,9 @@
 
 Each case is a pair of real `sleuth run`s, with the switch on and off, side by
 side, each against a local reference cluster of its own (30 s of load,
-default concurrency), through the CLI and its `--json` contract.
+default concurrency), through the CLI and its `--json` contract. Both runs'
+histories are then judged online (`sleuth check --follow`, under the checks
+the run recorded): the same verdict and anomaly types as offline (issue 47).
 """
 
 from __future__ import annotations
@@ -91,3 +93,35 @@ def test_fault_is_caught_and_the_same_run_without_it_is_valid(tmp_path, fault, w
         assert json.load(f)["valid"] is False
     assert clean_code == 0 and clean["valid"] is True and clean["anomaly-types"] == [], clean
     assert clean["ok"] > 100
+    for summary in (s, clean):
+        online_agrees_with_offline(summary["run_dir"])
+
+
+# `sleuth check --follow` of a run's history under the checks the run recorded (test.json), as
+# the run would judge it online; --idle-timeout ends it (a finished run's history has no end marker)
+FOLLOW = """
+import sys
+from sleuth.checker import WORKLOADS
+from sleuth.cli.follow import follow_check
+from sleuth.records.run import TestRecord
+from sleuth.records.store import history_path, test_path
+
+checks = TestRecord.read(test_path(sys.argv[1])).checks
+sys.exit(follow_check(history_path(sys.argv[1]), WORKLOADS[checks.checker], checks, 1.0, True, False))
+"""
+
+
+def online_agrees_with_offline(run_dir: str) -> None:
+    """Issue 47's soundness on a fault matrix run: judged online, the run's history gets the
+    verdict and anomaly types of the offline check of the run (`sleuth check RUN_DIR`), and
+    every type reported online is among them."""
+    offline = subprocess.run([sys.executable, "-m", "sleuth.cli", "check", run_dir, "--json"],
+                             capture_output=True, text=True, timeout=300)
+    online = subprocess.run([sys.executable, "-c", FOLLOW, run_dir], capture_output=True, text=True,
+                            timeout=300)
+    assert online.returncode == offline.returncode, (online.stderr[-2000:], offline.stderr[-2000:])
+    want = json.loads(offline.stdout.strip().splitlines()[-1])
+    got = json.loads(online.stdout.strip().splitlines()[-1])
+    assert (got["valid"], got["anomaly-types"]) == (want["valid"], want["anomaly-types"]), run_dir
+    found = {f["anomaly"] for f in got["online"]["found"]}
+    assert found <= set(want["anomaly-types"]), (found, want["anomaly-types"])
