@@ -12,7 +12,13 @@ local[2] over local[1], and the peak memory of the driver's Python process
 (where the integer graph lives) beside the JVM's (in local mode it hosts the
 executors; their Python workers are its children).
 
-    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR]
+    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR] [--today REF]
+
+`--today REF` (default `main`; `none` skips it) also runs the same checks
+with the code of git revision REF (`git archive` into a temporary directory,
+first on `PYTHONPATH`), in the same run, so the figures before and after a
+change are side by side under the same load (issue 46: no more than 20%
+slower at local[2]).
 """
 
 from __future__ import annotations
@@ -99,12 +105,38 @@ def worker(path: str, master: str | None) -> dict:
             "children_rss_gib": sampler.peak / GIB}
 
 
-def measure(path: str, master: str | None) -> dict:
+def measure(path: str, master: str | None, tree: str | None = None) -> dict:
+    """One check in a fresh process; with `tree`, sleuth imported from that source tree."""
     argv = [sys.executable, __file__, "--worker", path, *(["--master", master] if master else [])]
-    p = subprocess.run(argv, capture_output=True, text=True)
+    env = None
+    if tree:  # the executors' Python workers too: pyspark builds their PYTHONPATH itself
+        python = os.path.join(tree, "python")
+        with open(python, "w") as fh:
+            fh.write(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+        os.chmod(python, 0o755)
+        env = {**os.environ, "PYTHONPATH": tree, "PYSPARK_PYTHON": python}
+    # in `tree`: the Python workers put their working directory first on sys.path
+    p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tree)
     if p.returncode != 0:
         raise SystemExit(f"{master or 'single process'} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def source_tree(ref: str, out: str) -> str:
+    """The sources of git revision `ref` of this repository, extracted under `out`."""
+    import tarfile
+
+    d = os.path.join(out, f"tree-{ref.replace('/', '_')}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    data = subprocess.run(["git", "-C", os.path.dirname(HERE), "archive", ref, "sleuth"], capture_output=True, check=True).stdout
+    tar = os.path.join(d, "src.tar")
+    with open(tar, "wb") as fh:
+        fh.write(data)
+    with tarfile.open(tar) as t:
+        t.extractall(d, filter="data")
+    os.remove(tar)
+    return d
 
 
 def history(out: str, db: str, txns: int) -> str:
@@ -143,6 +175,7 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(HERE, "out", "spark-history"))
     ap.add_argument("--worker")
     ap.add_argument("--master")
+    ap.add_argument("--today", default="main", help="git revision to compare with ('none': no comparison)")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.master)))
@@ -154,12 +187,15 @@ def main() -> None:
           f"{'driver GiB':>10} {'JVM+workers GiB':>15}  verdict")
     for i, n in enumerate(sizes):
         path = history(args.out, args.db, n)
-        runs = [("local[1]", "local[1]"), ("local[2]", "local[2]")]
+        runs = [("local[1]", "local[1]", None), ("local[2]", "local[2]", None)]
+        if args.today != "none":
+            tree = source_tree(args.today, args.out)
+            runs += [(f"{args.today} local[1]", "local[1]", tree), (f"{args.today} local[2]", "local[2]", tree)]
         if i == 0:
-            runs.insert(0, ("single process", None))
+            runs.insert(0, ("single process", None, None))
         got = {}
-        for name, master in runs:
-            r = got[name] = measure(path, master)
+        for name, master, tree in runs:
+            r = got[name] = measure(path, master, tree)
             print(f"{n:>10} {name:>16} {r['start_s']:>8} {r['check_s']:>8} {r['check_s'] / n * 1e6:>9.1f} "
                   f"{r['driver_rss_gib']:>10.2f} {r['children_rss_gib'] if master else 0:>15.2f}  "
                   f"{r['valid']} {','.join(r['types'])}", flush=True)
@@ -169,6 +205,11 @@ def main() -> None:
               f"single-process checks at once: {ceiling(args.out, args.db):.2f}x); driver under 2 GiB: "
               f"{got['local[2]']['driver_rss_gib'] < 2}; verdicts equal: {same}; "
               f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        if args.today != "none":
+            before = got[f"{args.today} local[2]"]["check_s"]
+            was = got[f"{args.today} local[1]"]["check_s"] / before
+            print(f"{n:>10} {args.today}: local[2] over local[1] {was:.2f}x; now over {args.today} at local[2]: "
+                  f"{got['local[2]']['check_s'] / before:.2f}x the time (goal <= 1.20x)", flush=True)
 
 
 if __name__ == "__main__":

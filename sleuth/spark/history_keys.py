@@ -2,9 +2,9 @@
 
 Keys are hashed into buckets (many keys per task: a task per key would cost
 more than the work). Each operation goes to every bucket of a key it
-touches, with its micro-ops cut down to that bucket's keys, written by the
-splitting task as the bucket's files (`split_files`); a bucket is then judged by the single-process
-checker's own code on a `Part` history of exactly those operations, with
+touches, with its micro-ops cut down to that bucket's keys (`split`); Spark's
+shuffle brings each bucket's rows to one task (`judged`), which judges them by
+the single-process checker's own code on a `Part` history of exactly those operations, with
 their global ids and positions (so line numbers, names and explanations are
 the ones `sleuth check` prints):
 
@@ -27,7 +27,6 @@ line, text: the problem).
 from __future__ import annotations
 
 import math
-import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -251,60 +250,23 @@ def restrict(keys: list[str]):
     return run
 
 
-def split_files(workload: str, n: int, files: list[str], staging: str):
-    """mapInArrow over task numbers (`id`, positions in `files`, Parquet files of operations):
-    each task splits its file into buckets (`split`) and writes each bucket's rows as its own
-    file, `staging/bucket=<k>/part-<task>.parquet`; yields how many rows it wrote.
+def judged(workload: str, source: str, first_time: int, options: dict[str, Any]):
+    """applyInArrow function of `groupBy("bucket")`: one bucket's operations (an Arrow table
+    of SPLIT_SCHEMA, as Spark's shuffle delivered them) -> its OUT_SCHEMA rows (`judge`).
 
-    The buckets reach the tasks that judge them as files, not through Spark's shuffle: the
-    rows would cross into the JVM, be sorted there and cross back into pandas, which cost
-    more than the splitting (the executors share the cache directory, as they share the
-    input)."""
-    def run(batches: Iterator) -> Iterator:
+    The buckets reach their tasks through Spark's shuffle, not as files the tasks write
+    somewhere both can see: on a cluster only the input and the output are shared, and
+    the shuffle is what Spark moves between executors (its blocks are served by the
+    executor that wrote them). Arrow in and out: no pandas conversion in the JVM hand-over."""
+    def run(table):
         import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        from sleuth.spark.history_ops import arrow_schema
-
-        for b in batches:
-            for t in b.column("id").to_pylist():
-                src = pq.ParquetFile(files[t]).iter_batches(columns=list(OP_COLUMNS))
-                table = pa.Table.from_batches(list(split(workload, n)(src)), schema=arrow_schema(SPLIT_SCHEMA))
-                for k in pc.unique(table["bucket"]).to_pylist():
-                    d = os.path.join(staging, f"bucket={k}")
-                    os.makedirs(d, exist_ok=True)
-                    tmp = os.path.join(d, f".{t}.tmp")
-                    pq.write_table(table.filter(pc.equal(table["bucket"], k)), tmp)
-                    os.replace(tmp, os.path.join(d, f"part-{t:05d}.parquet"))
-                yield pa.RecordBatch.from_pydict({"rows": [table.num_rows]})
-    return run
-
-
-def judge_files(workload: str, source: str, first_time: int, options: dict[str, Any], staging: str,
-                out_dir: str):
-    """mapInArrow over bucket numbers (`id`): each task reads its bucket's files, judges the
-    bucket (`judge`) and writes its OUT_SCHEMA rows as `out_dir/part-<k>.parquet`; yields how
-    many rows it wrote. A bucket no operation went to has no answer, as a group of no rows."""
-    def run(batches: Iterator) -> Iterator:
-        import glob
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from sleuth.spark.history_ops import arrow_schema
 
         schema = arrow_schema(OUT_SCHEMA)
-        for b in batches:
-            for k in b.column("id").to_pylist():
-                parts = sorted(glob.glob(os.path.join(staging, f"bucket={k}", "*.parquet")))
-                if not parts:
-                    continue
-                pdf = pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas(integer_object_nulls=True)
-                out = pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
-                                           preserve_index=False)
-                tmp = os.path.join(out_dir, f".{k}.tmp")
-                pq.write_table(out, tmp)
-                os.replace(tmp, os.path.join(out_dir, f"part-{k:05d}.parquet"))
-                yield pa.RecordBatch.from_pydict({"rows": [out.num_rows]})
+        if table.num_rows == 0:  # no group is empty, but an empty answer must keep the schema
+            return schema.empty_table()
+        pdf = table.to_pandas(integer_object_nulls=True)
+        return pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
+                                    preserve_index=False)
     return run

@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 
 import orjson
@@ -51,7 +50,6 @@ from sleuth.history.jsonl import (
     event_from_dict,
     events_by_rules,
 )
-from sleuth.spark.session import per_task
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
@@ -134,6 +132,34 @@ def cache_dir(path: str) -> str:
     elsewhere = os.path.join(home, "spark-cache", f"{os.path.basename(full)}-{digest}.sleuth-ops")
     os.makedirs(elsewhere, exist_ok=True)
     return elsewhere
+
+
+def uri(path: str) -> str:
+    """`path` as a URI Spark's readers and writers take: one with a scheme as it is, a local
+    path as `file:` of its absolute path (on a cluster, a mount every node has at that path)."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
+        return path
+    return "file://" + os.path.abspath(path)
+
+
+def committed(location: str) -> bool:
+    """Did a Spark job commit its output at `location`? Its committer writes `_SUCCESS` last,
+    in the job's commit on the driver, so the driver can look (through pyarrow's filesystem
+    for the URI's scheme, not a local stat)."""
+    from pyarrow import fs
+
+    filesystem, base = fs.FileSystem.from_uri(uri(location))
+    return filesystem.get_file_info(base.rstrip("/") + "/_SUCCESS").type == fs.FileType.File
+
+
+def remove(location: str) -> None:
+    """Delete the directory at `location` (a URI or path) if it is there: a job's staging
+    output, once read (through pyarrow's filesystem for the scheme)."""
+    from pyarrow import fs
+
+    filesystem, base = fs.FileSystem.from_uri(uri(location))
+    if filesystem.get_file_info(base).type == fs.FileType.Directory:
+        filesystem.delete_dir(base)
 
 
 def fingerprint(files: list[str]) -> list[list]:
@@ -359,31 +385,27 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
             say(f"reusing paired operations in {cache}")
             return os.path.join(cache, "ops"), meta
     size = sum(os.path.getsize(f) for f in sources)
-    # enough tasks for every core: text splits and shuffle partitions of SPLIT_BYTES (128 MiB by
-    # default would leave a core idle: a 300 MB file is 3 splits)
+    # enough tasks for every core: byte ranges of up to SPLIT_BYTES, at least two per core (the
+    # tasks are given their ranges, so the session's settings are not changed per check)
     parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
-    spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
     split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
     if files:
-        from sleuth.spark.history_pair import decode_and_pair, operations, splits
+        from sleuth.spark.history_pair import operations, splits, write_rows
 
-        # the tasks read, decode and pair their byte ranges and write what they found
-        # (history_pair.py); the driver pairs across the ranges, and the tasks number the
-        # operations into the table of operations
-        staging = os.path.join(cache, "staging")
-        ranges = splits(files, split_bytes)
+        # the tasks read, decode and pair their byte ranges, and Spark's writer commits what
+        # they found (history_pair.py); the driver pairs across the ranges from those rows,
+        # and the tasks number the operations into the table of operations
+        staging = uri(os.path.join(cache, "staging"))
         try:
-            shutil.rmtree(staging, ignore_errors=True)
-            per_task(spark, len(ranges), decode_and_pair(files, staging, ranges))
-            info = operations(spark, staging, files, os.path.join(cache, "ops"))
+            write_rows(spark, files, splits(files, split_bytes), staging)
+            info = operations(spark, staging, files, uri(os.path.join(cache, "ops")))
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove(staging)
     else:
         ops = consolidated(spark, path)
-        ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+        ops.write.mode("overwrite").parquet(uri(os.path.join(cache, "ops")))
         info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0,
-                "ops": spark.read.parquet(os.path.join(cache, "ops")).count()}
+                "ops": spark.read.parquet(uri(os.path.join(cache, "ops"))).count()}
     n = info["ops"]
     meta = {**want, **info}
     with open(meta_path + ".tmp", "w") as fh:

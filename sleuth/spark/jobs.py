@@ -69,23 +69,13 @@ def session(master: str | None):
     want = master or "local[*]"
     active = SparkSession.getActiveSession()
     if active is not None and active.sparkContext.master == want:
-        configure(active)
         return active, False
-    spark = spark_session(want, app="sleuth-campaign")
-    configure(spark)
-    return spark, True
+    return spark_session(want, app="sleuth-campaign"), True
 
 
 # what a campaign's consolidation and judging tasks import (session.warm)
 CAMPAIGN_MODULES = ("pandas", "pyarrow.parquet", "sleuth.checker.judge", "sleuth.checker.timestamps",
                     "sleuth.spark.consolidate")
-
-
-def configure(spark) -> None:
-    """Settings the jobs rely on: run names stay strings when read back from partition paths, and
-    writing one campaign's operations replaces only that campaign's partitions."""
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
 
 
 def _judge_group(tests: dict[str, dict], part: str, key, pdf):
@@ -150,7 +140,6 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
 
 
 LARGE_RUN_BYTES = 64 << 20  # a transactional run's history from this size is judged per key (judge_large)
-SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
 
 
 def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
@@ -175,7 +164,6 @@ def judge_large(spark, m: dict) -> dict:
     options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
     if checks.options.get("linearizable_keys"):
         options["linearizable_keys"] = True
-    saved = {k: spark.conf.get(k, None) for k in SIZED_CONFS}  # the check sizes them to its history
     try:
         r = history_check.check(os.path.join(m["run_dir"], "history.jsonl"), checks.checker, options,
                                 spark.sparkContext.master)
@@ -183,12 +171,6 @@ def judge_large(spark, m: dict) -> dict:
                 "error": None}
     except Exception as e:  # a history the checker cannot judge: unknown, the rest go on
         return {"run": m["run"], "valid": verdict_text(None), "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
@@ -219,7 +201,7 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
         t = time.monotonic()
         ops_path = os.path.join(out_dir, "operations")
         large = large_runs(meta, large_run_bytes)
-        runs = consolidate.consolidate(spark, meta, ops_path, large).toPandas()
+        runs = consolidate.consolidate(spark, meta, ops_path, large)
         # Read back only by the jobs that need it (register keys, the audit): listing a
         # campaign's partitions is a Spark job of its own, on the driver's clock.
         ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))

@@ -54,7 +54,12 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
                .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.ui.showConsoleProgress", "false"))
+               .config("spark.ui.showConsoleProgress", "false")
+               # fixed for the session, never changed per job: run names stay strings when read
+               # back from partition paths, and writing one campaign's operations replaces only
+               # that campaign's partitions
+               .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+               .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
     host = "127.0.0.1" if master.startswith(("local", "spark://127.")) else driver_address(master)
     if host:  # where the executors reach the driver (a cluster on this machine: loopback)
         builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
