@@ -61,7 +61,14 @@ from sleuth.spark.history_ops import (
     native,
     uri,
 )
-from sleuth.spark.session import LOG_LEVEL, per_task, spark_session, warm
+from sleuth.spark.session import (
+    LOG_LEVEL,
+    Progress,
+    spark_session,
+    unreachable,
+    unreachable_message,
+    warm,
+)
 
 DEFAULT_MASTER = "local[*]"
 # what the tasks of a check import (session.warm: started with the session, not in the
@@ -95,12 +102,15 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    with _jvm_log_off(spark), _interrupts(spark):
+    with _jvm_log_off(spark), _interrupts(spark), Progress(spark, say) as progress:
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
         if not spark.sparkContext.master.startswith("local"):
             _readable_on_executors(spark, path)
+        progress.step("reading, decoding and pairing the history")
         ops_dir, meta = load_ops(spark, path, say)
+        progress.step(f"judging {meta['ops']} operations in {hk.buckets_for(meta['ops'])} key buckets "
+                      "(a task per bucket)")
         judged = _judge(spark, path, ops_dir, meta, workload, options, say)
         out = _read(judged)
         errors = out[out["tag"] == hk.ERROR]
@@ -109,35 +119,16 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
             raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
         if workload in hk.REGISTERS:
             return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
+        progress.step("fetching the transactions in strongly connected components")
         return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
 
 
 def _readable_on_executors(spark, path: str) -> None:
     """On a cluster, the input must be readable and its cache directory writable at the same
-    path on every executor (storage every worker mounts): a task per core looks, so that a
-    worker that cannot is bad input named here, not a stack trace from the pairing job."""
-    files = input_files(path)
-    cache = cache_dir(path)
-
-    def look(batches):
-        import socket
-
-        import pyarrow as pa
-
-        for _ in batches:
-            pass
-        bad = [f for f in files if not os.access(f, os.R_OK)]
-        if not os.access(cache, os.W_OK):
-            bad.append(cache)
-        yield pa.RecordBatch.from_pydict({"host": [socket.gethostname()] * len(bad), "path": bad},
-                                         schema=pa.schema([("host", pa.string()), ("path", pa.string())]))
-
-    rows = per_task(spark, spark.sparkContext.defaultParallelism, look, "host STRING, path STRING")
-    if rows:
-        host, what = rows[0]["host"], rows[0]["path"]
-        kind = "write the cache directory" if what == cache else "read"
-        raise HistoryError(path, None, f"the Spark executor on {host} cannot {kind} {what}: a cluster's "
-                           "workers must mount the input and its directory at the same path as this host")
+    path on every executor (`session.unreachable`): else bad input, named here."""
+    found = unreachable(spark, read=input_files(path), write=[cache_dir(path)])
+    if found is not None:
+        raise HistoryError(path, None, unreachable_message(*found))
 
 
 @contextlib.contextmanager
