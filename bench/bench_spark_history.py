@@ -12,7 +12,7 @@ local[2] over local[1], and the peak memory of the driver's Python process
 (where the integer graph lives) beside the JVM's (in local mode it hosts the
 executors; their Python workers are its children).
 
-    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR] [--today REF]
+    python bench/bench_spark_history.py [--sizes 1000000] [--db serializable] [--out DIR] [--today REF] [--repeat N]
 
 `--today REF` (default `main`; `none` skips it) also runs the same checks
 with the code of git revision REF (`git archive` into a temporary directory,
@@ -28,6 +28,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -108,18 +109,22 @@ def worker(path: str, master: str | None) -> dict:
 def measure(path: str, master: str | None, tree: str | None = None) -> dict:
     """One check in a fresh process; with `tree`, sleuth imported from that source tree."""
     argv = [sys.executable, __file__, "--worker", path, *(["--master", master] if master else [])]
-    env = None
-    if tree:  # the executors' Python workers too: pyspark builds their PYTHONPATH itself
-        python = os.path.join(tree, "python")
-        with open(python, "w") as fh:
-            fh.write(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
-        os.chmod(python, 0o755)
-        env = {**os.environ, "PYTHONPATH": tree, "PYSPARK_PYTHON": python}
+    env = tree_env(tree) if tree else None
     # in `tree`: the Python workers put their working directory first on sys.path
     p = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tree)
     if p.returncode != 0:
         raise SystemExit(f"{master or 'single process'} failed:\n{p.stderr[-3000:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def tree_env(tree: str) -> dict:
+    """The environment of a process that imports sleuth from source tree `tree`, and so do its
+    executors' Python workers (pyspark builds their PYTHONPATH itself: a wrapper sets it)."""
+    python = os.path.join(tree, "python")
+    with open(python, "w") as fh:
+        fh.write(f'#!/bin/sh\nPYTHONPATH="{tree}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    os.chmod(python, 0o755)
+    return {**os.environ, "PYTHONPATH": tree, "PYSPARK_PYTHON": python}
 
 
 def source_tree(ref: str, out: str) -> str:
@@ -176,6 +181,7 @@ def main() -> None:
     ap.add_argument("--worker")
     ap.add_argument("--master")
     ap.add_argument("--today", default="main", help="git revision to compare with ('none': no comparison)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds, old and new alternating; medians compared")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.master)))
@@ -193,12 +199,19 @@ def main() -> None:
             runs += [(f"{args.today} local[1]", "local[1]", tree), (f"{args.today} local[2]", "local[2]", tree)]
         if i == 0:
             runs.insert(0, ("single process", None, None))
-        got = {}
-        for name, master, tree in runs:
-            r = got[name] = measure(path, master, tree)
-            print(f"{n:>10} {name:>16} {r['start_s']:>8} {r['check_s']:>8} {r['check_s'] / n * 1e6:>9.1f} "
-                  f"{r['driver_rss_gib']:>10.2f} {r['children_rss_gib'] if master else 0:>15.2f}  "
-                  f"{r['valid']} {','.join(r['types'])}", flush=True)
+        rounds: dict[str, list[dict]] = {name: [] for name, _, _ in runs}
+        for k in range(args.repeat):  # old and new alternate, in a rotating order (a shared machine)
+            for name, master, tree in runs[k % len(runs):] + runs[:k % len(runs)]:
+                r = measure(path, master, tree)
+                rounds[name].append(r)
+                print(f"{n:>10} {name:>16} {r['start_s']:>8} {r['check_s']:>8} {r['check_s'] / n * 1e6:>9.1f} "
+                      f"{r['driver_rss_gib']:>10.2f} {r['children_rss_gib'] if master else 0:>15.2f}  "
+                      f"{r['valid']} {','.join(r['types'])}  (round {k + 1}, load {os.getloadavg()[0]:.1f})",
+                      flush=True)
+        got = {name: {**rs[0], "check_s": statistics.median(r["check_s"] for r in rs)} for name, rs in rounds.items()}
+        if args.repeat > 1:
+            print(f"{n:>10} medians of {args.repeat} rounds (check s): "
+                  + ", ".join(f"{name} {r['check_s']:.1f}" for name, r in got.items()), flush=True)
         same = len({(r["valid"], tuple(r["types"])) for r in got.values()}) == 1
         speedup = got["local[1]"]["check_s"] / got["local[2]"]["check_s"]
         print(f"{n:>10} local[2] over local[1]: {speedup:.2f}x (goal >= 1.6x; the machine's ceiling, two "
