@@ -198,12 +198,12 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
     if committed(out_dir):
         return out_dir
-    # each operation to the buckets of its keys, Spark's shuffle to a task per bucket, which
-    # judges it; Spark's writer commits the answers (history_keys.split, judged)
+    # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
+    # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
     ops = spark.read.parquet(uri(ops_dir)).select(*hk.OP_COLUMNS)
     answers = (ops.mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA)
-               .repartition(n, "bucket").groupBy("bucket")
-               .applyInArrow(hk.judged(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
+               .repartition(n, "bucket")
+               .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
     answers.write.mode("overwrite").parquet(uri(out_dir))
     say(f"judged {meta['ops']} operations in {n} key buckets")
     return out_dir

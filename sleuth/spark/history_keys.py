@@ -270,3 +270,25 @@ def judged(workload: str, source: str, first_time: int, options: dict[str, Any])
         return pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
                                     preserve_index=False)
     return run
+
+
+def judged_buckets(workload: str, source: str, first_time: int, options: dict[str, Any]):
+    """mapInArrow function after `repartition(n, "bucket")`: a task's partition (every row of
+    each bucket Spark's hash sent to it, often one bucket, sometimes two, or none) -> each
+    bucket's OUT_SCHEMA rows (`judged`), in bucket order. What `groupBy("bucket").applyInArrow`
+    would do without its sort of every row by bucket in the JVM first: the partitioning alone
+    already brings a bucket's rows to one task, and the judging sorts them by id itself."""
+    one = judged(workload, source, first_time, options)
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        batches = [b for b in batches if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        buckets = table["bucket"]
+        for k in sorted(pc.unique(buckets).to_pylist()):
+            yield from one(table.filter(pc.equal(buckets, k))).to_batches()
+    return run

@@ -397,7 +397,9 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
         # and the tasks number the operations into the table of operations
         staging = uri(os.path.join(cache, "staging"))
         try:
-            write_rows(spark, files, splits(files, split_bytes), staging)
+            ranges = splits(files, split_bytes)
+            write_rows(spark, files, ranges, staging)
+            say(f"decoded and paired {len(ranges)} byte ranges, rows committed to {staging}")
             info = operations(spark, staging, files, uri(os.path.join(cache, "ops")))
         finally:
             remove(staging)

@@ -352,9 +352,10 @@ def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
     `ops_dir` (a URI) through Spark's writer, from the committed staging rows (`write_rows`);
     returns {events, start_time, ops}.
 
-    The op rows are numbered in tasks (`_numbered`: id = the invokes of the segments before
-    its segment + its rank in it; the offsets are one pair per segment); the few operations
-    that cross a boundary are paired on the driver and join them before the write. Every
+    The op rows are numbered in the JVM as Spark reads them (id = the invokes of the segments
+    before its segment + its rank in it: a broadcast join with the offsets, one row per
+    segment); the few operations that cross a boundary are paired and numbered on the driver
+    (`_numbered`) and join them before the write. Every
     invoke is one operation (paired in its segment, across a boundary, or open: info), so
     their number is the seg rows' sum of invokes."""
     from pyspark.sql import functions as F
@@ -364,9 +365,12 @@ def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
     info = segments_checked(spark, staging, files)
     offsets = info.pop("offsets")
     crossing = across_segments(spark, staging, files)
-    op_cols = ddl_columns(OP_SCHEMA)
-    ops = (spark.read.schema(ROWS_SCHEMA).parquet(staging).where(F.col("kind") == "op").select(*op_cols)
-           .mapInArrow(_number(offsets), OPS_SCHEMA))
+    # the ids in the JVM: each op row joins its segment's offset (a broadcast of one row per
+    # segment), so the rows do not cross into Python and back a second time to be numbered
+    before = spark.createDataFrame(offsets or [(0, 0)], "seg BIGINT, before BIGINT")
+    ops = (spark.read.schema(ROWS_SCHEMA).parquet(staging).where(F.col("kind") == "op")
+           .join(F.broadcast(before), "seg")
+           .select((F.col("before") + F.col("rank")).alias("id"), *OPS_COLUMNS[1:]))
     if crossing.num_rows:  # pyspark's createDataFrame mishandles empty Arrow tables and chunks: one chunk
         table = _numbered(crossing, offsets).cast(arrow_schema(OPS_SCHEMA)).combine_chunks()
         ops = ops.unionByName(spark.createDataFrame(table, schema=OPS_SCHEMA))
@@ -387,12 +391,3 @@ def _numbered(table, offsets: list[tuple[int, int]]):
     seg = table.column("seg").to_numpy(zero_copy_only=False).astype(np.int64)
     ids = before[np.searchsorted(lo, seg)] + table.column("rank").to_numpy(zero_copy_only=False)
     return pa.table([pa.array(ids, pa.int64()), *(table.column(c) for c in OPS_COLUMNS[1:])], names=list(OPS_COLUMNS))
-
-
-def _number(offsets: list[tuple[int, int]]):
-    """mapInArrow function: op rows (OP_SCHEMA) -> numbered operations (OPS_SCHEMA)."""
-    def run(batches: Iterator) -> Iterator:
-        schema = arrow_schema(OPS_SCHEMA)
-        for b in batches:
-            yield from _numbered(b, offsets).cast(schema).to_batches()
-    return run

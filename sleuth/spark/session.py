@@ -59,7 +59,10 @@ def spark_session(master: str = "local[*]", app: str = "sleuth"):
                # back from partition paths, and writing one campaign's operations replaces only
                # that campaign's partitions
                .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-               .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
+               .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+               # a partitioned write (rows by kind, a campaign's operations by run) keeps a file
+               # open per partition value rather than first sorting every row by it
+               .config("spark.sql.maxConcurrentOutputFileWriters", "64"))
     host = "127.0.0.1" if master.startswith(("local", "spark://127.")) else driver_address(master)
     if host:  # where the executors reach the driver (a cluster on this machine: loopback)
         builder = builder.config("spark.driver.host", host).config("spark.driver.bindAddress", host)
