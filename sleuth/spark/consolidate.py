@@ -12,8 +12,8 @@ completion is `info`. The task yields the run's operations (`op` rows)
 and one `run` row: its verdict, first-to-last time, faults, counts and
 latencies, and whether its file could be read. Spark's partitioned writer
 commits the op rows as `campaign=C/run=R/` (its committer, its escaping of
-the names), and the run rows are collected: two actions over one persisted
-result, so every file is still read and judged once, in one pass (a job per
+the names), and the run rows reach the driver through an accumulator: one job, so
+every file is read and judged once, in one pass (a job per
 run, or per stage and run, made a campaign 1.6-2.3 times slower). It judges the run
 while the History is in memory (`judge.py` says which part: the whole run,
 or only the cross-key rules of a register run, whose keys are judged per
@@ -60,11 +60,10 @@ FILE_COLUMNS = {"workload": "string", "process": "int64", "f": "string", "key": 
 RUN_SCHEMA = ("`campaign` STRING, `run` STRING, `readable` BOOLEAN, `reason` STRING, `valid` STRING, "
               "`anomaly_types` ARRAY<STRING>, `span_ns` BIGINT, `fault_events` BIGINT, " + STATS_SCHEMA)
 RUN_COLUMNS = tuple(ddl_columns(RUN_SCHEMA))
-# what a consolidation task yields: an operation (campaign, run, FILE_COLUMNS) or a run's row
-# (RUN_SCHEMA), told apart by `kind`; the other kind's columns are null
+# what a consolidation task yields for the writer: a run's operations (campaign, run, FILE_COLUMNS)
 _SQL = {"string": "STRING", "int64": "BIGINT", "bool": "BOOLEAN"}
-ROWS_SCHEMA = ("`kind` STRING, " + RUN_SCHEMA + ", "
-               + ", ".join(f"`{c}` {_SQL[t]}" for c, t in FILE_COLUMNS.items()))
+OPS_FILE_SCHEMA = ("`campaign` STRING, `run` STRING, "
+                   + ", ".join(f"`{c}` {_SQL[t]}" for c, t in FILE_COLUMNS.items()))
 
 
 def stop_names() -> frozenset[str]:
@@ -169,7 +168,7 @@ def pair(events: list, keyed: bool):
 
 
 def _arrow_schema(ddl: str):
-    """The Arrow schema of ROWS_SCHEMA's DDL (pyspark's parser needs a JVM: a task has none)."""
+    """The Arrow schema of a DDL schema (pyspark's parser needs a JVM: a task has none)."""
     import pyarrow as pa
 
     types = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(),
@@ -177,34 +176,24 @@ def _arrow_schema(ddl: str):
     return pa.schema([(c.split("`")[1], types[c.split("`")[2].strip()]) for c in ddl.split(", ")])
 
 
-def _rows_table(ops, run_row, campaign: str, run: str, workload: str):
-    """One run's op rows and its run row as one Arrow table of ROWS_SCHEMA."""
+def _ops_table(ops, campaign: str, run: str, workload: str):
+    """One run's operations as an Arrow table of OPS_FILE_SCHEMA (campaign, run, FILE_COLUMNS)."""
     import pyarrow as pa
 
-    schema = _arrow_schema(ROWS_SCHEMA)
+    schema = _arrow_schema(OPS_FILE_SCHEMA)
     n = len(ops)
-    cols = {"kind": pa.array(["op"] * n + ["run"], pa.string())}
+    cols = {"campaign": pa.array([campaign] * n, pa.string()), "run": pa.array([run] * n, pa.string())}
     for f in schema:
-        if f.name == "kind":
-            continue
         if f.name in FILE_COLUMNS:
             values = ops.assign(workload=workload)[f.name] if n else []
-            head = pa.array(values, f.type, from_pandas=True) if n else pa.array([], f.type)
-        elif f.name == "campaign":
-            head = pa.array([campaign] * n, f.type)
-        elif f.name == "run":
-            head = pa.array([run] * n, f.type)
-        else:
-            head = pa.nulls(n, f.type)
-        tail = (pa.array(run_row[f.name].tolist(), f.type, from_pandas=True) if f.name in run_row
-                else pa.nulls(1, f.type))
-        cols[f.name] = pa.concat_arrays([head, tail])
+            cols[f.name] = pa.array(values, f.type, from_pandas=True) if n else pa.array([], f.type)
     return pa.Table.from_pydict(cols, schema=schema)
 
 
 @gc_paused
 def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, part: str, keyed: bool):
-    """Consolidate one run: its operations and its `run` row, as one Arrow table of ROWS_SCHEMA.
+    """Consolidate one run: its operations (an Arrow table of OPS_FILE_SCHEMA) and its `run` row
+    (a one-row pandas DataFrame of RUN_COLUMNS).
 
     `part`: what the task judges of the run (judge.judge_history's `part`).
     """
@@ -234,16 +223,29 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, pa
     span = span_ns(e.time for e in events)  # the run's duration has one owner (sleuth.records.measure)
     row = {"campaign": campaign, "run": run, "readable": history is not None, "reason": reason, "valid": valid,
            "anomaly_types": list(types), "span_ns": span, "fault_events": faults, **run_stats(ops)}
-    return _rows_table(ops, pd.DataFrame([row])[list(RUN_COLUMNS)], campaign, run, workload)
+    return _ops_table(ops, campaign, run, workload), pd.DataFrame([row])[list(RUN_COLUMNS)]
 
 
 TASKS_PER_CORE = 4  # tasks per executor core: few enough that Spark's cost per task stays small
 
 
-def run_task(groups: list[list[dict]], keyed: list[str], tests):
-    """The mapInArrow function: task numbers (`id`, positions in `groups`) -> the ROWS_SCHEMA rows
-    of that group's runs. Each run is a small dict (campaign, run, run_dir, workload, large);
-    `tests` is a broadcast of each run's test record, by run."""
+class _Rows:
+    """An accumulator of run rows (dicts of RUN_COLUMNS) the tasks send back with their results
+    (pyspark's AccumulatorParam by its two methods: this module imports no pyspark)."""
+
+    def zero(self, value):
+        return []
+
+    def addInPlace(self, a, b):  # noqa: N802 - pyspark's name
+        a.extend(b)
+        return a
+
+
+def run_task(groups: list[list[dict]], keyed: list[str], tests, run_rows_out):
+    """The mapInArrow function: task numbers (`id`, positions in `groups`) -> the operations of
+    that group's runs (OPS_FILE_SCHEMA), for Spark's writer; each run's `run` row goes to the
+    driver through the accumulator `run_rows_out`. Each run is a small dict (campaign, run,
+    run_dir, workload, large); `tests` is a broadcast of each run's test record, by run."""
     from sleuth.spark.judge import part_of
 
     def task(batches):
@@ -251,9 +253,10 @@ def run_task(groups: list[list[dict]], keyed: list[str], tests):
             for i in b.column("id").to_pylist():
                 for r in groups[i]:
                     k = r["workload"] in keyed
-                    t = run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], tests.value[r["run"]],
-                                 part_of(k, r["large"]), k)
-                    yield from t.to_batches()
+                    ops, row = run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], tests.value[r["run"]],
+                                        part_of(k, r["large"]), k)
+                    run_rows_out.add(row.to_dict("records"))
+                    yield from ops.to_batches()
     return task
 
 
@@ -287,29 +290,30 @@ def consolidate(spark, meta: list[dict], ops_path: str, large: frozenset[str] = 
     a task per run cost Spark about 70 ms of scheduling and worker hand-over each, on the
     jobs' clock. The tasks' input is `spark.range` (one number per group), made in the JVM:
     a DataFrame of Python rows would start a second Python worker in every task only to hand
-    over a few strings. The tasks' rows are persisted, so writing the operations and
-    collecting the run rows read and judge each file once.
+    over a few strings. The operations go to Spark's partitioned writer and each run's row
+    to the driver through an accumulator, so one job reads and judges each file once, and
+    no operation is cached in the JVM (persisting them, wide rows with a run row's columns
+    all null, made the consolidation twice main's time).
 
     `large`: runs whose workload checker the tasks leave out (jobs.judge_large judges it)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
+    import pandas as pd
 
     from sleuth.spark.history_ops import uri
 
     runs = [{**{k: m[k] for k in ("campaign", "run", "run_dir", "workload")}, "large": m["run"] in large}
             for m in meta]
     tests = spark.sparkContext.broadcast({m["run"]: m["test"] for m in meta})
+    out = spark.sparkContext.accumulator([], _Rows())
     groups = groups_of(runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
     ids = spark.range(0, len(groups), 1, numPartitions=max(1, len(groups)))
-    rows = ids.mapInArrow(run_task(groups, keyed_workloads(), tests), ROWS_SCHEMA).persist(
-        StorageLevel.MEMORY_AND_DISK)
     try:
-        (rows.where(F.col("kind") == "op").select("campaign", "run", *FILE_COLUMNS)
+        (ids.mapInArrow(run_task(groups, keyed_workloads(), tests, out), OPS_FILE_SCHEMA)
          .write.mode("overwrite").partitionBy("campaign", "run").parquet(uri(ops_path)))
-        return rows.where(F.col("kind") == "run").select(*RUN_COLUMNS).toPandas()
     finally:
-        rows.unpersist()
         tests.destroy()
+    # a retried task adds its runs' rows again (the same rows): one per run, the last
+    rows = {r["run"]: r for r in out.value}
+    return pd.DataFrame([rows[r["run"]] for r in runs], columns=list(RUN_COLUMNS))
 
 
 def operations(spark, ops_path: str, meta: list[dict]):
