@@ -29,10 +29,10 @@ demo: install system
 	$(BIN)/python demos/demo.py
 
 test: install system
-	$(BIN)/pytest -q -n 2 --dist loadfile --durations=15
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 test-fast: install
-	$(BIN)/pytest -q -n 2 --dist loadfile -m "not slow and not docker and not spark and not cluster"
+	$(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow and not docker and not spark and not cluster"
 
 # sleuth's and adya's verdicts under every model, on random sim, list-append and rw-register histories (adya on PATH)
 compare-adya: install

@@ -2,7 +2,11 @@
 
 The files that need Spark, Docker or a long run go first, so the two workers share the long
 ones and finish together; collected alphabetically, the Spark files came last and one worker
-ran their minutes alone while the other sat idle. The order within each group is kept."""
+ran their minutes alone while the other sat idle. The order within each group is kept.
+
+xdist hands out files by this order only with `--no-loadscope-reorder` (the Makefile's
+test commands): by default `loadfile` sorts files by their number of tests, most first,
+which put the few-test, minutes-long Spark and Docker files last."""
 
 from __future__ import annotations
 

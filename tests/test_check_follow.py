@@ -177,6 +177,20 @@ def test_registers(tmp_path, bug, status):
         assert "found nonlinearizable (online" in r.stdout and "found online: nonlinearizable" in r.stdout
 
 
+def test_the_online_peak_memory_is_the_checks_own(tmp_path):
+    """Started by a process holding 400 MiB (as a benchmark that has just written its
+    history), `--follow` records its own peak, not its parent's: Linux carries
+    `ru_maxrss` across the exec (sleuth/base/memory.py)."""
+    path = tmp_path / "r.jsonl"
+    write_register_sim(str(path), ops=2000, keys=10, seed=5)
+    ballast = bytearray(400 << 20)
+    ballast[::4096] = b"x" * len(range(0, len(ballast), 4096))  # resident, page by page
+    r = run("check", "-w", "register", "--follow", str(path), "--idle-timeout", "0.3", "--json")
+    peak = json.loads(r.stdout.splitlines()[-1])["online"]["max-rss-mib"]
+    assert 0 < peak < 200, peak
+    del ballast
+
+
 def test_bad_line_is_254_naming_it(tmp_path):
     path = tmp_path / "bad.jsonl"
     good = lines_of([{"time": 0, "type": "invoke", "process": 0, "f": "txn", "value": [["r", 1, None]]}])

@@ -201,3 +201,26 @@ def test_a_described_mariadb_in_a_container_reads_its_false_clock_and_survives_e
     assert os.path.getsize(os.path.join(s["run_dir"], "nodes", "n1", "mariadb.err")) > 0
     left = [c.name for c in docker.from_env().containers.list(all=True) if "mariadb-described" in c.name]
     assert left == [], left
+
+
+def test_the_primary_is_asked_for_again_while_the_nodes_elect(monkeypatch):
+    """Just after a partition heals, no node may lead for a moment: "isolate the primary"
+    asks again (for up to LEADER_WAIT seconds) instead of giving the fault up at once,
+    which lost the etcd partition test's isolate-primary grudge on a loaded machine; a
+    cluster that elects no one within the wait still refuses, naming itself."""
+    from sleuth.targets import described
+
+    answers = iter([None, None, None, "n2"])
+
+    class Dialect:
+        @staticmethod
+        def leader():
+            return next(answers, None)
+
+    target = object.__new__(described.DescribedTarget)
+    target.desc = type("Desc", (), {"leader": True, "leader_query": None})()
+    target.dialect, target.roles, target.name = Dialect(), ("n1", "n2", "n3"), "etcd"
+    assert target.nodes("primary") == ["n2"]
+    monkeypatch.setattr(described, "LEADER_WAIT", 0.5)
+    with pytest.raises(RuntimeError, match="etcd: no node says it leads"):
+        target.nodes("primary")

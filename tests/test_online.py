@@ -434,7 +434,9 @@ def test_register_memory_is_flat_where_keys_have_quiet_moments(crash_rate):
         feed.event(e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
         if engine.ops in (10_000, 30_000) and engine.ops not in kept:
             kept[engine.ops] = engine.stats()["kept"]
-    assert not found and engine.cuts > 100
+    from sleuth.checker.online.register import MIN_NEW
+
+    assert not found and engine.cuts > 30_000 // (2 * MIN_NEW)  # searched (and cut) every MIN_NEW or so
     crashed = sum(e.type == "info" and e.f != "read" for e in events)
     assert kept[30_000] <= 1.5 * kept[10_000] + crashed, kept
     assert kept[30_000] < 2000 + crashed, kept
@@ -612,3 +614,54 @@ def test_long_reads_are_swept_by_their_weight_not_only_their_count():
     engine.finish()
     assert most <= 60, most
     assert not engine.gaps and engine.certified(), engine.gaps
+
+
+def test_the_register_engine_reads_each_op_as_parse_op_does():
+    """The engine's shortcuts for common shapes (checker/online/register.py, `invoked` and
+    `completed`) give every op the (invoke value, ok value) that `parse_op` gives it, over
+    values of every JSON kind (booleans equal to 1 and 0, strings, lists, objects, nulls), cas
+    pairs and not-pairs, completions naming the invoke's key or another one, and ops that
+    fail or crash; a shape `parse_op` refuses is refused with the same message."""
+    from sleuth.checker import register_models as rm
+    from sleuth.history.jsonl import HistoryError
+
+    rnd = random.Random(4747)
+    values = [0, 1, 2, True, False, None, "a", "1", [1, 2], [True, 0], {"x": 1}, 1.0]
+    shapes = 0
+    for _ in range(3000):
+        f = rnd.choice(["read", "write", "cas"])
+        key = rnd.choice([1, "1", True, [1]])
+        payload = [rnd.choice(values), rnd.choice(values)] if f == "cas" and rnd.random() < 0.8 \
+            else rnd.choice(values)
+        invoke = [key, None if f == "read" else payload]
+        typ = rnd.choice(["ok", "ok", "ok", "fail", "info"])
+        other = rnd.choice([key, key, key, 2, "2", 1, True, 1.0])
+        done = [other, rnd.choice(values) if f == "read" else payload]
+        events = [Event(0, 1, "invoke", 0, f, invoke), Event(1, 2, typ, 0, f, done)]
+        h = History([], "h")
+        engine = engine_for("register", h, None, lambda found: None, {"failed_cas_observes": True})
+        feed = Feed(h, engine)
+        refusals = set()  # what parse_op says of the invoke alone (the engine reads it first), or the op
+        for part in (events[:1], events):
+            hx = History(part, "x")
+            try:
+                want = rm.parse_op(hx, hx.ops()[0], True)
+            except HistoryError as e:
+                refusals.add(str(e).split(":", 2)[-1])
+        if refusals:
+            with pytest.raises(HistoryError) as got:
+                for e_ in events:
+                    feed.event(e_.type, e_.process, e_.f, e_.value, e_.time)
+            assert str(got.value).split(":", 2)[-1] in refusals
+            continue
+        for e_ in events:
+            feed.event(e_.type, e_.process, e_.f, e_.value, e_.time)
+        calls = engine._calls(rm.freeze(want[0]))
+        if typ == "info" and f == "read" or typ == "fail" and f != "cas":
+            assert calls == []
+            continue
+        (call,) = calls
+        assert (call.invoke_value, call.ok_value) == want[1:], (events, call, want)
+        assert all(type(a) is type(b) for a, b in zip((call.invoke_value, call.ok_value), want[1:]))
+        shapes += 1
+    assert shapes > 1000

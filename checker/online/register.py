@@ -49,7 +49,10 @@ from the solo operation's state, which uses each crashed operation at most
 once (only in the last part): every operation before the cut completed
 before the solo one began, every one after it began after the solo one
 completed, so the concatenation keeps real-time order. If it is not, the
-key is *tainted* and the verdict is left to the offline pass. When the
+key is *tainted* and the verdict is left to the offline pass. (Once one key
+is tainted, invalid or out of budget, no verdict can be certified, so no
+later cut is searched so: `keys-tainted` counts the keys found tainted
+until then.) When the
 history ends, every key with new operations is searched; the engine
 certifies when no key was found invalid, none ran out of its search budget,
 none is tainted, and some operation was observed (offline's verdict is
@@ -72,7 +75,8 @@ from sleuth.history.jsonl import History, Op
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
-MIN_NEW = 64  # ... and by at least this many completions
+MIN_NEW = 256  # ... and by at least this many completions (a key's search has a fixed cost)
+_NEVER = (0, 0.0)  # `searched` of a key not searched yet
 
 
 class Engine:
@@ -96,37 +100,58 @@ class Engine:
         self.counts: dict[str, int] = {}
         self.searches = 0
         self.cuts = 0
-        self.last: dict[Any, tuple[int, int]] = {}  # key -> (line, time) of its last observation
+        self.last: dict[Any, tuple[int, int]] = {}  # key -> (position, time) of its last observation
         self.start: dict[Any, Any] = {}  # key -> its state at its cut (`_cut`), if it has one
         self.observed: set = set()  # keys with an observation (offline's judged keys)
         self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
 
     def invoked(self, op: Op, time: int) -> None:
-        key = rm.parse_op(self.history, op, self.keyed)[0]  # validates the invoke's shape
-        self.key_of[op.id] = key
+        f = op.f
+        common = _common(f, op.invoke_value) if self.keyed else None
+        if common is not None:
+            parsed = (common[0], None if f == "read" else common[1])
+        else:
+            key, iv, _ = rm.parse_op(self.history, op, self.keyed)  # validates the invoke's shape
+            parsed = (key, iv)
+        self.key_of[op.id] = parsed  # what `parse_op` makes of the op until it completes ok
         self.ops += 1
-        self.by_key.setdefault(key, []).append(op)
+        self.by_key.setdefault(parsed[0], []).append(op)
 
     def completed(self, op: Op, time: int) -> None:
-        _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
-        key = self.key_of.pop(op.id)
-        if key not in self.bad and key not in self.unknown:
-            # its call, as `_calls` would build it, from this one parse (it will not change)
-            f, typ = op.f, op.type
-            if typ == "fail":
-                if self.failed_cas_observes and f == "cas":
-                    self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, op.complete_pos)
-            elif typ != "info" or f != "read":  # a crashed read constrains nothing: no call
-                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos,
-                                            None if typ == "info" else op.complete_pos)
-        if op.type == "ok" or (self.failed_cas_observes and op.type == "fail" and op.f == "cas"):
-            self.observed.add(key)
-            if key not in self.bad and key not in self.unknown:
-                self.last[key] = (self.history.line_of(op.complete_pos), time)
-                self.dirty[key] = self.dirty.get(key, 0) + 1
-                n, when = self.searched.get(key, (0, 0.0))
-                if self.dirty[key] >= max(MIN_NEW, n // GROWTH):
-                    self._search(key)
+        key, iv = self.key_of.pop(op.id)
+        v, f, typ = op.value, op.f, op.type
+        if typ != "ok":
+            okv = rm.UNKNOWN  # `parse_op` reads only the invoke of an op that did not complete ok
+        else:
+            common = _common(f, v) if self.keyed else None
+            if common is not None and type(common[0]) is type(key) and common[0] == key:
+                okv = common[1]  # what `parse_op` would return (the completion's value rules)
+                iv = None if f == "read" else okv
+            else:
+                _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
+        if key in self.bad or key in self.unknown:
+            if typ == "ok" or (self.failed_cas_observes and typ == "fail" and f == "cas"):
+                self.observed.add(key)
+            return
+        # its call, as `_calls` would build it, from this one parse (it will not change)
+        pos = op.complete_pos
+        if typ == "ok":
+            self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, pos)
+        elif typ == "fail":
+            if not (self.failed_cas_observes and f == "cas"):
+                return  # constrains nothing, observes nothing
+            self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, pos)
+        else:
+            if f != "read":  # a crashed read constrains nothing: no call
+                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, None)
+            return
+        # an observation: ok, or a failed cas that observes
+        self.observed.add(key)
+        self.last[key] = (pos, time)
+        n = self.dirty.get(key, 0) + 1
+        self.dirty[key] = n
+        if n >= MIN_NEW and n >= self.searched.get(key, _NEVER)[0] // GROWTH:
+            self._search(key)
 
     def tick(self, force: bool = False) -> None:
         """Search the keys that have waited INTERVAL seconds (every one, with `force`)."""
@@ -151,7 +176,11 @@ class Engine:
                 f = rm.FAILED_CAS
             elif op.type == "info" and f == "read":
                 continue  # pending or crashed: constrains nothing (a completed one: no call)
-            _, iv, okv = rm.parse_op(h, op, keyed)
+            pending = self.key_of.get(op.id)
+            if pending is not None:  # in flight: its invoke as `invoked` parsed it (`parse_op`'s reading)
+                iv, okv = pending[1], rm.UNKNOWN
+            else:
+                _, iv, okv = rm.parse_op(h, op, keyed)
             c = lin.Call(op, f, iv, okv, op.invoke_pos, None if op.type == "info" else op.complete_pos)
             calls.append(c)
             if op.id not in self.key_of:  # completed: its call will not change
@@ -177,7 +206,8 @@ class Engine:
             example = lin.explain_failure(self.history, key, out, self.model, initial)
             ops = [c.op for c in out.calls if c.op is not None]
             self.counts[models.NONLINEARIZABLE] = self.counts.get(models.NONLINEARIZABLE, 0) + 1
-            line, time = self.last[key]
+            pos, time = self.last[key]
+            line = self.history.line_of(pos)
             found = Found(models.NONLINEARIZABLE, line, time, now(), example["explanation"],
                           lines_of(self.history, [o for o in ops if _named(example, o, self.history)], line))
             self.found.append(found)
@@ -217,11 +247,14 @@ class Engine:
         _, iv, okv = rm.parse_op(self.history, op, self.keyed)
         state = okv if op.f == "read" else iv if op.f == "write" else iv[1]
         crashed = [o for o in ops[:cut] if o.type == "info" and o.f != "read" and o.id not in pending]
-        if crashed and key not in self.tainted and not self._clean(key, ops[:cut + 1]):
+        # Checked only while a certified verdict is still possible: once a key is tainted,
+        # invalid or unknown, the final pass judges the history whatever the others are
+        if crashed and not (self.tainted or self.bad or self.unknown) and not self._clean(key, ops[:cut + 1]):
             self.tainted.add(key)
+        carried = {o.id for o in crashed}  # their calls (made at their completion) stay as they are
         for o in ops[:cut + 1]:
-            self.made.pop(o.id, None)
-        self.made.update({o.id: c for o, c in zip(crashed, self._calls_of(crashed), strict=True)})
+            if o.id not in carried:
+                self.made.pop(o.id, None)
         self.by_key[key] = crashed + ops[cut + 1:]
         self.start[key] = state
         self.cuts += 1
@@ -260,14 +293,29 @@ class Engine:
                              "final-pass": "none: the online engine's verdict is complete"},
                       notes=[note] if note else [])
 
-    def _calls_of(self, ops: list[Op]) -> list[lin.Call]:
-        return [lin.Call(o, o.f, rm.parse_op(self.history, o, self.keyed)[1], rm.UNKNOWN, o.invoke_pos, None)
-                for o in ops]
-
     def stats(self) -> dict[str, Any]:
         return {"ops": self.ops, "keys": len(self.by_key), "searches": self.searches, "cuts": self.cuts,
                 "kept": sum(map(len, self.by_key.values())),
                 "keys-left-to-final-pass": len(self.unknown), "keys-tainted": len(self.tainted)}
+
+
+def _common(f: str, v: Any) -> tuple[Any, Any] | None:
+    """(key, payload) of a keyed register value [key, payload] of the common shapes, as
+    `register_models.parse_op` reads and freezes it (these freeze to themselves, a cas's
+    [old, new] to a tuple); None for any other shape, which `parse_op` reads (or refuses)."""
+    if type(v) is list and len(v) == 2 and (type(v[0]) is int or type(v[0]) is str):
+        p = v[1]
+        if f == "read" or f == "write":
+            if _plain(p):
+                return v[0], p
+        elif f == "cas" and type(p) is list and len(p) == 2 and _plain(p[0]) and _plain(p[1]):
+            return v[0], (p[0], p[1])
+    return None
+
+
+def _plain(v: Any) -> bool:
+    """Is `v` a value `register_models.freeze` leaves as it is?"""
+    return v is None or type(v) is int or type(v) is str
 
 
 def _named(example: dict, op: Op, history: History) -> bool:

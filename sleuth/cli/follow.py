@@ -13,7 +13,6 @@ of each) and which only in the final pass.
 from __future__ import annotations
 
 import gc
-import resource
 import sys
 import time
 from typing import Any
@@ -23,6 +22,7 @@ import click
 import sleuth.cli as cli
 from sleuth.base import exits
 from sleuth.base.interrupts import deferred
+from sleuth.base.memory import peak_rss_mib
 from sleuth.checker import Workload
 from sleuth.checker.online import Feed, Found, engine_for
 from sleuth.checker.online.when import timeline
@@ -96,7 +96,7 @@ def follow_check(path: str, spec: Workload, checks: Any, idle_timeout: float | N
                        f"({followed.ended_by}); it is left out", err=True)
         online_seconds = followed.seconds
         online_cpu = time.process_time() - cpu0
-        online_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+        online_rss = peak_rss_mib()
         result = certified(engine, checks.model, followed.ended_by)
         engine_stats = engine.stats() if engine is not None else {}
         gaps = engine_stats.get("gaps") or {}

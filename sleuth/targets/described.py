@@ -60,6 +60,7 @@ from sleuth.targets import Target, Unsupported
 CGROUP_ROOT = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 CLOCKS = ("none", "faketime")
+LEADER_WAIT = 4.0  # seconds: how long "the primary" is looked for while the nodes elect one
 
 
 @dataclass
@@ -868,10 +869,17 @@ class DescribedTarget(Target):
         if role == "primary":
             if not self.desc.leader:
                 raise Unsupported(f"{self.name} cannot say which node leads")
-            lead = self._ask_leader(self.desc.leader_query) if self.desc.leader_query else self.dialect.leader()
-            if lead is None:
-                raise RuntimeError(f"{self.name}: no node says it leads")
-            return [lead]
+            # Just after a partition heals or a node restarts, the nodes may be electing: no one
+            # leads for a moment (an etcd election under load took over a second). So ask again
+            # for up to LEADER_WAIT seconds before the fault is given up for this time.
+            deadline = time.monotonic() + LEADER_WAIT
+            while True:
+                lead = self._ask_leader(self.desc.leader_query) if self.desc.leader_query else self.dialect.leader()
+                if lead is not None:
+                    return [lead]
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"{self.name}: no node says it leads (asked for {LEADER_WAIT:g} s)")
+                time.sleep(0.2)
         raise Unsupported(f"{self.name} has no {role} nodes")
 
     def _ask_leader(self, q: LeaderQuery) -> str | None:
