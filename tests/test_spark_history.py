@@ -22,6 +22,7 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -188,10 +189,9 @@ def test_campaign_consolidation_parquet(spark, tmp_path):
 def test_consolidation_partitions_keep_their_names_and_are_replaced(spark, tmp_path):
     """Run names are paths relative to the runs' parent: '/', ':', '=' and ' ' survive Spark's
     partitioned writer and reader (its own escaping), and consolidating the runs again replaces
-    their partitions rather than adding to them."""
-    import pyarrow.dataset as ds
-
-    from sleuth.spark import consolidate
+    their partitions rather than adding to them: the manifest names one file per run, and the
+    files it stopped naming are gone."""
+    from sleuth.spark import consolidate, manifest
     from sleuth.spark.jobs import run_meta
     from sleuth.workloads.sim_list_append import write_sim
 
@@ -209,9 +209,12 @@ def test_consolidation_partitions_keep_their_names_and_are_replaced(spark, tmp_p
     for _ in range(2):  # the second time replaces the partitions
         runs = consolidate.consolidate(spark, run_meta(dirs, "night/1"), out)
         assert sorted(runs["run"]) == sorted(names) and runs["readable"].all()
-        got = ds.dataset(out, partitioning="hive").to_table(columns=["campaign", "run"]).to_pandas()
+        got = consolidate.read_operations(out).select(["campaign", "run"]).to_pandas()
         assert set(got["campaign"]) == {"night/1"}
         assert got["run"].value_counts().to_dict() == want
+        named = consolidate.operation_files(out)
+        on_disk = sorted(str(p) for p in Path(out).rglob("part-*.parquet") if manifest.MANIFEST not in p.parts)
+        assert len(named) == len(names) and sorted(u[len("file://"):] for u in named) == on_disk
         read = consolidate.operations(spark, out, run_meta(dirs, "night/1")).groupBy("run").count().collect()
         assert {r["run"]: r["count"] for r in read} == want
 

@@ -60,10 +60,13 @@ FILE_COLUMNS = {"workload": "string", "process": "int64", "f": "string", "key": 
 RUN_SCHEMA = ("`campaign` STRING, `run` STRING, `readable` BOOLEAN, `reason` STRING, `valid` STRING, "
               "`anomaly_types` ARRAY<STRING>, `span_ns` BIGINT, `fault_events` BIGINT, " + STATS_SCHEMA)
 RUN_COLUMNS = tuple(ddl_columns(RUN_SCHEMA))
-# what a consolidation task yields for the writer: a run's operations (campaign, run, FILE_COLUMNS)
 _SQL = {"string": "STRING", "int64": "BIGINT", "bool": "BOOLEAN"}
+# the dataset as Spark reads it: the partition columns, then each data file's columns
 OPS_FILE_SCHEMA = ("`campaign` STRING, `run` STRING, "
                    + ", ".join(f"`{c}` {_SQL[t]}" for c, t in FILE_COLUMNS.items()))
+PARTITIONS = ["campaign", "run"]  # the dataset's partition directories, and its manifest's
+# what a consolidation task yields: a manifest row per run (manifest.py), the run's one data file
+MANIFEST_SCHEMA = "`campaign` STRING, `run` STRING, `path` STRING, `rows` BIGINT"
 
 
 def stop_names() -> frozenset[str]:
@@ -167,32 +170,20 @@ def pair(events: list, keyed: bool):
     return ops, int((step > 0).sum())
 
 
-def _arrow_schema(ddl: str):
-    """The Arrow schema of a DDL schema (pyspark's parser needs a JVM: a task has none)."""
+def _ops_table(ops, workload: str):
+    """One run's operations as an Arrow table of FILE_COLUMNS (its data file's columns)."""
     import pyarrow as pa
 
-    types = {"STRING": pa.string(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(), "DOUBLE": pa.float64(),
-             "ARRAY<STRING>": pa.list_(pa.string())}
-    return pa.schema([(c.split("`")[1], types[c.split("`")[2].strip()]) for c in ddl.split(", ")])
-
-
-def _ops_table(ops, campaign: str, run: str, workload: str):
-    """One run's operations as an Arrow table of OPS_FILE_SCHEMA (campaign, run, FILE_COLUMNS)."""
-    import pyarrow as pa
-
-    schema = _arrow_schema(OPS_FILE_SCHEMA)
-    n = len(ops)
-    cols = {"campaign": pa.array([campaign] * n, pa.string()), "run": pa.array([run] * n, pa.string())}
-    for f in schema:
-        if f.name in FILE_COLUMNS:
-            values = ops.assign(workload=workload)[f.name] if n else []
-            cols[f.name] = pa.array(values, f.type, from_pandas=True) if n else pa.array([], f.type)
-    return pa.Table.from_pydict(cols, schema=schema)
+    schema = pa.schema([(c, t) for c, t in FILE_COLUMNS.items()])
+    if not len(ops):
+        return schema.empty_table()
+    return pa.Table.from_pandas(ops.assign(workload=workload)[list(FILE_COLUMNS)], schema=schema,
+                                preserve_index=False)
 
 
 @gc_paused
 def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, part: str, keyed: bool):
-    """Consolidate one run: its operations (an Arrow table of OPS_FILE_SCHEMA) and its `run` row
+    """Consolidate one run: its operations (an Arrow table of FILE_COLUMNS) and its `run` row
     (a one-row pandas DataFrame of RUN_COLUMNS).
 
     `part`: what the task judges of the run (judge.judge_history's `part`).
@@ -223,7 +214,7 @@ def run_rows(campaign: str, run: str, run_dir: str, workload: str, test: Any, pa
     span = span_ns(e.time for e in events)  # the run's duration has one owner (sleuth.records.measure)
     row = {"campaign": campaign, "run": run, "readable": history is not None, "reason": reason, "valid": valid,
            "anomaly_types": list(types), "span_ns": span, "fault_events": faults, **run_stats(ops)}
-    return _ops_table(ops, campaign, run, workload), pd.DataFrame([row])[list(RUN_COLUMNS)]
+    return _ops_table(ops, workload), pd.DataFrame([row])[list(RUN_COLUMNS)]
 
 
 TASKS_PER_CORE = 4  # tasks per executor core: few enough that Spark's cost per task stays small
@@ -241,22 +232,30 @@ class _Rows:
         return a
 
 
-def run_task(groups: list[list[dict]], keyed: list[str], tests, run_rows_out):
-    """The mapInArrow function: task numbers (`id`, positions in `groups`) -> the operations of
-    that group's runs (OPS_FILE_SCHEMA), for Spark's writer; each run's `run` row goes to the
-    driver through the accumulator `run_rows_out`. Each run is a small dict (campaign, run,
-    run_dir, workload, large); `tests` is a broadcast of each run's test record, by run."""
+def run_task(groups: list[list[dict]], keyed: list[str], tests, run_rows_out, ops_uri: str, job: str):
+    """The mapInArrow function: task numbers (`id`, positions in `groups`) -> a manifest row
+    (MANIFEST_SCHEMA) per run of that group, once the task has written the run's operations
+    as a new Parquet file in its partition directory under `ops_uri` (`manifest.write_file`,
+    named for this attempt and `job`); each run's `run` row goes to the driver through the
+    accumulator `run_rows_out`. Each run is a small dict (campaign, run, run_dir, workload,
+    large, dir: its partition directory as Spark's writer names it); `tests` is a broadcast of
+    each run's test record, by run."""
     from sleuth.spark.judge import part_of
+    from sleuth.spark.manifest import write_file
 
     def task(batches):
+        import pyarrow as pa
+
         for b in batches:
             for i in b.column("id").to_pylist():
                 for r in groups[i]:
                     k = r["workload"] in keyed
                     ops, row = run_rows(r["campaign"], r["run"], r["run_dir"], r["workload"], tests.value[r["run"]],
                                         part_of(k, r["large"]), k)
+                    path = write_file(ops_uri, r["dir"], job, ops)
                     run_rows_out.add(row.to_dict("records"))
-                    yield from ops.to_batches()
+                    yield pa.RecordBatch.from_pydict({"campaign": [r["campaign"]], "run": [r["run"]], "path": [path],
+                                                      "rows": [ops.num_rows]})
     return task
 
 
@@ -281,51 +280,112 @@ def groups_of(runs: list[dict], tasks: int) -> list[list[dict]]:
     return groups
 
 
+def partition_dir(spark, campaign: str, run: str) -> str:
+    """A run's directory in the dataset, `campaign=C/run=R`, each value escaped by Spark's own
+    function (its partitioned writer's and reader's), asked of the driver's JVM."""
+    escape = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils.escapePathName
+    return f"campaign={escape(campaign)}/run={escape(run)}"
+
+
 def consolidate(spark, meta: list[dict], ops_path: str, large: frozenset[str] = frozenset()):
-    """Consolidate every run into the dataset at `ops_path` (a path or URI, written by Spark's
-    partitioned writer, replacing these runs' partitions); returns the run rows (RUN_COLUMNS,
-    one per run) as pandas.
+    """Consolidate every run into the dataset at `ops_path` (a path or URI, every node's; these
+    runs' entries replace their old ones); returns the run rows (RUN_COLUMNS, one per run) as
+    pandas.
 
     A task consolidates a group of whole runs (`groups_of`, TASKS_PER_CORE tasks per core):
     a task per run cost Spark about 70 ms of scheduling and worker hand-over each, on the
     jobs' clock. The tasks' input is `spark.range` (one number per group), made in the JVM:
     a DataFrame of Python rows would start a second Python worker in every task only to hand
-    over a few strings. The operations go to Spark's partitioned writer and each run's row
-    to the driver through an accumulator, so one job reads and judges each file once, and
-    no operation is cached in the JVM (persisting them, wide rows with a run row's columns
-    all null, made the consolidation twice main's time).
+    over a few strings. A task writes each run's operations as one new Parquet file with
+    pyarrow, and its manifest row (which file, which run) goes to Spark's writer: Spark's
+    committer decides which files are the dataset (manifest.py argues why that is safe with
+    retried and speculative tasks, and on object stores, with no rename). Each run's row goes
+    to the driver through an accumulator, so one job reads and judges each file once. The
+    operations never cross into the JVM: handing them to Spark's Parquet writer made the
+    consolidation 1.8 times main's time, where the tasks wrote them with pyarrow.
 
     `large`: runs whose workload checker the tasks leave out (jobs.judge_large judges it)."""
     import pandas as pd
 
+    from sleuth.spark import manifest
     from sleuth.spark.history_ops import uri
 
-    runs = [{**{k: m[k] for k in ("campaign", "run", "run_dir", "workload")}, "large": m["run"] in large}
-            for m in meta]
+    runs = [{**{k: m[k] for k in ("campaign", "run", "run_dir", "workload")}, "large": m["run"] in large,
+             "dir": partition_dir(spark, m["campaign"], m["run"])} for m in meta]
+    mine = {(r["campaign"], r["run"]) for r in runs}
+    before = {p for c, r, p in zip(*(manifest.entries(ops_path, PARTITIONS).column(x).to_pylist()
+                                     for x in ("campaign", "run", "path")), strict=True) if (c, r) in mine}
+    job = manifest.token()
     tests = spark.sparkContext.broadcast({m["run"]: m["test"] for m in meta})
     out = spark.sparkContext.accumulator([], _Rows())
     groups = groups_of(runs, TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
     ids = spark.range(0, len(groups), 1, numPartitions=max(1, len(groups)))
     try:
-        (ids.mapInArrow(run_task(groups, keyed_workloads(), tests, out), OPS_FILE_SCHEMA)
-         .write.mode("overwrite").partitionBy("campaign", "run").parquet(uri(ops_path)))
+        manifest.commit(ids.mapInArrow(run_task(groups, keyed_workloads(), tests, out, uri(ops_path), job),
+                                       MANIFEST_SCHEMA), ops_path, PARTITIONS)
     finally:
         tests.destroy()
+    manifest.sweep(ops_path, job, before, sorted({r["dir"] for r in runs}), PARTITIONS)
     # a retried task adds its runs' rows again (the same rows): one per run, the last
     rows = {r["run"]: r for r in out.value}
     return pd.DataFrame([rows[r["run"]] for r in runs], columns=list(RUN_COLUMNS))
 
 
+def _manifest_rows(ops_path: str, campaigns=None):
+    """The committed manifest of the dataset at `ops_path` (manifest.entries), only `campaigns`'
+    rows when given."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from sleuth.spark import manifest
+
+    t = manifest.entries(ops_path, PARTITIONS)
+    if campaigns is not None and t.num_rows:
+        t = t.filter(pc.is_in(t.column("campaign"), value_set=pa.array(sorted(campaigns), pa.string())))
+    return t
+
+
+def operation_files(ops_path: str, campaigns=None) -> list[str]:
+    """The data files of the dataset at `ops_path` that its committed manifest names (URIs),
+    `campaigns`' only when given: what every reader of the dataset reads, never a listing."""
+    from sleuth.spark.history_ops import uri
+
+    return [f"{uri(ops_path).rstrip('/')}/{p}" for p in sorted(_manifest_rows(ops_path, campaigns)["path"].to_pylist())]
+
+
+def read_operations(ops_path: str, campaigns=None):
+    """The dataset at `ops_path` as one Arrow table (`campaign`, `run`, FILE_COLUMNS), read on the
+    driver through its manifest: for tests and small campaigns (the jobs read it with `operations`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sleuth.spark import manifest
+
+    fsys, base = manifest.filesystem(ops_path)
+    schema = pa.schema([(c, t) for c, t in FILE_COLUMNS.items()])
+    rows = _manifest_rows(ops_path, campaigns)
+    parts = []
+    for campaign, run, path in sorted(zip(*(rows[c].to_pylist() for c in ("campaign", "run", "path")), strict=True)):
+        t = pq.read_table(f"{base}/{path}", filesystem=fsys, schema=schema)
+        parts.append(t.add_column(0, "run", pa.array([run] * t.num_rows, pa.string()))
+                     .add_column(0, "campaign", pa.array([campaign] * t.num_rows, pa.string())))
+    whole = pa.schema([("campaign", pa.string()), ("run", pa.string()), *schema])
+    return pa.concat_tables(parts) if parts else whole.empty_table()
+
+
 def operations(spark, ops_path: str, meta: list[dict]):
-    """The consolidated operations of these runs, read back (OPS_COLUMNS: with each run's run_dir)."""
+    """The consolidated operations of these runs, read back (OPS_COLUMNS: with each run's run_dir)
+    from the files the dataset's manifest names."""
     from pyspark.sql import functions as F
+
+    from sleuth.spark.history_ops import uri
 
     campaigns = sorted({m["campaign"] for m in meta})
     dirs = spark.createDataFrame([(m["campaign"], m["run"], m["run_dir"]) for m in meta],
                                  "campaign STRING, run STRING, run_dir STRING")
-    from sleuth.spark.history_ops import uri
-
-    schema = "`campaign` STRING, `run` STRING, " + ", ".join(f"`{c}` {_SQL[t]}" for c, t in FILE_COLUMNS.items())
-    # an explicit schema: a campaign whose runs have no operations has no files to infer it from
-    ops = spark.read.schema(schema).parquet(uri(ops_path)).where(F.col("campaign").isin(*campaigns))
+    paths = operation_files(ops_path, campaigns)
+    # an explicit schema: a campaign whose runs have no operations has no rows to infer it from;
+    # the partition values come from the files' directories (Spark unescapes them)
+    reader = spark.read.schema(OPS_FILE_SCHEMA).option("basePath", uri(ops_path))
+    ops = reader.parquet(*paths) if paths else spark.createDataFrame([], OPS_FILE_SCHEMA)
     return ops.join(F.broadcast(dirs), ["campaign", "run"]).select(*OPS_COLUMNS)

@@ -59,6 +59,8 @@ from sleuth.spark.history_ops import (
     input_files,
     load_ops,
     native,
+    ops_dataset,
+    ops_files,
     uri,
 )
 from sleuth.spark.session import (
@@ -200,7 +202,7 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
         return out_dir
     # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
     # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
-    ops = spark.read.parquet(uri(ops_dir)).select(*hk.OP_COLUMNS)
+    ops = spark.read.parquet(*ops_files(ops_dir)).select(*hk.OP_COLUMNS)
     answers = (ops.mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA)
                .repartition(n, "bucket")
                .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
@@ -281,12 +283,11 @@ def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:
     invoke and completion positions; filled a Parquet batch at a time, so the
     driver never holds the table besides the arrays."""
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
     out = {"ok": np.zeros(n, bool), "info": np.zeros(n, bool), "process": np.zeros(n, np.int64),
            "invoke": np.zeros(n, np.int64), "complete": np.zeros(n, np.int64)}
     columns = ["id", "type", "process", "invoke_pos", "complete_pos"]
-    for b in ds.dataset(uri(ops_dir), format="parquet").to_batches(columns=columns, batch_readahead=1,
+    for b in ops_dataset(ops_dir).to_batches(columns=columns, batch_readahead=1,
                                                               fragment_readahead=1):
         i = b["id"].to_numpy()
         out["ok"][i] = pc.equal(b["type"], "ok").to_numpy(zero_copy_only=False)
@@ -330,7 +331,7 @@ def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
     ids = sorted({int(d["name"][1:]) for d in described if "name" in d})
     if not ids:
         return
-    t = ds.dataset(uri(ops_dir), format="parquet").to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
+    t = ops_dataset(ops_dir).to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
     values = dict(zip(t["id"].to_pylist(), t["value"].to_pylist(), strict=True))
     for d in described:
         v = values.get(int(d["name"][1:]))
@@ -424,8 +425,8 @@ def _sub_history(spark, path: str, ops_dir: str, meta: dict, workload: str, ids:
     empty = hk.Part(events=[], source=path, _ops=[], first_time=meta["start_time"])
     if not len(ids):
         return empty
-    t = ds.dataset(uri(ops_dir), format="parquet").to_table(columns=["value"],
+    t = ops_dataset(ops_dir).to_table(columns=["value"],
                                                        filter=ds.field("id").isin(ids.tolist()))
     keys = sorted({orjson.dumps(m[1]).decode() for v in t["value"].to_pylist() for m in orjson.loads(v)})
-    rows = spark.read.parquet(uri(ops_dir)).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
+    rows = spark.read.parquet(*ops_files(ops_dir)).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
     return hk.part_history(rows, path, meta["start_time"]) if len(rows) else empty

@@ -50,6 +50,7 @@ from sleuth.history.jsonl import (
     event_from_dict,
     events_by_rules,
 )
+from sleuth.spark.manifest import entries, manifest_uri, write_dataframe
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
@@ -112,6 +113,19 @@ def imported(path: str, workload: str) -> tuple[str, History]:
 
 
 def parquet_files(path: str) -> list[str]:
+    """The Parquet files of a directory: for (a part of) the campaign consolidation's dataset,
+    the files its committed manifest names under `path` (`sleuth.spark.manifest`: a file no entry
+    names is a failed task's or a replaced one); else every `*.parquet` below it."""
+    from sleuth.spark import manifest
+    from sleuth.spark.consolidate import PARTITIONS
+
+    full = os.path.abspath(path)
+    for root in (full, os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
+        if os.path.isdir(os.path.join(root, manifest.MANIFEST)):
+            inside = os.path.relpath(full, root)
+            paths = manifest.entries(root, PARTITIONS).column("path").to_pylist()
+            return sorted(os.path.join(root, p) for p in paths
+                          if inside == "." or p.startswith(inside.rstrip("/") + "/"))
     return sorted(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
 
 
@@ -140,6 +154,25 @@ def uri(path: str) -> str:
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
         return path
     return "file://" + os.path.abspath(path)
+
+
+def ops_files(ops_dir: str) -> list[str]:
+    """The files of a table of operations (`load_ops`'s `ops`), as URIs: those its committed
+    manifest names (sleuth.spark.manifest), never a listing of the directory."""
+    from sleuth.spark.manifest import files
+
+    return files(ops_dir, [])
+
+
+def ops_dataset(ops_dir: str):
+    """The table of operations as a pyarrow dataset of the files its manifest names (`ops_files`)."""
+    import pyarrow.dataset as ds
+
+    from sleuth.spark.manifest import entries, filesystem
+
+    fsys, base = filesystem(ops_dir)
+    paths = [f"{base}/{p}" for p in sorted(entries(ops_dir, []).column("path").to_pylist())]
+    return ds.dataset(paths, filesystem=fsys, format="parquet", schema=arrow_schema(OPS_SCHEMA))
 
 
 def committed(location: str) -> bool:
@@ -354,10 +387,11 @@ def number(ops):
 
 
 def consolidated(spark, path: str):
-    """The campaign consolidation's operations (sleuth/spark/consolidate.py) as OPS_COLUMNS."""
+    """The campaign consolidation's operations (sleuth/spark/consolidate.py) under `path`, the
+    files its manifest names (`parquet_files`), as OPS_COLUMNS."""
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(path)
+    df = spark.read.parquet(*(uri(f) for f in parquet_files(path)))
     # Spark's JSON reader made a JSON null a SQL null there
     value = F.coalesce(F.when(F.col("outcome") == "ok", F.col("complete_value")), F.col("invoke_value"),
                        F.lit("null"))
@@ -381,7 +415,7 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     if os.path.exists(meta_path):
         with open(meta_path) as fh:
             meta = json.load(fh)
-        if {k: meta.get(k) for k in want} == want and os.path.isdir(os.path.join(cache, "ops")):
+        if {k: meta.get(k) for k in want} == want and committed(manifest_uri(os.path.join(cache, "ops"))):
             say(f"reusing paired operations in {cache}")
             return os.path.join(cache, "ops"), meta
     size = sum(os.path.getsize(f) for f in sources)
@@ -389,25 +423,28 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     # tasks are given their ranges, so the session's settings are not changed per check)
     parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
     split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
+    ops_dir = uri(os.path.join(cache, "ops"))
+    remove(ops_dir)  # what an older check left: its files are no reader's any more
     if files:
         from sleuth.spark.history_pair import operations, splits, write_rows
 
-        # the tasks read, decode and pair their byte ranges, and Spark's writer commits what
-        # they found (history_pair.py); the driver pairs across the ranges from those rows,
-        # and the tasks number the operations into the table of operations
+        # the tasks read, decode and pair their byte ranges and write their operations; Spark's
+        # writer commits the rows that cross ranges and name the files (history_pair.py); the
+        # driver pairs across the ranges from those rows, and the tasks number the operations
+        # into the table of operations, whose files a manifest names (manifest.py)
         staging = uri(os.path.join(cache, "staging"))
         try:
             ranges = splits(files, split_bytes)
             write_rows(spark, files, ranges, staging)
             say(f"decoded and paired {len(ranges)} byte ranges, rows committed to {staging}")
-            info = operations(spark, staging, files, uri(os.path.join(cache, "ops")))
+            info = operations(spark, staging, files, ops_dir)
         finally:
             remove(staging)
     else:
         ops = consolidated(spark, path)
-        ops.write.mode("overwrite").parquet(uri(os.path.join(cache, "ops")))
+        write_dataframe(ops, ops_dir)
         info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0,
-                "ops": spark.read.parquet(uri(os.path.join(cache, "ops"))).count()}
+                "ops": sum(entries(ops_dir, []).column("rows").to_pylist())}
     n = info["ops"]
     meta = {**want, **info}
     with open(meta_path + ".tmp", "w") as fh:

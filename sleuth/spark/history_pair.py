@@ -11,18 +11,21 @@ at both ends): a process has at most one operation in flight
 same process, which is in the same segment unless the operation is still
 open at its end. The process column says -1 for the nemesis, which the
 pairer leaves out.
-So each task yields, for every segment it read (rows of ROWS_SCHEMA, which
-Spark's writer commits as Parquet partitioned by `kind` in a staging location
-beside the output, `kind=op/`, `kind=head/`, ...):
+So each task writes, for every segment it read, its `op` rows (operations
+invoked and completed inside the segment, paired) with pyarrow into one
+new data file of its own, and yields (rows of ROWS_SCHEMA, which Spark's
+writer commits as Parquet partitioned by `kind` in a staging location
+beside the output, `kind=head/`, `kind=seg/`, ...):
 
-- `op` rows: operations invoked and completed inside the segment, paired;
 - a `head` row per process: its first event in the segment (with all of the
   event when it is a completion: its invoke is in an earlier segment);
 - a `tail` row per process: its last event in the segment (with all of the
   invoke when it is still open);
 - one `seg` row: the segment's first and last index, its file, its first
   event's time, how many invokes it holds, and the first problem seen (a line
-  the rules refuse, or a process breaking its rules inside the segment).
+  the rules refuse, or a process breaking its rules inside the segment);
+- last, one `file` row naming its data file: the op files' manifest
+  (`sleuth.spark.manifest`), so only a committed attempt's file is read.
 
 Everything that crosses a segment boundary is in the head and tail rows,
 at most two per process and segment: the driver reads them (and only them:
@@ -61,13 +64,17 @@ ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f
 _NAMES = ddl_columns(ROWS_SCHEMA)
 # the op rows' columns, in the files the tasks write
 OP_SCHEMA = "`seg` BIGINT, `rank` BIGINT, " + OPS_SCHEMA.split(", ", 1)[1]  # OPS_SCHEMA, id to come
+_OP_NAMES = ddl_columns(OP_SCHEMA)
+STAGING_PARTS = ["kind"]  # the staging manifest's partition: head, tail, seg rows and file (op files)
 
 
 class _Rows:
-    """Column lists of the rows a task yields (ROWS_SCHEMA)."""
+    """Column lists of the rows a task yields (ROWS_SCHEMA: head, tail and seg rows) and, apart,
+    of the op rows it writes to its data file (OP_SCHEMA)."""
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {c: [] for c in _NAMES}
+        self.ops: dict[str, list] = {c: [] for c in _OP_NAMES}
 
     def add(self, kind: str, seg: int, *, rank=None, process=None, f=None, type=None, value=None,
             invoke_pos=None, complete_pos=None, invoke_time=None, complete_time=None, node=None, error=None,
@@ -77,10 +84,10 @@ class _Rows:
         for c, v in zip(self.cols.values(), row, strict=True):
             c.append(v)
 
-    def extend(self, kind: str, seg: int, n: int, cols: dict[str, list]) -> None:
-        """`n` rows of kind `kind` at once, their columns in `cols` (the others null)."""
-        for c, v in self.cols.items():
-            v += cols[c] if c in cols else [kind] * n if c == "kind" else [seg] * n if c == "seg" else [None] * n
+    def extend_ops(self, seg: int, n: int, cols: dict[str, list]) -> None:
+        """`n` op rows of segment `seg` at once, their columns in `cols`."""
+        for c, v in self.ops.items():
+            v += [seg] * n if c == "seg" else cols[c]
 
     def __len__(self) -> int:
         return len(self.cols["kind"])
@@ -140,7 +147,7 @@ def _pair_segment(c: dict, index, process, types, fs, rows: _Rows) -> None:
         "node": [node[y] if node[y] is not None else node[x] for x, y in zip(i, r, strict=True)],
         "error": [c["error"][y] for y in r], "ts": [c["ts"][y] for y in r],
     }
-    rows.extend("op", lo, len(i), ops)
+    rows.extend_ops(lo, len(i), ops)
     client = process >= 0
     who = process[client]
     at = np.flatnonzero(client)
@@ -198,34 +205,52 @@ def read_lines(path: str, start: int, end: int) -> Iterator[bytes]:
             pos += len(data)
 
 
-def decode_and_pair(files: list[str], ranges: list[tuple[int, int, int]]):
+STAGED_OPS = "_ops"  # the op files' directory in the staging location (`_`: hidden from readers of the rows)
+
+
+def decode_and_pair(files: list[str], ranges: list[tuple[int, int, int]], staging: str, job: str):
     """mapInArrow function over range numbers (`id`, positions in `ranges`): each task reads
-    its byte range of a file itself, decodes and pairs it, and yields its rows (ROWS_SCHEMA:
-    op, head, tail and seg rows), which the caller hands to Spark's writer. The text is read
-    by the task, not by Spark's text source: the lines would cross into the JVM and back."""
+    its byte range of a file itself, decodes and pairs it, writes its op rows with pyarrow as
+    one new file (OP_SCHEMA) in `staging/_ops/` (`manifest.DataFile`: named for this attempt
+    and `job`), and yields its head, tail and seg rows and then one `file` row naming that
+    file (`value`: its path relative to `staging`, `rank`: its rows), which the caller hands
+    to Spark's writer: the file rows are the op files' manifest (manifest.py says why that is
+    safe). The text is read by the task, not by Spark's text source, and the op rows never
+    cross into the JVM: the lines, or the rows, would cross into it and back."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         from sleuth.spark.history_ops import decode_block
+        from sleuth.spark.manifest import DataFile
 
-        schema = arrow_schema(ROWS_SCHEMA)
+        schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
         for b in batches:
             for i in b.column("id").to_pylist():
                 fno, start, end = ranges[i]
+                out = DataFile(staging, STAGED_OPS, job, op_schema)
                 for block in read_lines(files[fno], start, end):
                     rows = _Rows()
                     _pair_block(decode_block(files, fno, block), rows)
+                    if rows.ops["seg"]:
+                        out.write(pa.Table.from_pydict(rows.ops, schema=op_schema))
                     if len(rows):
                         yield pa.RecordBatch.from_pydict(rows.cols, schema=schema)
+                if out.close():  # whole: only now may its manifest row go to the writer
+                    last = _Rows()
+                    last.add("file", i, rank=out.rows, value=out.path)
+                    yield pa.RecordBatch.from_pydict(last.cols, schema=schema)
     return run
 
 
 def write_rows(spark, files: list[str], ranges: list[tuple[int, int, int]], staging: str) -> None:
-    """Decode and pair every range (a task each), the rows committed by Spark's writer into
-    `staging` (a URI), partitioned by kind."""
+    """Decode and pair every range (a task each): the op rows written by the tasks under
+    `staging` (a URI), the other rows (and each op file's) committed by Spark's writer into
+    `staging`, partitioned by kind."""
+    from sleuth.spark.manifest import token
+
     rows = spark.range(0, len(ranges), 1, numPartitions=max(1, len(ranges))).mapInArrow(
-        decode_and_pair(files, ranges), ROWS_SCHEMA)
-    rows.write.mode("overwrite").partitionBy("kind").parquet(staging)
+        decode_and_pair(files, ranges, staging, token()), ROWS_SCHEMA)
+    rows.write.mode("overwrite").partitionBy(*STAGING_PARTS).parquet(staging)
 
 
 def _ends(staging: str):
@@ -347,34 +372,48 @@ def _crossing(t) -> dict | None:
     return out
 
 
+def staged_files(staging: str) -> list[str]:
+    """The op files the committed staging rows name (paths relative to `staging`), in order."""
+    import pyarrow.dataset as ds
+
+    t = _ends(staging).to_table(columns=["value"], filter=ds.field("kind") == "file")
+    return sorted(t.column("value").to_pylist())
+
+
 def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
-    """Write the history's operations (history_ops.OPS_SCHEMA, ids as invoke ordinals) to
-    `ops_dir` (a URI) through Spark's writer, from the committed staging rows (`write_rows`);
-    returns {events, start_time, ops}.
+    """Write the history's operations (history_ops.OPS_SCHEMA, ids as invoke ordinals) into
+    `ops_dir` (a URI), from the committed staging rows (`write_rows`) and the op files they
+    name; returns {events, start_time, ops}.
 
-    The op rows are numbered in the JVM as Spark reads them (id = the invokes of the segments
-    before its segment + its rank in it: a broadcast join with the offsets, one row per
-    segment); the few operations that cross a boundary are paired and numbered on the driver
-    (`_numbered`) and join them before the write. Every
-    invoke is one operation (paired in its segment, across a boundary, or open: info), so
-    their number is the seg rows' sum of invokes."""
-    from pyspark.sql import functions as F
+    A task per op file numbers it (`_numbered`: id = the invokes of the segments before its
+    segment + its rank in it, numpy) and writes it anew with pyarrow as a file of its own in
+    `ops_dir`; one more task writes the few operations that cross a boundary, paired and
+    numbered on the driver (handed over as a broadcast: the driver writes no file). Each
+    task yields its file's manifest row, which Spark's writer commits (`manifest.commit`):
+    readers read `ops_dir` through it (`manifest.files`). No operation crosses into the JVM:
+    numbering them there as Spark read and wrote them (a broadcast join) took 1.2-1.3 times
+    main's time for the whole check, where its tasks numbered them with pyarrow. Every invoke
+    is one operation (paired in its segment, across a boundary, or open: info), so their
+    number is the seg rows' sum of invokes."""
+    import pyarrow as pa
 
-    from sleuth.spark.history_ops import OPS_COLUMNS
+    from sleuth.spark import manifest
 
     info = segments_checked(spark, staging, files)
     offsets = info.pop("offsets")
-    crossing = across_segments(spark, staging, files)
-    # the ids in the JVM: each op row joins its segment's offset (a broadcast of one row per
-    # segment), so the rows do not cross into Python and back a second time to be numbered
-    before = spark.createDataFrame(offsets or [(0, 0)], "seg BIGINT, before BIGINT")
-    ops = (spark.read.schema(ROWS_SCHEMA).parquet(staging).where(F.col("kind") == "op")
-           .join(F.broadcast(before), "seg")
-           .select((F.col("before") + F.col("rank")).alias("id"), *OPS_COLUMNS[1:]))
-    if crossing.num_rows:  # pyspark's createDataFrame mishandles empty Arrow tables and chunks: one chunk
-        table = _numbered(crossing, offsets).cast(arrow_schema(OPS_SCHEMA)).combine_chunks()
-        ops = ops.unionByName(spark.createDataFrame(table, schema=OPS_SCHEMA))
-    ops.select(*OPS_COLUMNS).write.mode("overwrite").parquet(ops_dir)
+    crossing = _numbered(across_segments(spark, staging, files), offsets).cast(arrow_schema(OPS_SCHEMA))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, crossing.schema) as w:
+        w.write_table(crossing)
+    shared = spark.sparkContext.broadcast(sink.getvalue().to_pybytes())
+    parts = staged_files(staging)
+    job = manifest.token()
+    try:
+        tasks = spark.range(0, len(parts) + 1, 1, numPartitions=len(parts) + 1)
+        manifest.commit(tasks.mapInArrow(_number_files(staging, parts, offsets, ops_dir, job, shared),
+                                         "`path` STRING, `rows` BIGINT"), ops_dir, [])
+    finally:
+        shared.destroy()
     n = info.pop("invokes")
     return {**info, "ops": n}
 
@@ -391,3 +430,25 @@ def _numbered(table, offsets: list[tuple[int, int]]):
     seg = table.column("seg").to_numpy(zero_copy_only=False).astype(np.int64)
     ids = before[np.searchsorted(lo, seg)] + table.column("rank").to_numpy(zero_copy_only=False)
     return pa.table([pa.array(ids, pa.int64()), *(table.column(c) for c in OPS_COLUMNS[1:])], names=list(OPS_COLUMNS))
+
+
+def _number_files(staging: str, parts: list[str], offsets: list[tuple[int, int]], ops_dir: str, job: str, crossing):
+    """mapInArrow function over positions in `parts`, and one more: each staged op file numbered,
+    and the crossing operations (`crossing`: a broadcast of them as an Arrow stream), each as a
+    new file in `ops_dir`, yielding its manifest row."""
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from sleuth.spark.manifest import filesystem, write_file
+
+        fsys, base = filesystem(staging)
+        for b in batches:
+            for i in b.column("id").to_pylist():
+                if i < len(parts):
+                    t = _numbered(pq.read_table(f"{base}/{parts[i]}", filesystem=fsys), offsets)
+                else:
+                    t = pa.ipc.open_stream(crossing.value).read_all()
+                path = write_file(ops_dir, "", job, t.cast(arrow_schema(OPS_SCHEMA)))
+                yield pa.RecordBatch.from_pydict({"path": [path], "rows": [t.num_rows]})
+    return run
