@@ -202,8 +202,9 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
         return out_dir
     # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
     # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
-    ops = spark.read.parquet(*ops_files(ops_dir)).select(*hk.OP_COLUMNS)
-    answers = (ops.mapInArrow(hk.split(workload, n), hk.SPLIT_SCHEMA)
+    files = ops_files(ops_dir)
+    answers = (spark.range(0, len(files), 1, numPartitions=max(1, len(files)))
+               .mapInArrow(hk.split_files(workload, n, files), hk.SPLIT_SCHEMA)
                .repartition(n, "bucket")
                .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
     answers.write.mode("overwrite").parquet(uri(out_dir))

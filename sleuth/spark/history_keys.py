@@ -292,3 +292,23 @@ def judged_buckets(workload: str, source: str, first_time: int, options: dict[st
         for k in sorted(pc.unique(buckets).to_pylist()):
             yield from one(table.filter(pc.equal(buckets, k))).to_batches()
     return run
+
+
+def split_files(workload: str, n: int, files: list[str]):
+    """mapInArrow function over positions in `files` (the table of operations' data files, URIs):
+    each task reads its files with pyarrow and splits their operations into buckets (`split`).
+    Spark's Parquet reader would decode them in the JVM only to hand them over to Python."""
+    bucketed = split(workload, n)
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        def ops() -> Iterator:
+            for b in batches:
+                for i in b.column("id").to_pylist():
+                    filesystem, path = fs.FileSystem.from_uri(files[i])
+                    yield from pq.ParquetFile(path, filesystem=filesystem).iter_batches(
+                        batch_size=10_000, columns=list(OP_COLUMNS))
+        yield from bucketed(ops())
+    return run
