@@ -17,6 +17,9 @@ machine is shared: a burst of other work should not always land on the same
 one); the table shows each round, then the medians, with the load average
 beside them. `speedup` is local[1]'s jobs time over local[2]'s (the goal:
 >= 1.6 from the second core); `vs loop` is the loop's time over Spark's.
+`cpu s` is the CPU time the jobs used (the JVM, its Python workers and the
+driver, from /proc): on a machine other work shares, the work done, where
+the wall clock also counts the waiting.
 """
 
 from __future__ import annotations
@@ -82,6 +85,8 @@ def two_loops(dirs: list[str]) -> dict:
 
 def spark_child(master: str, dirs: list[str], out: str) -> None:
     """In a fresh process: start the session, then time the jobs alone."""
+    from bench_spark_history import descendants_cpu
+
     from sleuth.spark.jobs import judge_runs, session
 
     t = time.perf_counter()
@@ -89,12 +94,14 @@ def spark_child(master: str, dirs: list[str], out: str) -> None:
     spark.range(1).count()
     start = time.perf_counter() - t
     t = time.perf_counter()
+    cpu = descendants_cpu() + time.process_time()
     table = judge_runs(dirs, out, campaign="bench", master=master, say=lambda m: None)
+    cpu = descendants_cpu() + time.process_time() - cpu
     timings = table.attrs.get("timings", {})
     warm = timings.pop("warm", 0.0)  # starting the session's Python workers: start-up, once a campaign
     jobs = time.perf_counter() - t - warm
     assert (table["valid"] == "true").all(), table[["run", "valid"]]
-    print(json.dumps({"start": start + warm, "jobs": jobs, "ops": int(table["ops"].sum()), **timings}))
+    print(json.dumps({"start": start + warm, "jobs": jobs, "cpu": cpu, "ops": int(table["ops"].sum()), **timings}))
 
 
 def spark(master: str, a, tree: str | None = None) -> dict:
@@ -113,7 +120,8 @@ def spark(master: str, a, tree: str | None = None) -> dict:
 def row(name: str, r: dict, ops: int) -> str:
     stages = "".join(f"{r[s]:>14.1f}" if s in r else f"{'':>14}" for s in STAGES)
     start = f"{r['start']:>8.1f}" if r["start"] else f"{'—':>8}"
-    return f"{name:<16}{start}{r['jobs']:>8.1f}{ops / r['jobs']:>10,.0f}{stages}"
+    cpu = f"{r['cpu']:>8.1f}" if r.get("cpu") else f"{'—':>8}"
+    return f"{name:<16}{start}{r['jobs']:>8.1f}{cpu}{ops / r['jobs']:>10,.0f}{stages}"
 
 
 def main() -> None:
@@ -132,7 +140,7 @@ def main() -> None:
         return
     print(f"Spark campaign jobs: {a.runs} runs x {a.ops:,} list-append txns (sleuth sim), "
           f"consolidate + judge + audit + aggregate; {a.repeat} rounds on {os.cpu_count()} cores", flush=True)
-    head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>14}" for s in STAGES))
+    head = (f"{'':<16}{'start s':>8}{'jobs s':>8}{'cpu s':>8}{'ops/s':>10}" + "".join(f"{s + ' s':>14}" for s in STAGES))
     names: tuple[str, ...] = (*(() if a.no_loops else ("plain loop", "2 loops at once")),
                               *(f"spark {m}" for m in MASTERS))
     tree = None
@@ -157,7 +165,7 @@ def main() -> None:
         for name in names:
             print(row(name, results[name][-1], ops))
         sys.stdout.flush()
-    med = {n: {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "ops"} for n, rs in results.items()}
+    med = {n: {k: statistics.median(r.get(k, 0.0) for r in rs) for k in rs[0] if k != "ops"} for n, rs in results.items()}
     ld = [x for pair in loads for x in pair]
     print(f"median of {a.repeat} rounds (load average {min(ld):.1f}–{max(ld):.1f}):\n{head}")
     for name in names:
@@ -175,6 +183,9 @@ def main() -> None:
         t1, t2 = med[f"{a.today} local[1]"]["jobs"], med[f"{a.today} local[2]"]["jobs"]
         print(f"{a.today}: local[2] over local[1] {t1 / t2:.2f}x; now over {a.today}: local[1] {one / t1:.2f}x, "
               f"local[2] {two / t2:.2f}x the time")
+        c1, c2 = med[f"{a.today} local[1]"]["cpu"], med[f"{a.today} local[2]"]["cpu"]
+        print(f"CPU seconds of the jobs (JVM, Python workers, driver), now over {a.today}: local[1] "
+              f"{med['spark local[1]']['cpu'] / c1:.2f}x, local[2] {med['spark local[2]']['cpu'] / c2:.2f}x")
 
 
 if __name__ == "__main__":
