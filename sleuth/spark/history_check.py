@@ -204,7 +204,7 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
     files = ops_files(ops_dir)
     answers = (spark.range(0, len(files), 1, numPartitions=max(1, len(files)))
-               .mapInArrow(hk.split_files(workload, n, files), hk.SPLIT_SCHEMA)
+               .mapInArrow(hk.split_files(workload, n, files), hk.PACKED_SCHEMA)
                .repartition(n, "bucket")
                .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
     answers.write.mode("overwrite").parquet(uri(out_dir))
