@@ -56,8 +56,12 @@ most searches), and only if that stops at `QUICK_CONFIGURATIONS` again with it.
 
 The search reads as: `_tables` (what is known of each op before starting),
 `_Transitions` (model steps, cached), `_event_list` (the linked list),
-`_window` (the choices at a configuration: reductions 1, 2, 5, 6), and
-`search` itself (place, memoize, undo: reductions 3 and 7).
+`_window` (the choices at a configuration: reductions 1, 2, 5, 6), `search`
+itself (place, memoize, undo: reductions 3 and 7), and `_descend`, which
+walks the same way down without memo, stack or linked list wherever nothing
+in the memo can be met again (from the root, and below the most ok ops ever
+placed) and hands back to `search` at a dead end: most searches never
+backtrack, and pay only for `_tables` and `_descend`.
 
 The bitset of placed ops is kept as a frontier (the first `lo` ok ops, in
 invoke order, are all placed) plus the few bits above it, and the crashed ops
@@ -206,17 +210,32 @@ class _Tables:
 
 def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
     read_only, installs, needs = model.read_only, model.installs, model.needs
-    lookahead = installs is not None
+    blind, effect = model.blind, model.effect
+    asks = installs is not None  # the model says what ops need and install
+    lookahead = asks  # ...and every op kept installs one known state
     facts: dict[tuple, tuple] = {}  # op (f, values) -> what the model says of it
+    # Effect classes are numbered as facts are first asked for: a class is
+    # only ever compared with another (reduction 2), never ordered.
+    class_ids: dict[Any, int] = {}
 
     def fact(a: tuple) -> tuple:
         r = read_only(*a)
-        made = NOTHING if r or not lookahead else installs(*a)
-        return (r, model.blind(*a), model.effect(*a),
-                needs(*a) if lookahead else NOTHING, made)
+        made = NOTHING if r or not asks else installs(*a)
+        return (r, blind(*a), class_ids.setdefault(effect(*a), len(class_ids)),
+                needs(*a) if asks else NOTHING, made)
 
-    about = []
-    kept = []
+    m = len(calls)
+    inf = float("inf")
+    kept: list[Call] = []
+    ret: list[float] = []
+    ro, bl, cls = [False] * m, [False] * m, [0] * m
+    okix, ibit = [-1] * m, [0] * m
+    need: list[Any] = [NOTHING] * m
+    makes: list[Any] = [NOTHING] * m
+    post: list[Any] = [NOTHING] * m  # ok ops: the state they leave
+    producer_calls: dict[Any, list[int]] = {}
+    crashed: list[int] = []  # crashed calls, in invoke order
+    n_ok = n_info = 0
     for c in sorted(calls, key=attrgetter("call")):
         a = (c.f, c.invoke_value, c.ok_value)
         try:
@@ -225,50 +244,44 @@ def _tables(calls: list[Call], model: Model, count_producers: bool) -> _Tables:
             fa = facts[a] = fact(a)
         except TypeError:  # a value that cannot be a dict key: ask each time
             fa = fact(a)
-        if c.ret is None and fa[0]:
+        r, bl_i, cls_i, needed, made = fa
+        done = c.ret
+        if done is None and r:
             continue  # reduction 4: a crashed read-only op changes nothing, owes nothing
+        i = len(kept)
         kept.append(c)
-        about.append(fa)
-    calls = kept
-    n = len(calls)
-    inf = float("inf")
-    ret = [inf if c.ret is None else c.ret for c in calls]
-    ro, bl, cls = [False] * n, [False] * n, [0] * n
-    okix, ibit = [-1] * n, [0] * n
-    need: list[Any] = [NOTHING] * n
-    makes: list[Any] = [NOTHING] * n
-    post: list[Any] = [NOTHING] * n  # ok ops: the state they leave
-    producer_calls: dict[Any, list[int]] = {}
-    class_ids: dict[Any, int] = {}
-    n_ok = n_info = 0
-    for i, c in enumerate(calls):
-        r, bl[i], effect, needed, made = about[i]
-        ro[i] = r
-        cls[i] = class_ids.setdefault(effect, len(class_ids))
-        if c.ret is None:  # crashed ops get bits of their own
+        ro[i], bl[i], cls[i] = r, bl_i, cls_i
+        if done is None:  # crashed ops get bits of their own
+            ret.append(inf)
             ibit[i] = 1 << n_info
             n_info += 1
+            crashed.append(i)
         else:  # ok ops are numbered 0.. in invoke order (the frontier's bit space)
+            ret.append(done)
             okix[i] = n_ok
             n_ok += 1
         if not lookahead:
             continue
         if r:
-            if c.ret is not None:
+            if done is not None:
                 need[i] = post[i] = needed
             continue
         if made is NOTHING:  # could make anything: no lookahead
             lookahead = False
             continue
-        if c.ret is not None:
+        if done is not None:
             need[i], post[i] = needed, made
         if made != needed:
             makes[i] = made
             producer_calls.setdefault(made, []).append(c.call)
+    n = len(kept)
+    if n < m:
+        for column in (ro, bl, cls, okix, ibit, need, makes, post):
+            del column[n:]
+    calls = kept
     sc = None
     if lookahead and count_producers and n_ok:
         sc = scarcity(calls, ret, need, post, makes, NOTHING)
-    crashed = [i for i in range(n) if okix[i] < 0]
     return _Tables(calls, ret, ro, bl, cls, okix, ibit, n_ok, n_info, lookahead, need, makes,
                    producer_calls, sc, crashed, [calls[i].call for i in crashed])
 
@@ -441,6 +454,207 @@ def _window(t: _Tables, tr: _Transitions, nxt: list[int], head: int, sid: int,
     return -1, cands, -1
 
 
+def _orders(t: _Tables) -> tuple[list[int], list[int], list[float]]:
+    """For `_descend`: the ok ops in invoke order, and in return order (each
+    ended by a sentinel, len(t.calls)); every call's invoke position, and the
+    sentinel's (inf)."""
+    n, okix = len(t.calls), t.okix
+    oks = [i for i in range(n) if okix[i] >= 0]
+    by_ret = sorted(oks, key=t.ret.__getitem__)
+    oks.append(n)
+    by_ret.append(n)
+    call_at = [c.call for c in t.calls]
+    call_at.append(float("inf"))
+    return oks, by_ret, call_at
+
+
+def _descend(t: _Tables, tr: _Transitions, crashed_memo: dict, budget: int, orders: tuple,
+             placed: list[bool], win: list[int], rp: int, nx: int, sid: int, ib: int, flag: int,
+             explored: int, remaining: int, run: dict[int, int]) -> Outcome | tuple:
+    """`search`'s way down from a configuration, without its bookkeeping: the
+    Outcome `search` returns if it goes down from there without backtracking;
+    else, where it met a dead end, what `search` needs to go on from there as
+    if it had come itself: the path (per op placed: op, sid, ib, flag, its ok
+    candidates or None if placed at once, its crashed window, j, sid after,
+    as `search` stacks them) and the candidates reduction 8 skipped (ops
+    placed then, op, sid after).
+
+    `search` calls it at the root, and again whenever it places more ok ops
+    than it ever had (then no configuration in its memo, nor any entry of
+    reduction 8's, has as many ok ops placed, so none can be met again: every
+    configuration below has a superset of these ok ops placed). The
+    configuration is given as `search` has it (`orders` from `_orders`;
+    `placed[i]` for ok ops; the window's ok ops in invoke order, the rank
+    in `by_ret` of the first return not placed, the count of ok ops invoked
+    before it; `run`: reduction 8's entries for these ok ops placed).
+    `tr` and `crashed_memo` are `search`'s and go on being filled here.
+
+    Most searches are easy: the first candidate tried at each configuration
+    leads on, and the memo, the stack, the linked list and the deepest
+    configuration are kept for nothing. This walks the same path. At each
+    configuration it works out what `_window` does, from the same tables and
+    in the same order: the window's ok ops are a list in invoke order (the
+    order the linked list has them), extended as the first return not placed
+    moves on; its crashed ops come from `_crashed_window`. It tries the
+    candidates as `search` does (reductions 3 and 7, then 8) and places the
+    first that passes. Why the result is `search`'s:
+
+    - The memo never answers "seen" on the way down: each configuration
+      places one op more than the one before it, so its placed set is new;
+      and a key reduction 8 marks seen (P plus a crashed op c, at a
+      configuration with P placed) is never reached later on the path,
+      whose placed sets all hold P plus the op placed there instead of c.
+    - Reduction 8 compares with the first configuration reached with the same
+      ok ops placed and the same state. On one path, the configurations with
+      one set of ok ops placed come in one run (an ok op placed changes the
+      set for good), so `run` holds exactly the entries of `search`'s
+      `first` that can match: those made since the last ok op was placed
+      (the root makes none; where `search` calls this again, it has just
+      made the one it passes).
+    - Success (every ok op placed) and the budget are tested after each
+      placement in `search`'s order, so the verdict and `explored` are its.
+    - Where `search` would backtrack (no candidate passes, or reduction 5
+      finds the configuration dead), this stops, and `search` adds the path
+      to its memo, stack, linked list and deepest configuration (no dead
+      end was met on it, so no culprit was named) and goes on with the dead
+      configuration's window. The model is asked the same steps in the same
+      order as `search` asks them on its way down, so states get the same
+      numbers.
+
+    And a linearization found is one: each op placed was a candidate (invoked
+    before every return not placed) and legal in the state then.
+    Not used with reduction 6 (`t.sc`): its allowances are left to `search`."""
+    calls, ret, ro, bl, cls, need, makes = t.calls, t.ret, t.ro, t.bl, t.cls, t.need, t.makes
+    okix, ibit, lookahead = t.okix, t.ibit, t.lookahead
+    crashed_calls, producer_calls = t.crashed_calls, t.producer_calls
+    trans, state_of = tr.trans, tr.state_of
+    oks, by_ret, call_at = orders
+    first_ret = ret[by_ret[rp]]
+    while call_at[oks[nx]] < first_ret:
+        win.append(oks[nx])
+        nx += 1
+    k = bisect_left(crashed_calls, first_ret)  # crashed ops invoked before it
+    path: list[tuple] = []
+    pruned: list[tuple[int, int, int]] = []
+    while True:
+        # The window, as `_window` reads it off the linked list.
+        now = state_of[sid]
+        i = -1
+        chosen: dict[int, int] = {}
+        needy: list[int] = []
+        for y in win:
+            if ro[y]:
+                u = need[y]
+                if u is not NOTHING:
+                    ns = sid if u == now else -1
+                else:
+                    ns = trans[y].get(sid)
+                    if ns is None:
+                        ns = tr(y, sid)
+                if ns == sid:
+                    i = y  # reduction 1
+                    break
+                needy.append(y)
+                continue
+            if lookahead and need[y] is not NOTHING:
+                needy.append(y)
+            c = cls[y]
+            z = chosen.get(c)
+            if z is None or ret[y] < ret[z]:
+                chosen[c] = y
+        if i >= 0:
+            ns = sid
+            okc = crashed = None
+            j = 0
+        else:
+            okc = sorted(chosen.values(), key=ret.__getitem__) if len(chosen) > 1 \
+                else list(chosen.values())
+            crashed = None
+            if k:
+                crashed = crashed_memo.get((k, ib))
+                if crashed is None:
+                    crashed = crashed_memo[k, ib] = _crashed_window(t, k, ib)
+            if lookahead and needy:  # reduction 5: `search` would backtrack from a dead one
+                made = None
+                for y in needy:
+                    u = need[y]
+                    if u is NOTHING or u == now:
+                        continue
+                    if made is None:
+                        made = {makes[x] for x in win if not ro[x] and makes[x] is not NOTHING}
+                        if crashed is not None:
+                            made |= crashed[1]
+                    if u in made:
+                        continue
+                    pc = producer_calls.get(u)
+                    if pc:
+                        kk = bisect_right(pc, first_ret)
+                        if kk < len(pc) and pc[kk] < ret[y]:
+                            continue
+                    return path, pruned
+            # The candidates as `search` tries them: the ok ones (`okc`), then
+            # the crashed ones of effects no ok one has; j counts those tried.
+            j = 0
+            for y in okc:
+                j += 1
+                if flag and bl[y]:
+                    continue  # reduction 3
+                ns = trans[y].get(sid)
+                if ns is None:
+                    ns = tr(y, sid)
+                if ns >= 0:
+                    i = y
+                    break
+            if i < 0 and crashed is not None:
+                for c, y in crashed[0]:
+                    if c in chosen:
+                        continue
+                    j += 1
+                    if flag and bl[y]:
+                        continue  # reduction 3
+                    ns = trans[y].get(sid)
+                    if ns is None:
+                        ns = tr(y, sid)
+                    if ns < 0 or ns == sid:
+                        continue  # reduction 7 if ns == sid
+                    spare = (ib | ibit[y]) << 1 | 1
+                    seen_first = run.get(ns)
+                    if seen_first is None:
+                        run[ns] = spare
+                    elif seen_first != spare and not seen_first & ~spare:
+                        pruned.append((len(path), y, ns))
+                        continue  # reduction 8
+                    i = y
+                    break
+            if i < 0:
+                return path, pruned  # a dead end: `search` backtracks
+        path.append((i, sid, ib, flag, okc, crashed, j, ns))
+        explored += 1
+        if okix[i] >= 0:
+            remaining -= 1
+            if remaining == 0:
+                return Outcome(True, explored, calls=calls)
+            win.remove(i)
+            placed[i] = True
+            flag = 0
+            run = {ns: ib << 1}
+            if by_ret[rp] == i:  # the first return goes: the window grows to the next one
+                rp += 1
+                while placed[by_ret[rp]]:
+                    rp += 1
+                first_ret = ret[by_ret[rp]]
+                while call_at[oks[nx]] < first_ret:
+                    win.append(oks[nx])
+                    nx += 1
+                k = bisect_left(crashed_calls, first_ret)
+        else:
+            ib |= ibit[i]
+            flag = 1
+        sid = ns
+        if explored > budget:
+            return Outcome(UNKNOWN, explored, calls=calls)
+
+
 def search(calls: list[Call], model: Model, initial_state: Any,
            budget: int = MAX_CONFIGURATIONS, count_producers: bool = True) -> Outcome:
     """Is there a linearization of `calls` from `initial_state`? At most
@@ -459,9 +673,15 @@ def search(calls: list[Call], model: Model, initial_state: Any,
         budget = min(budget, EXPLAIN_BUDGET)
     spent = [0] * (len(sc.starts) if sc else 0)  # crashed ops of each kind placed
     ro, bl, okix, ibit = t.ro, t.bl, t.okix, t.ibit
+    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
     tr = _Transitions(t, model, initial_state)
     trans = tr.trans
-    nxt, prv, head = _event_list(t)
+    descend = sc is None
+    if descend:  # built if `_descend` meets a dead end
+        nxt = prv = []
+        head = 0
+    else:
+        nxt, prv, head = _event_list(t)
 
     # The configuration: state id, frontier (lo: ok ops 0..lo-1 all placed;
     # rel: placed ok ops above it, bit 0 = op lo), crashed ops placed (ib),
@@ -483,8 +703,79 @@ def search(calls: list[Call], model: Model, initial_state: Any,
     fresh = True
     cands: list[int] = []
     j = 0
-    crashed_memo: dict[tuple[int, int], tuple] = {}  # see `_window`
+    # Going down where nothing in the memo can be met again is `_descend`'s:
+    # from the root, and wherever more ok ops are placed than ever before.
+    # Not with reduction 6, whose allowances only this loop applies.
+    placed = [False] * (len(calls) + 1)  # ok ops
+    orders = _orders(t) if descend else None
+    rank: list[int] = []  # ok op -> its place in orders[1], once asked for
+    win: list[int] = []
+    rp = nx = 0
+    run: dict[int, int] = {}
     while True:
+        if descend:
+            descend = False
+            got = _descend(t, tr, crashed_memo, budget, orders, placed, win, rp, nx, sid, ib,
+                           flag, explored, remaining, run)
+            if isinstance(got, Outcome):
+                return got
+            path, pruned = got
+            if not nxt:
+                nxt, prv, head = _event_list(t)
+            # The path, placed again as the loop below places ops: the same
+            # stack, memo keys, reduction 8's entries and skips, linked list
+            # and deepest configuration (`_descend` says why its path is
+            # this loop's). The loop then goes on at the dead end, with its
+            # window worked out anew.
+            p = 0
+            for level, (i, sid, ib, flag, okc, crashed, j, ns) in enumerate(path):
+                if okc is None:  # placed at once (reduction 1)
+                    cands = []
+                else:  # the candidates as `_window` lists them
+                    cands = okc
+                    if crashed is not None:
+                        has = {t.cls[y] for y in okc}
+                        cands = okc + [y for c, y in crashed[0] if c not in has]
+                while p < len(pruned) and pruned[p][0] == level:
+                    y, pns = pruned[p][1], pruned[p][2]
+                    p += 1
+                    seen.add(((((rel << n_info) | ib | ibit[y]) << lo_bits | lo) << STATE_BITS)
+                             | (pns + pns + 1))
+                stack.append((i, sid, lo, rel, ib, flag, lw, j == 0, cands, j))
+                k = okix[i]
+                if k >= 0:
+                    d = k - lo
+                    nlo = lo
+                    if d:
+                        nrel = rel | (1 << d)
+                    else:
+                        nrel = rel | 1
+                        s = (nrel ^ (nrel + 1)).bit_length() - 1
+                        nrel >>= s
+                        nlo += s
+                    seen.add(((((nrel << n_info) | ib) << lo_bits | nlo) << STATE_BITS) | (ns + ns))
+                    first.setdefault(((nrel << lo_bits | nlo) << STATE_BITS) | ns, ib << 1)
+                    lo, rel = nlo, nrel
+                    e = i + i
+                    p_, q = prv[e], nxt[e]
+                    nxt[p_], prv[q] = q, p_
+                    p_, q = prv[e + 1], nxt[e + 1]
+                    nxt[p_], prv[q] = q, p_
+                    flag = 0
+                    remaining -= 1
+                else:
+                    seen.add(((((rel << n_info) | ib | ibit[i]) << lo_bits | lo) << STATE_BITS)
+                             | (ns + ns + 1))
+                    first.setdefault(((rel << lo_bits | lo) << STATE_BITS) | ns, (ib | ibit[i]) << 1 | 1)
+                    ib |= ibit[i]
+                    flag = 1
+                sid = ns
+                if not ro[i]:
+                    lw = i
+                explored += 1
+                if k >= 0:
+                    best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
+                    culprit = -1
         i = -1
         forced = False
         if fresh:
@@ -567,6 +858,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                     nxt[p], prv[q] = q, p
                     flag = 0
                     remaining -= 1
+                    placed[i] = True
                 else:
                     ib |= ibit[i]
                     flag = 1
@@ -584,6 +876,21 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 if k >= 0 and n_ok - remaining > best_placed:
                     best_placed, best = n_ok - remaining, (lo, rel, ib, sid, lw)
                     culprit = -1
+                    if orders is not None:  # deeper than ever: `_descend` goes on
+                        descend = True
+                        if not rank:
+                            rank = [0] * len(calls)
+                            for r, y in enumerate(orders[1][:-1]):
+                                rank[y] = r
+                            ok_calls = [orders[2][y] for y in orders[0][:-1]]
+                        win = []
+                        x = nxt[head]
+                        while not x & 1:
+                            win.append(x >> 1)
+                            x = nxt[x]
+                        rp = rank[x >> 1]
+                        nx = bisect_left(ok_calls, t.ret[x >> 1])
+                        run = {sid: ib << 1}
                 fresh = True
                 continue
             if not forced:  # reached before, so known dead: try the next candidate
@@ -600,6 +907,7 @@ def search(calls: list[Call], model: Model, initial_state: Any,
                 p, q = prv[e], nxt[e]
                 nxt[p] = prv[q] = e
                 remaining += 1
+                placed[i] = False
             elif sc is not None and sc.kind[i] >= 0:
                 spent[sc.kind[i]] -= 1
             if not forced:

@@ -282,10 +282,11 @@ def prune_crashed(calls: list, initial_state: Any) -> tuple[list, int]:
     crashed = [c for c in calls if c.ret is None]
     if not crashed:
         return calls, 0
-    observed: set = {initial_state}  # what the ok ops need
-    for c in calls:
-        if c.ret is not None:
-            observed.add(needs(c.f, c.invoke_value, c.ok_value))
+    # what the ok ops need (`needs`, inline: a read its value, a cas its old one; a write or a
+    # failed cas no one value)
+    observed: set = {c.ok_value if c.f == "read" else c.invoke_value[0] for c in calls
+                     if c.ret is not None and (c.f == "read" or c.f == "cas")}
+    observed.add(initial_state)
     observed.discard(UNKNOWN)
     gone: set[int] = set()  # ids of the crashed ops dropped
     while True:

@@ -657,3 +657,41 @@ def test_one_linearized_op_is_said_in_the_singular():
         ("ok", 1, "read", 3),  # never written
     ))
     assert "after linearizing 1 op the register held 1" in r.anomalies["nonlinearizable"][0]["explanation"]
+
+
+def test_the_descent_changes_no_outcome(monkeypatch):
+    """`_descend` walks `search`'s way down without its memo or stack. With it
+    answering "a dead end here" at once, `search` does every step itself (as
+    before `_descend` was written): verdict, configurations explored, deepest
+    configuration and culprit must be the same, on valid, invalid and
+    cut-short searches, with and without reduction 6."""
+    cases = []
+    for seed in range(40):
+        rnd = random.Random(seed)
+        keyed = seed % 3 == 0
+        events, _ = simulate(ops=rnd.choice([40, 120, 300]), processes=rnd.choice([3, 5, 10]),
+                             keys=3 if keyed else None, values=rnd.choice([2, 3, 5]),
+                             crash_rate=rnd.choice([0.05, 0.3, 0.5]),
+                             bug=rnd.choice([None, "stale-read", "stale-compare"]), stale_rate=0.3,
+                             seed=seed)
+        groups, _, _ = linearizable._key_ops(History(events, "sim"), keyed, seed % 2 == 0)
+        initial = register_models.init(None)
+        for _, calls, _ in groups:
+            for kept in (calls, register_models.prune_crashed(calls, initial)[0]):
+                for budget, producers in ((10, False), (2_000, False), (100_000, True)):
+                    cases.append((kept, initial, budget, producers))
+
+    def outcomes():
+        return [linearizable.search(kept, linearizable.REGISTER, initial, budget,
+                                    count_producers=producers)
+                for kept, initial, budget, producers in cases]
+
+    fast = outcomes()
+    monkeypatch.setattr(linearizable, "_descend", lambda *args: ([], []))
+    full = outcomes()
+    verdicts = {True: 0, False: 0, "unknown": 0}
+    for a, b in zip(fast, full):
+        assert (a.valid, a.explored, a.deepest, a.culprit) == (b.valid, b.explored, b.deepest, b.culprit)
+        assert [id(c) for c in a.calls] == [id(c) for c in b.calls]
+        verdicts[a.valid] += 1
+    assert min(verdicts.values()) > 10, verdicts

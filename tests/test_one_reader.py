@@ -190,6 +190,62 @@ def test_the_columnar_pairer_pairs_and_refuses_as_the_pairer_does(breaking):
     assert (refused > 100) if breaking else (refused == 0)
 
 
+@pytest.mark.parametrize("breaking", [False, True], ids=["valid", "breaking"])
+def test_a_pairer_taking_blocks_pairs_and_refuses_as_event_by_event(breaking):
+    """`Pairer.pair_run` / `take_run` (a block at a time, continuing the pairer: the online
+    register engine's blocks) leave the pairer as `feed` event by event does (operations in
+    flight, retired processes, the count), and a block breaking a rule is refused, so that
+    fed event by event it raises where the events alone raise."""
+    from sleuth.history.jsonl import Line, OpCount
+
+    rnd = random.Random(4545 + breaking)
+    taken = refused = 0
+    for _ in range(600):
+        evs = _random_events(rnd, rnd.randrange(1, 40), breaking)
+        want, where = _object_pairing(evs)
+        h = History([], "h.jsonl")
+        pairer = Pairer(h)
+        pairer.ops = OpCount()
+        lines = [Line(index=i, time=i, type=t, process=p, f=f) for i, (t, p, f) in enumerate(evs)]
+        process, types, fs = _columns(evs)
+        pos, raised, completed = 0, -1, {}
+        while pos < len(evs) and raised < 0:
+            end = min(len(evs), pos + rnd.randint(1, 8))
+            pairs = pairer.pair_run(pos, lines[pos:end], process[pos:end], types[pos:end], fs[pos:end])
+            if pairs is not None:
+                taken += 1
+                done, opened = pairer.take_run(pairs)
+                for i, op in done:
+                    completed[op.invoke_pos] = pos + i
+                for j, r in zip(pairs.invoke.tolist(), pairs.complete.tolist(), strict=True):
+                    if r >= 0:
+                        completed[pos + j] = pos + r
+                assert [op.invoke_pos for _, op in opened] == [pos + j for j, r in zip(
+                    pairs.invoke.tolist(), pairs.complete.tolist(), strict=True) if r < 0]
+            else:
+                refused += 1
+                for i in range(pos, end):
+                    t, p, f = evs[i]
+                    if p == NEMESIS:
+                        continue
+                    try:
+                        op = pairer.in_flight.get(p)
+                        pairer.feed(i, t, p, f, None, i, None, None, None)
+                        if t != "invoke":
+                            completed[op.invoke_pos] = i
+                    except HistoryError:
+                        raised = i
+                        break
+            pos = end
+        assert raised == where, evs
+        if where < 0:
+            assert len(pairer.ops) == len(want)
+            assert sorted((i, completed.get(i, -1)) for i, _ in want) == want, evs
+            assert {p: op.invoke_pos for p, op in pairer.in_flight.items()} == \
+                {evs[i][1]: i for i, r in want if r < 0 and evs[i][1] not in pairer.retired}
+    assert taken > 1000 and refused > (100 if breaking else -1), (taken, refused)
+
+
 def test_a_hand_made_history_paired_in_columns():
     evs = [("invoke", 0, "r"), ("info", NEMESIS, "kill"), ("invoke", 1, "w"), ("ok", 0, "r"),
            ("info", 1, "w"), ("invoke", 0, "w"), ("fail", 0, "w"), ("invoke", 2, "r")]

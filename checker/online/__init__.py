@@ -103,6 +103,8 @@ class Feed:
         self.pairer.ops = OpCount()  # type: ignore[assignment] - the engine keeps what it needs
         self.engine = engine
         self.pos = 0
+        # an engine that takes a whole block (the register engine's `block`: "Blocks" there)
+        self.block = getattr(engine, "block", None)
 
     def event(self, typ: str, process: Any, f: str, value: Any, time_: int, node: Any = None,
               error: Any = None, ts: Any = None) -> None:
@@ -122,7 +124,10 @@ class Feed:
     def events(self, run: list) -> None:
         """`event` for each of `run` (objects with its arguments as fields), in one loop:
         the same calls, without one of its own an event (`sleuth.history.follow`'s fast reader
-        hands whole blocks)."""
+        hands whole blocks); or the whole block to an engine that takes one."""
+        if self.block is not None and self.block(run, self.pos, self.pairer):
+            self.pos += len(run)
+            return
         pairer, engine = self.pairer, self.engine
         feed, in_flight, ops = pairer.feed, pairer.in_flight, pairer.ops
         invoked, completed = engine.invoked, engine.completed

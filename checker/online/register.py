@@ -60,10 +60,27 @@ unknown when nothing was). Then the offline check finds every key
 linearizable: the same search, on the same operations, in parts that join.
 (Offline might also give up on a key too large to search whole, where the
 parts each fit the budget: the certified verdict is then the better one.)
+
+**Blocks** (`block`). `sleuth check --follow` reads a history a block of
+lines at a time; a block of the common shapes (every value `[key, payload]`
+with an int or string key and a payload of null, a number, a string, or a
+cas's pair of them: `_common`'s shapes) is taken whole: its events are
+paired by the columnar pairer (`sleuth.history.jsonl.pair_columns`, the
+`Pairer`'s rules; the operations in flight when the block starts are the
+`Pairer`'s own, and those still in flight when it ends go back to it), and
+each completed operation becomes the search's `Call` at once, without an
+`Op` (its process and times ride along for an explanation, `_attach`). Any
+other block (another shape, a breach of a pairing rule) goes event by event
+through the `Pairer` and `invoked`/`completed`, which give the same calls
+and say what is wrong, naming the line. The keys due a search are searched
+when the block is in: a prefix ending at the block's end, its pending
+operations as info, as the per-event path's searches are prefixes ending
+at an event.
 """
 
 from __future__ import annotations
 
+import operator
 import time as _time
 from typing import Any
 
@@ -71,12 +88,16 @@ from sleuth.checker import linearizable as lin
 from sleuth.checker import models
 from sleuth.checker import register_models as rm
 from sleuth.checker.online import Found, lines_of, now
-from sleuth.history.jsonl import History, Op
+from sleuth.history.jsonl import TYPE_CODES, History, Op, Pairer
 
 INTERVAL = 0.5  # seconds: the longest a dirty key waits for its next search
 GROWTH = 1  # a key is searched again when its history grew by a 1/GROWTH part
 MIN_NEW = 256  # ... and by at least this many completions (a key's search has a fixed cost)
 _NEVER = (0, 0.0)  # `searched` of a key not searched yet
+_F = ("read", "write", "cas")
+_F_CODES = {f: i for i, f in enumerate(_F)}
+_OK, _INFO = TYPE_CODES["ok"], TYPE_CODES["info"]
+_PLAIN = frozenset((int, str, type(None)))  # what `register_models.freeze` leaves as it is
 
 
 class Engine:
@@ -88,12 +109,14 @@ class Engine:
         self.failed_cas_observes = failed_cas_observes
         self.model = lin.REGISTER
         self.initial = self.model.init(initial_value)
-        self.by_key: dict[Any, list[Op]] = {}
-        self.key_of: dict[int, Any] = {}  # pending op id -> its key
-        self.made: dict[int, lin.Call] = {}  # completed op id -> its call (built once)
+        # key -> the calls of its operations completed since its cut (ok ones, failed cas
+        # read as observations, crashed writes and cas: `_complete`), in completion order;
+        # a key named by an invoke has an entry, maybe empty
+        self.by_key: dict[Any, list[lin.Call]] = {}
+        self.key_of: dict[int, tuple[Any, Any, Op]] = {}  # op id in flight -> (key, invoke value, op)
         self.ops = 0
         self.dirty: dict[Any, int] = {}  # key -> completions since its last search
-        self.searched: dict[Any, tuple[int, float]] = {}  # key -> (ops then, when)
+        self.searched: dict[Any, tuple[int, float]] = {}  # key -> (calls then, when)
         self.bad: set = set()
         self.unknown: set = set()
         self.found: list[Found] = []
@@ -105,20 +128,22 @@ class Engine:
         self.observed: set = set()  # keys with an observation (offline's judged keys)
         self.tainted: set = set()  # keys cut where crashed writes may be needed before the cut
 
+    # -- event by event (`Feed.event`; and a block `block` does not take)
+
     def invoked(self, op: Op, time: int) -> None:
         f = op.f
         common = _common(f, op.invoke_value) if self.keyed else None
         if common is not None:
-            parsed = (common[0], None if f == "read" else common[1])
+            key, iv = common[0], None if f == "read" else common[1]
         else:
             key, iv, _ = rm.parse_op(self.history, op, self.keyed)  # validates the invoke's shape
-            parsed = (key, iv)
-        self.key_of[op.id] = parsed  # what `parse_op` makes of the op until it completes ok
+        self.key_of[op.id] = (key, iv, op)  # what `parse_op` makes of the op until it completes ok
         self.ops += 1
-        self.by_key.setdefault(parsed[0], []).append(op)
+        if key not in self.by_key:
+            self.by_key[key] = []
 
     def completed(self, op: Op, time: int) -> None:
-        key, iv = self.key_of.pop(op.id)
+        key, iv, _ = self.key_of.pop(op.id)
         v, f, typ = op.value, op.f, op.type
         if typ != "ok":
             okv = rm.UNKNOWN  # `parse_op` reads only the invoke of an op that did not complete ok
@@ -129,29 +154,143 @@ class Engine:
                 iv = None if f == "read" else okv
             else:
                 _, iv, okv = rm.parse_op(self.history, op, self.keyed)  # validates the completion
+        if self._complete(key, op, f, typ, iv, okv, op.invoke_pos, op.complete_pos, time):
+            n = self.dirty[key]
+            if n >= MIN_NEW and n >= self.searched.get(key, _NEVER)[0] // GROWTH:
+                self._search(key)
+
+    def _complete(self, key: Any, op: Any, f: str, typ: str, iv: Any, okv: Any, call: int, pos: int,
+                  time: int) -> bool:
+        """Keep the call of an operation that completed at `pos` (`op`: its Op, or its
+        (process, invoke time, completion time, completion position) for `_attach`); True if it
+        observed the key."""
         if key in self.bad or key in self.unknown:
             if typ == "ok" or (self.failed_cas_observes and typ == "fail" and f == "cas"):
                 self.observed.add(key)
-            return
-        # its call, as `_calls` would build it, from this one parse (it will not change)
-        pos = op.complete_pos
+            return False
         if typ == "ok":
-            self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, pos)
+            c = lin.Call(op, f, iv, okv, call, pos)
         elif typ == "fail":
             if not (self.failed_cas_observes and f == "cas"):
-                return  # constrains nothing, observes nothing
-            self.made[op.id] = lin.Call(op, rm.FAILED_CAS, iv, okv, op.invoke_pos, pos)
+                return False  # constrains nothing, observes nothing
+            c = lin.Call(op, rm.FAILED_CAS, iv, okv, call, pos)
         else:
             if f != "read":  # a crashed read constrains nothing: no call
-                self.made[op.id] = lin.Call(op, f, iv, okv, op.invoke_pos, None)
-            return
-        # an observation: ok, or a failed cas that observes
+                self.by_key[key].append(lin.Call(op, f, iv, okv, call, None))
+            return False
+        self.by_key[key].append(c)
         self.observed.add(key)
-        self.last[key] = (pos, time)
-        n = self.dirty.get(key, 0) + 1
-        self.dirty[key] = n
-        if n >= MIN_NEW and n >= self.searched.get(key, _NEVER)[0] // GROWTH:
-            self._search(key)
+        if key not in self.last or self.last[key][0] < pos:  # (a block's ops from before it come last)
+            self.last[key] = (pos, time)
+        self.dirty[key] = self.dirty.get(key, 0) + 1
+        return True
+
+    # -- a block at a time (`Feed.events`)
+
+    def block(self, run: list, pos0: int, pairer: Pairer) -> bool:
+        """Take the events of `run` (decoded lines, at positions pos0, pos0 + 1, ...) whole,
+        as `Feed.event` would take them one by one (see "Blocks"), then search the keys due
+        one; False, having changed nothing, when the block is not of the common shapes or
+        breaks a pairing rule (the caller then feeds it event by event)."""
+        cols = _block_columns(run) if self.keyed else None
+        if cols is None:
+            return False
+        procs, types, fs, keys, payloads, times, process, type_codes, f_codes = cols
+        import numpy as np
+
+        pairs = pairer.pair_run(pos0, run, process, type_codes, f_codes)
+        if pairs is None:
+            return False
+        heads = pairs.heads
+        inv, ret = pairs.invoke, pairs.complete  # numpy, in invoke order
+        done = np.flatnonzero(ret >= 0)
+        ok = done[type_codes[ret[done]] == _OK]
+        ok = ok[np.argsort(ret[ok], kind="stable")]  # in completion order: each key's last is its latest
+        ok_inv, ok_ret = inv[ok].tolist(), ret[ok].tolist()
+        # what `_common` reads: the invoke's key and payload, and an ok completion's, which must
+        # name the same key (a key of another type or value: `parse_op` says what it makes of it)
+        ok_keys = _pick(keys, ok_inv) if ok_inv else ()
+        if ok_inv and ok_keys != _pick(keys, ok_ret):  # ints and strings: equal values, equal types
+            return False
+        in_flight = pairer.in_flight
+        for i in heads:  # an ok completion of an op from an earlier block
+            if types[i] == "ok":
+                key = self.key_of[in_flight[procs[i]].id][0]
+                if type(keys[i]) is not type(key) or keys[i] != key:
+                    return False
+        # -- taken: nothing below refuses the block
+        done_before, opened = pairer.take_run(pairs)
+        by_key, key_of = self.by_key, self.key_of
+        inv_l = inv.tolist()
+        if inv_l:
+            for k in set(_pick(keys, inv_l)):  # every key named
+                if k not in by_key:
+                    by_key[k] = []
+        due: list[Any] = []
+        # ok ops: their calls made in one pass, then kept a key at a time
+        if ok_inv:
+            okv = _pick(payloads, ok_ret)
+            fo = _pick(fs, ok_inv)
+            if "cas" in fo:
+                okv = [(v[0], v[1]) if f == "cas" else v for f, v in zip(fo, okv, strict=True)]
+            iv = [None if f == "read" else v for f, v in zip(fo, okv, strict=True)]
+            at = [pos0 + r for r in ok_ret]
+            ends = _pick(times, ok_ret)
+            meta = zip(_pick(procs, ok_inv), _pick(times, ok_inv), ends, at)
+            calls = list(map(lin.Call, meta, fo, iv, okv, [pos0 + i for i in ok_inv], at))
+            distinct = list(dict.fromkeys(ok_keys))
+            ids = {k: g for g, k in enumerate(distinct)}
+            kid = np.fromiter(map(ids.__getitem__, ok_keys), np.int64, len(ok_keys))
+            order = np.argsort(kid, kind="stable")  # by key, in completion order within each
+            cuts = (np.flatnonzero(np.diff(kid[order])) + 1).tolist()
+            order = order.tolist()
+            calls, at, ends = _pick(calls, order), _pick(at, order), _pick(ends, order)
+            skip = self.bad or self.unknown
+            observed, last, dirty = self.observed, self.last, self.dirty
+            for lo, hi in zip([0, *cuts], [*cuts, len(order)], strict=True):
+                key = ok_keys[order[lo]]
+                observed.add(key)
+                if skip and (key in self.bad or key in self.unknown):
+                    continue  # as `_complete`: observed, not kept
+                by_key[key] += calls[lo:hi]
+                last[key] = (at[hi - 1], ends[hi - 1])
+                n = dirty[key] = dirty.get(key, 0) + hi - lo
+                if n >= MIN_NEW:
+                    due.append(key)
+        for j, op in opened:  # still in flight at the block's end: the Pairer's Ops
+            i = inv_l[j]
+            key_of[op.id] = (keys[i], None if op.f == "read" else _payload(op.f, payloads[i]), op)
+        # failed and crashed ones
+        fco = self.failed_cas_observes
+        rest = np.flatnonzero((ret >= 0) & (type_codes[np.maximum(ret, 0)] != _OK)).tolist()
+        for j in rest:
+            i, r = inv_l[j], int(ret[j])
+            f = fs[i]
+            t = type_codes[r]
+            if t != _INFO and not (fco and f == "cas"):
+                continue
+            iv = None if f == "read" else _payload(f, payloads[i])
+            if self._complete(keys[i], (procs[i], times[i], None if t == _INFO else times[r], pos0 + r), f,
+                              "info" if t == _INFO else "fail", iv, rm.UNKNOWN, pos0 + i, pos0 + r, times[r]):
+                due.append(keys[i])
+        # the ops in flight when the block began, completed in it (paired above)
+        for i, op in done_before:
+            key, iv, _ = self.key_of.pop(op.id)
+            typ = op.type
+            okv = rm.UNKNOWN
+            if typ == "ok":
+                okv = _payload(op.f, payloads[i])
+                iv = None if op.f == "read" else okv
+            if self._complete(key, op, op.f, typ, iv, okv, op.invoke_pos, op.complete_pos, times[i]):
+                due.append(key)
+        self.ops += len(inv_l)
+        dirty = self.dirty
+        searched = self.searched
+        for key in dict.fromkeys(due):
+            n = dirty.get(key, 0)
+            if n >= MIN_NEW and n >= searched.get(key, _NEVER)[0] // GROWTH:
+                self._search(key)
+        return True
 
     def tick(self, force: bool = False) -> None:
         """Search the keys that have waited INTERVAL seconds (every one, with `force`)."""
@@ -160,32 +299,19 @@ class Engine:
             if force or t - self.searched.get(key, (0, 0.0))[1] >= INTERVAL:
                 self._search(key)
 
+    def _pending(self, key: Any) -> list[Op]:
+        """The key's operations in flight."""
+        return [op for k, _, op in self.key_of.values() if k == key]
+
     def _calls(self, key: Any) -> list[lin.Call]:
-        calls = []
-        h, keyed, fco = self.history, self.keyed, self.failed_cas_observes
-        made = self.made
-        for op in self.by_key[key]:
-            c = made.get(op.id)
-            if c is not None:
-                calls.append(c)
-                continue
-            f = op.f
-            if op.type == "fail":
-                if not (fco and f == "cas"):
-                    continue
-                f = rm.FAILED_CAS
-            elif op.type == "info" and f == "read":
-                continue  # pending or crashed: constrains nothing (a completed one: no call)
-            pending = self.key_of.get(op.id)
-            if pending is not None:  # in flight: its invoke as `invoked` parsed it (`parse_op`'s reading)
-                iv, okv = pending[1], rm.UNKNOWN
-            else:
-                _, iv, okv = rm.parse_op(h, op, keyed)
-            c = lin.Call(op, f, iv, okv, op.invoke_pos, None if op.type == "info" else op.complete_pos)
-            calls.append(c)
-            if op.id not in self.key_of:  # completed: its call will not change
-                made[op.id] = c
-        return calls
+        """The search's calls of the key: those kept, and one for each write or cas in flight
+        (as crashed: it may take effect any time after its invoke, or never; a read in flight
+        constrains nothing)."""
+        calls = self.by_key[key]
+        pending = [(iv, op) for k, iv, op in self.key_of.values() if k == key and op.f != "read"]
+        if not pending:
+            return calls
+        return calls + [lin.Call(op, op.f, iv, rm.UNKNOWN, op.invoke_pos, None) for iv, op in pending]
 
     def _search(self, key: Any) -> None:
         self.dirty.pop(key, None)
@@ -203,8 +329,9 @@ class Engine:
             return
         if out.valid is False:
             self.bad.add(key)
+            _attach(key, out.calls, self.keyed)
             example = lin.explain_failure(self.history, key, out, self.model, initial)
-            ops = [c.op for c in out.calls if c.op is not None]
+            ops = [c.op for c in out.calls]
             self.counts[models.NONLINEARIZABLE] = self.counts.get(models.NONLINEARIZABLE, 0) + 1
             pos, time = self.last[key]
             line = self.history.line_of(pos)
@@ -217,8 +344,11 @@ class Engine:
         """After a search found the key's operations so far linearizable: drop those before
         its latest *solo* operation, one that completed ok after every relevant operation
         invoked before it had completed, and before any later one was invoked, and start the
-        key from the state it left. Crashed writes and cas invoked before it are kept (they
-        may take effect later, or never); failed ops and crashed reads constrain nothing.
+        key from the state it left. The relevant operations are those a linearization holds
+        or may hold: the ok ones, failed cas read as observations, crashed writes and cas (they
+        may take effect, or not) and every operation in flight (it may yet complete ok); a
+        failed operation or a crashed read is in none, and is not kept. Crashed writes and cas
+        invoked before the solo operation are kept (they may take effect later, or never).
 
         Sound: in any linearization of the key's whole history, everything the cut drops
         comes before the solo operation, which comes before everything after it; so the
@@ -226,45 +356,43 @@ class Engine:
         value), and the rest of the linearization linearizes the kept operations from that
         state (a crashed op that took effect before the cut is kept as never taking effect).
         So a key found non-linearizable from the cut is non-linearizable whole."""
-        ops = self.by_key[key]
-        fco, pending = self.failed_cas_observes, self.key_of
+        pending = self._pending(key)
+        # (invoke position, completion position or None, the call or None for an op in flight)
+        items = sorted([(c.call, c.ret, c) for c in self.by_key[key]]
+                       + [(op.invoke_pos, None, None) for op in pending], key=operator.itemgetter(0))
         latest = -1  # the latest completion among the relevant ops before the candidate
-        blocked = False  # some relevant op before the candidate is still pending
+        blocked = False  # some op before the candidate has not completed yet
         cut = None
-        for j, op in enumerate(ops):
-            relevant = op.type == "ok" or (fco and op.type == "fail" and op.f == "cas") or op.id in pending
-            if op.type == "ok" and not blocked and op.id not in pending and latest < op.invoke_pos \
-                    and (j + 1 == len(ops) or ops[j + 1].invoke_pos > op.complete_pos):
+        n = len(items)
+        for j, (call, ret, c) in enumerate(items):
+            if c is None:
+                blocked = True
+                continue
+            if ret is None:
+                continue  # crashed: it may take effect any time after its invoke, or never
+            if not blocked and latest < call and c.f != rm.FAILED_CAS and (j + 1 == n or items[j + 1][0] > ret):
                 cut = j
-            if relevant:
-                if op.id in pending:
-                    blocked = True
-                else:
-                    latest = max(latest, op.complete_pos)
+            if ret > latest:
+                latest = ret
         if cut is None:
             return
-        op = ops[cut]
-        _, iv, okv = rm.parse_op(self.history, op, self.keyed)
-        state = okv if op.f == "read" else iv if op.f == "write" else iv[1]
-        crashed = [o for o in ops[:cut] if o.type == "info" and o.f != "read" and o.id not in pending]
+        c = items[cut][2]
+        state = c.ok_value if c.f == "read" else c.invoke_value if c.f == "write" else c.invoke_value[1]
+        crashed = [x for _, ret, x in items[:cut] if ret is None]  # (none in flight: blocked)
         # Checked only while a certified verdict is still possible: once a key is tainted,
         # invalid or unknown, the final pass judges the history whatever the others are
-        if crashed and not (self.tainted or self.bad or self.unknown) and not self._clean(key, ops[:cut + 1]):
+        if crashed and not (self.tainted or self.bad or self.unknown) and not self._clean(key, c.call):
             self.tainted.add(key)
-        carried = {o.id for o in crashed}  # their calls (made at their completion) stay as they are
-        for o in ops[:cut + 1]:
-            if o.id not in carried:
-                self.made.pop(o.id, None)
-        self.by_key[key] = crashed + ops[cut + 1:]
+        self.by_key[key] = crashed + [x for _, _, x in items[cut + 1:] if x is not None]
         self.start[key] = state
         self.cuts += 1
         self.searched[key] = (len(self.by_key[key]), self.searched[key][1])  # growth counts from here
 
-    def _clean(self, key: Any, before: list[Op]) -> bool:
-        """Are the operations up to a cut linearizable from the key's start with every crashed
-        operation left out (see "Certified verdicts")?"""
+    def _clean(self, key: Any, upto: int) -> bool:
+        """Are the operations up to a cut (invoked at or before `upto`) linearizable from the
+        key's start with every crashed operation left out (see "Certified verdicts")?"""
         initial = self.start.get(key, self.initial)
-        calls = [c for c in self._calls(key) if c.ret is not None and c.op.invoke_pos <= before[-1].invoke_pos]
+        calls = [c for c in self.by_key[key] if c.ret is not None and c.call <= upto]
         self.searches += 1
         out = lin.search(calls, self.model, initial, lin.QUICK_CONFIGURATIONS, count_producers=False)
         return out.valid is True
@@ -313,9 +441,96 @@ def _common(f: str, v: Any) -> tuple[Any, Any] | None:
     return None
 
 
+def _block_columns(run: list) -> tuple | None:
+    """The fields of a block's events as `Engine.block` takes them: sequences (process, type,
+    f, key, payload, time; a cas's payload the list [old, new]) and numpy codes
+    (process, -1 for the nemesis; type; f); None unless every event is a read, write or cas
+    of `_common`'s shapes, or the nemesis's."""
+    import numpy as np
+
+    n = len(run)
+    if not n:
+        return None
+    procs = [e.process for e in run]  # (attribute loads of a Struct: faster than attrgetter)
+    types = [e.type for e in run]
+    fs = [e.f for e in run]
+    values = [e.value for e in run]
+    times = [e.time for e in run]
+    try:
+        process = np.fromiter(procs, np.int64, n)
+    except (TypeError, ValueError):  # the nemesis's events: -1, their f and value left out
+        nemesis = [i for i, p in enumerate(procs) if p == "nemesis"]
+        process = np.array([-1 if p == "nemesis" else p for p in procs], np.int64)
+        for i in nemesis:
+            fs[i], values[i] = "read", [0, None]
+    try:
+        f_codes = np.fromiter(map(_F_CODES.__getitem__, fs), np.int8, n)
+    except KeyError:
+        return None  # not a read, write or cas
+    type_codes = np.fromiter(map(TYPE_CODES.__getitem__, types), np.int8, n)
+    if set(map(type, values)) != {list}:
+        return None
+    try:
+        keys, payloads = zip(*values, strict=True)
+    except ValueError:
+        return None  # a value that is not [key, payload]
+    if not set(map(type, keys)) <= _KEYS:
+        return None
+    cas = np.flatnonzero(f_codes == 2).tolist()
+    if cas:  # [old, new] each (the block's loop reads them as the tuple `_common` makes)
+        rest = np.flatnonzero(f_codes != 2).tolist()
+        if rest and not set(map(type, _pick(payloads, rest))) <= _PLAIN:
+            return None
+        pairs = _pick(payloads, cas)
+        if set(map(type, pairs)) != {list}:
+            return None
+        try:
+            olds, news = zip(*pairs, strict=True)
+        except ValueError:
+            return None
+        if not set(map(type, olds)) | set(map(type, news)) <= _PLAIN:
+            return None
+    elif not set(map(type, payloads)) <= _PLAIN:
+        return None
+    return procs, types, fs, keys, payloads, times, process, type_codes, f_codes
+
+
+_KEYS = frozenset((int, str))
+
+
+def _payload(f: str, p: Any) -> Any:
+    """A payload as `_common` reads it: a cas's [old, new] as a tuple."""
+    return (p[0], p[1]) if f == "cas" else p
+
+
+def _pick(xs: tuple, where: list[int]) -> tuple:
+    """xs[i] for each i in `where` (at least one), at C speed."""
+    got = operator.itemgetter(*where)(xs)
+    return got if len(where) > 1 else (got,)
+
+
+def _attach(key: Any, calls: list[lin.Call], keyed: bool) -> None:
+    """Give the calls a block made (`Engine.block`: their op is (process, invoke time,
+    completion time, completion position)) the `Op` the `Pairer` would have made, for an
+    explanation."""
+    for c in calls:
+        if type(c.op) is not tuple:
+            continue
+        process, invoked, done, at = c.op
+        f, typ = ("cas", "fail") if c.f == rm.FAILED_CAS else (c.f, "info" if c.ret is None else "ok")
+        payload = list(c.invoke_value) if f == "cas" else c.invoke_value
+        invoke_value = [key, payload] if keyed else payload
+        if typ == "ok":
+            got = c.ok_value if f == "read" else payload
+            value = [key, got] if keyed else got
+        else:
+            value = invoke_value
+        c.op = Op(-1, process, f, typ, invoke_value, value, c.call, at, invoked, done)
+
+
 def _plain(v: Any) -> bool:
-    """Is `v` a value `register_models.freeze` leaves as it is?"""
-    return v is None or type(v) is int or type(v) is str
+    """Is `v` a value `register_models.freeze` leaves as it is (`_PLAIN`)?"""
+    return type(v) in _PLAIN
 
 
 def _named(example: dict, op: Op, history: History) -> bool:

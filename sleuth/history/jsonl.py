@@ -313,6 +313,65 @@ class Pairer:
         op.ts = ts
 
 
+    def pair_run(self, pos0: int, run: list, process: Any, types: Any, fs: Any) -> RunPairs | None:
+        """Pair a block of events in columnar form (`pair_columns`), continuing this pairer:
+        `run` the decoded events at positions pos0, pos0 + 1, ...; `process`, `types`, `fs`
+        their numpy columns as `pair_columns` takes them (process -1 for the nemesis). The
+        operations in flight when the block begins are this pairer's: a process's first
+        event here must be an invoke of a process neither in flight nor retired, or the
+        completion of its operation in flight, of the same f. Nothing changes here
+        (`take_run` commits); None when some event breaks a rule: then `feed` the events one
+        by one, and it raises at the first, naming its line."""
+        import numpy as np
+
+        paired = pair_columns(process, types, fs, open_ends=True)
+        if paired.bad >= 0:
+            return None
+        in_flight, retired = self.in_flight, self.retired
+        for i in np.unique(process, return_index=True)[1].tolist():
+            e = run[i]
+            p = e.process
+            if p == NEMESIS:
+                continue
+            if e.type == "invoke":
+                if p in in_flight or p in retired:
+                    return None
+            elif p not in in_flight or in_flight[p].f != e.f:
+                return None
+        return RunPairs(pos0, run, paired.invoke, paired.complete, paired.heads.tolist(), types)
+
+    def take_run(self, pairs: RunPairs) -> tuple[list[tuple[int, Op]], list[tuple[int, Op]]]:
+        """Commit a block `pair_run` paired, as `feed` would have taken its events: the
+        operations in flight before it that complete in it are completed (`feed`), a process
+        whose operation crashed in it is retired, and those invoked in it and still in
+        flight at its end become `Op`s in flight (numbered as `feed` numbers them: an op's
+        id is its rank in invoke order). Returns (the ops from before completed here, with
+        the position of their completion in the block; the ops left in flight, with their
+        rank among the block's invokes). The ops invoked and completed in the block are the
+        caller's (`pairs.invoke`, `pairs.complete`): this pairer counts them (its `ops` must
+        be an `OpCount`) and makes no `Op` of them."""
+        import numpy as np
+
+        run, pos0 = pairs.run, pairs.pos0
+        done = []
+        for i in pairs.heads:
+            e = run[i]
+            done.append((i, self.in_flight[e.process]))
+            self.feed(pos0 + i, e.type, e.process, e.f, e.value, e.time, e.node, e.error, e.ts)
+        inv, ret = pairs.invoke, pairs.complete
+        base = len(self.ops)
+        ended = ret[ret >= 0]
+        for r in ended[pairs.types[ended] == TYPE_CODES["info"]].tolist():  # crashed: retired
+            self.retired[run[r].process] = pos0 + r
+        opened = []
+        for j in np.flatnonzero(ret < 0).tolist():
+            e = run[inv[j]]
+            op = Op(base + j, e.process, e.f, "info", e.value, e.value, pos0 + int(inv[j]), None, e.time, None, e.node)
+            self.in_flight[e.process] = op
+            opened.append((j, op))
+        self.ops.n = base + len(inv)  # type: ignore[union-attr] - an OpCount (see above)
+        return done, opened
+
     def _micro_ops_differ(self, pos: int, typ: str, op: Op, value: list) -> None:
         a, b = list(map(_MICRO_OP, op.invoke_value)), list(map(_MICRO_OP, value))
         where = f"its invoke (line {self.history.line_of(op.invoke_pos)})"
@@ -388,6 +447,21 @@ def pair(history: History) -> list[Op]:
 
 
 TYPE_CODES = {"invoke": 0, "ok": 1, "fail": 2, "info": 3}  # an event's type in a numeric column
+
+
+@dataclass
+class RunPairs:
+    """A block of events `Pairer.pair_run` paired: its events (`run`, from position `pos0`),
+    `invoke` (positions in the block of the invokes, in order), `complete` (each one's
+    completion in the block, -1 for none yet), `heads` (completions in the block of
+    operations invoked before it) and `types` (its events' TYPE_CODES)."""
+
+    pos0: int
+    run: list
+    invoke: Any
+    complete: Any
+    heads: list[int]
+    types: Any
 
 
 @dataclass
