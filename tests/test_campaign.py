@@ -417,8 +417,7 @@ def test_duration_and_throughput_are_one_definition_in_every_output(tmp_path):
 
     own = campaign_report.table_from_runs(record).iloc[0]  # --no-spark
     meta = run_meta([str(d)], "c")
-    stats = consolidate.run_rows("c", meta[0]["run"], str(d), "register", meta[0]["test"], "all", True,
-                                 str(tmp_path / "ops"))
+    _, stats = consolidate.run_rows("c", meta[0]["run"], str(d), "register", meta[0]["test"], "all", True)
     stats = stats.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
     spark = aggregate.campaign_table(pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta]),
                                      stats, pd.DataFrame([{"run": meta[0]["run"], "valid": "true",

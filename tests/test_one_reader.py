@@ -290,8 +290,8 @@ def _spark_pairing(path: str, block_lines: list[int]):
     crossing = hp._crossing(table)
     if crossing is None:
         return None
-    ops = [i for i, k in enumerate(c["kind"]) if k == "op"]
-    got = [(c["invoke_pos"][i], c["complete_pos"][i], c["type"][i], c["f"][i], c["process"][i]) for i in ops]
+    o = rows.ops  # the op rows, which a task writes to its own data file
+    got = list(zip(o["invoke_pos"], o["complete_pos"], o["type"], o["f"], o["process"], strict=True))
     got += list(zip(crossing["invoke_pos"], crossing["complete_pos"], crossing["type"], crossing["f"],
                     crossing["process"], strict=True))
     return sorted(got)

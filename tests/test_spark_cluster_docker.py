@@ -166,3 +166,22 @@ def test_an_input_the_workers_cannot_read_is_bad_input(cluster, tmp_path_factory
                        capture_output=True, text=True, timeout=300, env=driver_env(cluster["root"]))
     assert p.returncode == 254, p.stderr[-3000:]
     assert history in p.stderr and "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) <= 3, p.stderr
+
+
+def test_a_campaign_run_the_workers_cannot_read_is_bad_input(cluster, tmp_path_factory):
+    """`sleuth campaign judge` of a directory of runs that is not mounted in the workers' containers:
+    exit 254 naming the run's history, not "the Spark jobs failed" and the runs' own verdicts."""
+    from test_spark_jobs import sim_run
+
+    from sleuth.workloads import sim_list_append
+
+    private = os.path.realpath(str(tmp_path_factory.mktemp("campaign-not-shared")))
+    run = sim_run(private, "si", "list-append", "strict-serializable",
+                  lambda p: sim_list_append.write_sim(p, "snapshot-isolation", 300, seed=3))
+    p = subprocess.run([SLEUTH, "campaign", "judge", private, "--spark-master", cluster["master"], "--json"],
+                       capture_output=True, text=True, timeout=300, env=driver_env(cluster["root"]))
+    assert p.returncode == 254, p.stderr[-3000:]
+    history = os.path.join(run, "history.jsonl")
+    last = p.stderr.strip().splitlines()[-1]
+    assert history in last and "cannot read" in last and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout == "", p.stdout  # progress and the error on stderr, nothing on stdout

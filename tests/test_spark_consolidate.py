@@ -1,5 +1,5 @@
 """The consolidation's per-run pieces, without Spark: the vectorized pairing against sleuth's own
-Pairer, fault windows on a history with known answers, and the partition directories read back.
+Pairer, fault windows on a history with known answers, runs dealt into groups.
 
 tests/test_spark_jobs.py runs the same code inside Spark tasks on real runs; these check the
 pairing on every operation of simulated histories (crashed and failed ones included) in
@@ -95,24 +95,6 @@ def test_fault_windows_unfinished_invokes_and_failed_starts():
     assert list(ops["fault_active"]) == [False, True, False, True]
     assert [None if pd.isna(x) else int(x) for x in ops["complete_index"]] == [2, 6, 10, None]
     assert list(ops["complete_value"]) == ["1", "2", None, None]
-
-
-def test_partition_directories_read_back_with_their_names(tmp_path):
-    """Run names are paths relative to the runs' parent: '/' and ':' must survive the round trip."""
-    import pandas as pd
-    import pyarrow.dataset as ds
-
-    out = str(tmp_path / "operations")
-    names = ["register-reference/20261123T191930", "a:b=c d", "plain"]
-    for i, run in enumerate(names):
-        ops = pd.DataFrame({c: [None] for c in consolidate.FILE_COLUMNS}).assign(
-            process=[i], invoke_index=[i], invoke_time=[i], fault_active=[False], outcome=["ok"])
-        consolidate.write_ops(ops, out, "night/1", run, "register")
-        consolidate.write_ops(ops, out, "night/1", run, "register")  # again: replaced, not added
-    got = ds.dataset(out, partitioning="hive").to_table().to_pandas()
-    assert sorted(got["run"]) == sorted(names) and set(got["campaign"]) == {"night/1"}
-    assert len(got) == len(names) and set(got["workload"]) == {"register"}
-    assert all(len(os.listdir(consolidate.partition_dir(out, "night/1", r))) == 1 for r in names)
 
 
 def test_runs_are_dealt_into_groups_of_about_equal_bytes_each_run_once(tmp_path):

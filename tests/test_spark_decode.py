@@ -129,3 +129,23 @@ def test_a_block_with_a_bad_line_is_judged_line_by_line():
     cols = decode_block(["f"], 0, good + b"\n" + bad + b"\n")
     assert cols["index"] == [0, None] and cols["problem"][0] is None
     assert cols["problem"][1].startswith("not valid JSON")
+
+
+def test_locations_are_uris_and_committed_outputs_are_seen_through_their_filesystem(tmp_path, monkeypatch):
+    """A path becomes a `file:` URI of its absolute path (the executors' working directory is
+    not the driver's), a URI stays as it is; an output counts as committed only once its
+    `_SUCCESS` is there, and removing a staging output that is gone is no error."""
+    from sleuth.spark.history_ops import committed, remove, uri
+
+    monkeypatch.chdir(tmp_path)
+    assert uri("out/ops") == "file://" + str(tmp_path / "out" / "ops")
+    assert uri("s3a://bucket/ops") == "s3a://bucket/ops" and uri("file:///x/y") == "file:///x/y"
+    out = tmp_path / "judged"
+    out.mkdir()
+    (out / "part-00000.parquet").write_bytes(b"")
+    assert not committed(str(out)) and not committed(uri(str(out)))
+    (out / "_SUCCESS").write_bytes(b"")
+    assert committed(str(out)) and committed(uri(str(out)))
+    remove(uri(str(out)))
+    assert not out.exists() and not committed(str(out))
+    remove(str(out))  # gone already: nothing to do

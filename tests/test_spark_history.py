@@ -22,6 +22,7 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -38,7 +39,7 @@ from test_rw_register_options import random_history as rw_history  # noqa: E402
 
 from sleuth.checker import WORKLOADS, list_append, rw_register  # noqa: E402
 from sleuth.history.imports import load  # noqa: E402
-from sleuth.history.jsonl import Event, HistoryError, write_jsonl  # noqa: E402
+from sleuth.history.jsonl import Event, HistoryError, read_jsonl, write_jsonl  # noqa: E402
 
 SLEUTH = os.path.join(os.path.dirname(sys.executable), "sleuth")
 FIELDS = ("valid", "anomaly-types", "not", "also-not", "possible", "also-found", "incomplete")
@@ -178,11 +179,44 @@ def test_campaign_consolidation_parquet(spark, tmp_path):
     (run / "test.json").write_text(json.dumps({"workload": "list-append", "checks": {
         "checker": "list-append", "model": "strict-serializable"}}))
     from sleuth.spark.jobs import run_meta
-    consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations")).collect()
+    consolidate.consolidate(spark, run_meta([str(run)], "c"), str(tmp_path / "operations"))
     got, _ = spark_check(tmp_path / "operations" / "campaign=c" / "run=r1", "list-append")
     want = single_check(run / "history.jsonl", "list-append")
     assert {f: got[f] for f in FIELDS} == {f: want[f] for f in FIELDS}
     assert want["valid"] is False
+
+
+def test_consolidation_partitions_keep_their_names_and_are_replaced(spark, tmp_path):
+    """Run names are paths relative to the runs' parent: '/', ':', '=' and ' ' survive Spark's
+    partitioned writer and reader (its own escaping), and consolidating the runs again replaces
+    their partitions rather than adding to them: the manifest names one file per run, and the
+    files it stopped naming are gone."""
+    from sleuth.spark import consolidate, manifest
+    from sleuth.spark.jobs import run_meta
+    from sleuth.workloads.sim_list_append import write_sim
+
+    names = ["list-append-sim/20261123T191930", "a:b=c d", "plain"]
+    dirs = []
+    for i, name in enumerate(names):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        write_sim(str(run / "history.jsonl"), "read-committed", 50 + 10 * i, concurrency=3, keys=2, seed=i)
+        (run / "test.json").write_text(json.dumps({"workload": "list-append", "checks": {
+            "checker": "list-append", "model": "strict-serializable"}}))
+        dirs.append(str(run))
+    want = {name: len(read_jsonl(os.path.join(d, "history.jsonl")).ops()) for name, d in zip(names, dirs)}
+    out = str(tmp_path / "operations")
+    for _ in range(2):  # the second time replaces the partitions
+        runs = consolidate.consolidate(spark, run_meta(dirs, "night/1"), out)
+        assert sorted(runs["run"]) == sorted(names) and runs["readable"].all()
+        got = consolidate.read_operations(out).select(["campaign", "run"]).to_pandas()
+        assert set(got["campaign"]) == {"night/1"}
+        assert got["run"].value_counts().to_dict() == want
+        named = consolidate.operation_files(out)
+        on_disk = sorted(str(p) for p in Path(out).rglob("part-*.parquet") if manifest.MANIFEST not in p.parts)
+        assert len(named) == len(names) and sorted(u[len("file://"):] for u in named) == on_disk
+        read = consolidate.operations(spark, out, run_meta(dirs, "night/1")).groupBy("run").count().collect()
+        assert {r["run"]: r["count"] for r in read} == want
 
 
 def _register_events(rnd, keyed: bool, n: int) -> list[Event]:

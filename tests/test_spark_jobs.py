@@ -216,9 +216,9 @@ def test_large_runs_are_judged_per_key_with_the_same_verdicts(campaign, tmp_path
 
 
 def test_one_row_per_operation(campaign):
-    import pyarrow.dataset as ds
+    from sleuth.spark.consolidate import read_operations
 
-    ops = ds.dataset(os.path.join(campaign["out"], "operations"), partitioning="hive").to_table().to_pandas()
+    ops = read_operations(os.path.join(campaign["out"], "operations")).to_pandas()
     for name, d in campaign["runs"].items():
         if name == "torn":
             continue
@@ -265,9 +265,8 @@ def test_durability_finds_a_phantom_write(campaign):
 
 def test_fault_windows_follow_the_nemesis(campaign):
     """fault_active, fault_events and the fault columns, against a plain sweep over the history."""
-    import pyarrow.dataset as ds
-
     from sleuth.nemesis.faults import FAULT_CLASSES
+    from sleuth.spark.consolidate import read_operations
 
     stops = {cls.stop_f for cls in FAULT_CLASSES.values()}
     row = campaign["by"]["nemesis"]
@@ -281,8 +280,8 @@ def test_fault_windows_follow_the_nemesis(campaign):
         elif e["type"] == "invoke":
             want[e["index"]] = active > 0
     assert starts >= 2 and any(want.values()) and not all(want.values())
-    ops = ds.dataset(os.path.join(campaign["out"], "operations"), partitioning="hive").to_table(
-        filter=ds.field("run") == row["run"]).to_pandas()
+    ops = read_operations(os.path.join(campaign["out"], "operations")).to_pandas()
+    ops = ops[ops["run"] == row["run"]]
     assert dict(zip(ops["invoke_index"], ops["fault_active"])) == want
     assert row["fault_events"] == starts and row["nemesis"] == "pause"
     during = ops[ops["fault_active"]]

@@ -143,6 +143,7 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
     """Judge (Spark, unless told not to), write the page and junit.xml, print the summary, exit."""
     from sleuth.base.exits import verdict_word
     from sleuth.campaign.matrix import judge_with_spark, run_dirs
+    from sleuth.history.jsonl import HistoryError
     from sleuth.records.campaign import label_counts, status, verdict
     from sleuth.reports import campaign_report, junit
 
@@ -152,6 +153,8 @@ def _finish(cdir: str, record: dict, spark: bool, master: str | None, as_json: b
             table = judge_with_spark(run_dirs(record), cdir, record["name"], master, say=_err)
         except ImportError as e:
             _err(f"sleuth campaign: Spark jobs unavailable ({e}); judged by each run alone")
+        except HistoryError as e:  # a run the cluster's workers cannot read (jobs.reachable_on_executors)
+            exits.die(str(e))
         except Exception as e:  # the runs are judged already; say why Spark failed and keep their verdicts
             _err(f"sleuth campaign: the Spark jobs failed ({type(e).__name__}: {e}); judged by each run alone")
     if table is None:

@@ -34,12 +34,10 @@ same cycles and explains them with the same words.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import logging
 import os
-import shutil
 import signal
 import threading
 import time
@@ -54,8 +52,25 @@ from sleuth.checker import models
 from sleuth.checker.result import UNKNOWN, Result, merge_valid, nothing_to_judge
 from sleuth.history.jsonl import HistoryError
 from sleuth.spark import history_keys as hk
-from sleuth.spark.history_ops import cache_dir, imported, input_files, load_ops, native
-from sleuth.spark.session import LOG_LEVEL, per_task, spark_session, warm
+from sleuth.spark.history_ops import (
+    cache_dir,
+    committed,
+    imported,
+    input_files,
+    load_ops,
+    native,
+    ops_dataset,
+    ops_files,
+    uri,
+)
+from sleuth.spark.session import (
+    LOG_LEVEL,
+    Progress,
+    spark_session,
+    unreachable,
+    unreachable_message,
+    warm,
+)
 
 DEFAULT_MASTER = "local[*]"
 # what the tasks of a check import (session.warm: started with the session, not in the
@@ -89,12 +104,15 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
         told(f"{s} ({time.perf_counter() - t0:.1f} s)")
 
     spark = spark_session(master or DEFAULT_MASTER, "sleuth-check")
-    with _jvm_log_off(spark), _interrupts(spark):
+    with _jvm_log_off(spark), _interrupts(spark), Progress(spark, say) as progress:
         workers = warm(spark, [workload], WORKER_MODULES)
         say(f"Spark session on {master or DEFAULT_MASTER}, {workers} Python workers ready")
         if not spark.sparkContext.master.startswith("local"):
             _readable_on_executors(spark, path)
+        progress.step("reading, decoding and pairing the history")
         ops_dir, meta = load_ops(spark, path, say)
+        progress.step(f"judging {meta['ops']} operations in {hk.buckets_for(meta['ops'])} key buckets "
+                      "(a task per bucket)")
         judged = _judge(spark, path, ops_dir, meta, workload, options, say)
         out = _read(judged)
         errors = out[out["tag"] == hk.ERROR]
@@ -103,35 +121,16 @@ def check(path: str, workload: str, options: dict[str, Any], master: str | None 
             raise HistoryError(path, hk.optional_int(first["a"]), first["text"])
         if workload in hk.REGISTERS:
             return _merge_registers(out[out["tag"] == hk.REGISTER]["text"].tolist(), meta["ops"])
+        progress.step("fetching the transactions in strongly connected components")
         return _cycles(spark, path, ops_dir, meta, judged, out, workload, options, say)
 
 
 def _readable_on_executors(spark, path: str) -> None:
     """On a cluster, the input must be readable and its cache directory writable at the same
-    path on every executor (storage every worker mounts): a task per core looks, so that a
-    worker that cannot is bad input named here, not a stack trace from the pairing job."""
-    files = input_files(path)
-    cache = cache_dir(path)
-
-    def look(batches):
-        import socket
-
-        import pyarrow as pa
-
-        for _ in batches:
-            pass
-        bad = [f for f in files if not os.access(f, os.R_OK)]
-        if not os.access(cache, os.W_OK):
-            bad.append(cache)
-        yield pa.RecordBatch.from_pydict({"host": [socket.gethostname()] * len(bad), "path": bad},
-                                         schema=pa.schema([("host", pa.string()), ("path", pa.string())]))
-
-    rows = per_task(spark, spark.sparkContext.defaultParallelism, look, "host STRING, path STRING")
-    if rows:
-        host, what = rows[0]["host"], rows[0]["path"]
-        kind = "write the cache directory" if what == cache else "read"
-        raise HistoryError(path, None, f"the Spark executor on {host} cannot {kind} {what}: a cluster's "
-                           "workers must mount the input and its directory at the same path as this host")
+    path on every executor (`session.unreachable`): else bad input, named here."""
+    found = unreachable(spark, read=input_files(path), write=[cache_dir(path)])
+    if found is not None:
+        raise HistoryError(path, None, unreachable_message(*found))
 
 
 @contextlib.contextmanager
@@ -199,26 +198,16 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     digest = hashlib.sha1(json.dumps([workload, sorted(per_key.items()), n, meta["inputs"]],
                                      default=repr).encode()).hexdigest()[:12]
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
-    if os.path.exists(os.path.join(out_dir, "_SUCCESS")):
+    if committed(out_dir):
         return out_dir
-    files = sorted(glob.glob(os.path.join(ops_dir, "*.parquet")))
-    staging = os.path.join(out_dir, ".buckets")  # hidden from the readers of out_dir
-    shutil.rmtree(out_dir, ignore_errors=True)
-    os.makedirs(out_dir)
-    try:
-        # each file's operations split into buckets, written as files by the tasks; then a
-        # task per bucket judges it (history_keys.split_files, judge_files)
-        per_task(spark, len(files), hk.split_files(workload, n, files, staging))
-        per_task(spark, n, hk.judge_files(workload, path, meta["start_time"], options, staging, out_dir))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    if not glob.glob(os.path.join(out_dir, "*.parquet")):  # no operations: no answers, but a table
-        import pyarrow.parquet as pq
-
-        from sleuth.spark.history_ops import arrow_schema
-
-        pq.write_table(arrow_schema(hk.OUT_SCHEMA).empty_table(), os.path.join(out_dir, "part-empty.parquet"))
-    open(os.path.join(out_dir, "_SUCCESS"), "w").close()
+    # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
+    # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
+    files = ops_files(ops_dir)
+    answers = (spark.range(0, len(files), 1, numPartitions=max(1, len(files)))
+               .mapInArrow(hk.split_files(workload, n, files), hk.PACKED_SCHEMA)
+               .repartition(n, "bucket")
+               .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
+    answers.write.mode("overwrite").parquet(uri(out_dir))
     say(f"judged {meta['ops']} operations in {n} key buckets")
     return out_dir
 
@@ -227,7 +216,7 @@ def _read(judged: str):
     """Everything but the edges, as pandas (edges are read as arrays by `_edges`)."""
     import pyarrow.dataset as ds
 
-    scan = ds.dataset(judged, format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
+    scan = ds.dataset(uri(judged), format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
                                                         batch_readahead=1, fragment_readahead=1)
     return scan.to_table().to_pandas()
 
@@ -239,7 +228,7 @@ def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray
     import pyarrow.dataset as ds
 
     src, dst = [], []
-    for b in ds.dataset(judged, format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
+    for b in ds.dataset(uri(judged), format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
                                                               batch_readahead=1, fragment_readahead=1):
         a, d = b["a"].to_numpy(), b["b"].to_numpy()
         keep = node[a] & node[d]
@@ -295,12 +284,11 @@ def _ops_arrays(ops_dir: str, n: int) -> dict[str, np.ndarray]:
     invoke and completion positions; filled a Parquet batch at a time, so the
     driver never holds the table besides the arrays."""
     import pyarrow.compute as pc
-    import pyarrow.dataset as ds
 
     out = {"ok": np.zeros(n, bool), "info": np.zeros(n, bool), "process": np.zeros(n, np.int64),
            "invoke": np.zeros(n, np.int64), "complete": np.zeros(n, np.int64)}
     columns = ["id", "type", "process", "invoke_pos", "complete_pos"]
-    for b in ds.dataset(ops_dir, format="parquet").to_batches(columns=columns, batch_readahead=1,
+    for b in ops_dataset(ops_dir).to_batches(columns=columns, batch_readahead=1,
                                                               fragment_readahead=1):
         i = b["id"].to_numpy()
         out["ok"][i] = pc.equal(b["type"], "ok").to_numpy(zero_copy_only=False)
@@ -344,7 +332,7 @@ def _full_values(spark, ops_dir: str, found: dict[str, list[dict]]) -> None:
     ids = sorted({int(d["name"][1:]) for d in described if "name" in d})
     if not ids:
         return
-    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
+    t = ops_dataset(ops_dir).to_table(columns=["id", "value"], filter=ds.field("id").isin(ids))
     values = dict(zip(t["id"].to_pylist(), t["value"].to_pylist(), strict=True))
     for d in described:
         v = values.get(int(d["name"][1:]))
@@ -438,8 +426,8 @@ def _sub_history(spark, path: str, ops_dir: str, meta: dict, workload: str, ids:
     empty = hk.Part(events=[], source=path, _ops=[], first_time=meta["start_time"])
     if not len(ids):
         return empty
-    t = ds.dataset(ops_dir, format="parquet").to_table(columns=["value"],
+    t = ops_dataset(ops_dir).to_table(columns=["value"],
                                                        filter=ds.field("id").isin(ids.tolist()))
     keys = sorted({orjson.dumps(m[1]).decode() for v in t["value"].to_pylist() for m in orjson.loads(v)})
-    rows = spark.read.parquet(ops_dir).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
+    rows = spark.read.parquet(*ops_files(ops_dir)).mapInArrow(hk.restrict(keys), hk.SPLIT_SCHEMA).toPandas()
     return hk.part_history(rows, path, meta["start_time"]) if len(rows) else empty

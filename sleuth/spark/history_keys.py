@@ -2,9 +2,9 @@
 
 Keys are hashed into buckets (many keys per task: a task per key would cost
 more than the work). Each operation goes to every bucket of a key it
-touches, with its micro-ops cut down to that bucket's keys, written by the
-splitting task as the bucket's files (`split_files`); a bucket is then judged by the single-process
-checker's own code on a `Part` history of exactly those operations, with
+touches, with its micro-ops cut down to that bucket's keys (`split`); Spark's
+shuffle brings each bucket's rows to one task (`judged`), which judges them by
+the single-process checker's own code on a `Part` history of exactly those operations, with
 their global ids and positions (so line numbers, names and explanations are
 the ones `sleuth check` prints):
 
@@ -27,7 +27,6 @@ line, text: the problem).
 from __future__ import annotations
 
 import math
-import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -251,60 +250,101 @@ def restrict(keys: list[str]):
     return run
 
 
-def split_files(workload: str, n: int, files: list[str], staging: str):
-    """mapInArrow over task numbers (`id`, positions in `files`, Parquet files of operations):
-    each task splits its file into buckets (`split`) and writes each bucket's rows as its own
-    file, `staging/bucket=<k>/part-<task>.parquet`; yields how many rows it wrote.
+def judged(workload: str, source: str, first_time: int, options: dict[str, Any]):
+    """applyInArrow function of `groupBy("bucket")`: one bucket's operations (an Arrow table
+    of SPLIT_SCHEMA, as Spark's shuffle delivered them) -> its OUT_SCHEMA rows (`judge`).
 
-    The buckets reach the tasks that judge them as files, not through Spark's shuffle: the
-    rows would cross into the JVM, be sorted there and cross back into pandas, which cost
-    more than the splitting (the executors share the cache directory, as they share the
-    input)."""
-    def run(batches: Iterator) -> Iterator:
+    The buckets reach their tasks through Spark's shuffle, not as files the tasks write
+    somewhere both can see: on a cluster only the input and the output are shared, and
+    the shuffle is what Spark moves between executors (its blocks are served by the
+    executor that wrote them). Arrow in and out: no pandas conversion in the JVM hand-over."""
+    def run(table):
         import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        from sleuth.spark.history_ops import arrow_schema
-
-        for b in batches:
-            for t in b.column("id").to_pylist():
-                src = pq.ParquetFile(files[t]).iter_batches(columns=list(OP_COLUMNS))
-                table = pa.Table.from_batches(list(split(workload, n)(src)), schema=arrow_schema(SPLIT_SCHEMA))
-                for k in pc.unique(table["bucket"]).to_pylist():
-                    d = os.path.join(staging, f"bucket={k}")
-                    os.makedirs(d, exist_ok=True)
-                    tmp = os.path.join(d, f".{t}.tmp")
-                    pq.write_table(table.filter(pc.equal(table["bucket"], k)), tmp)
-                    os.replace(tmp, os.path.join(d, f"part-{t:05d}.parquet"))
-                yield pa.RecordBatch.from_pydict({"rows": [table.num_rows]})
-    return run
-
-
-def judge_files(workload: str, source: str, first_time: int, options: dict[str, Any], staging: str,
-                out_dir: str):
-    """mapInArrow over bucket numbers (`id`): each task reads its bucket's files, judges the
-    bucket (`judge`) and writes its OUT_SCHEMA rows as `out_dir/part-<k>.parquet`; yields how
-    many rows it wrote. A bucket no operation went to has no answer, as a group of no rows."""
-    def run(batches: Iterator) -> Iterator:
-        import glob
-
-        import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from sleuth.spark.history_ops import arrow_schema
 
         schema = arrow_schema(OUT_SCHEMA)
-        for b in batches:
-            for k in b.column("id").to_pylist():
-                parts = sorted(glob.glob(os.path.join(staging, f"bucket={k}", "*.parquet")))
-                if not parts:
-                    continue
-                pdf = pa.concat_tables([pq.read_table(p) for p in parts]).to_pandas(integer_object_nulls=True)
-                out = pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
-                                           preserve_index=False)
-                tmp = os.path.join(out_dir, f".{k}.tmp")
-                pq.write_table(out, tmp)
-                os.replace(tmp, os.path.join(out_dir, f"part-{k:05d}.parquet"))
-                yield pa.RecordBatch.from_pydict({"rows": [out.num_rows]})
+        if table.num_rows == 0:  # no group is empty, but an empty answer must keep the schema
+            return schema.empty_table()
+        pdf = table.to_pandas(integer_object_nulls=True)
+        return pa.Table.from_pandas(judge(workload, source, first_time, options)(pdf), schema=schema,
+                                    preserve_index=False)
+    return run
+
+
+def judged_buckets(workload: str, source: str, first_time: int, options: dict[str, Any]):
+    """mapInArrow function after `repartition(n, "bucket")`: a task's partition (every packed
+    row of each bucket Spark's hash sent to it, often one bucket, sometimes two, or none) -> each
+    bucket's OUT_SCHEMA rows (`judged`), in bucket order. What `groupBy("bucket").applyInArrow`
+    would do without its sort of every row by bucket in the JVM first: the partitioning alone
+    already brings a bucket's rows to one task, and the judging sorts them by id itself."""
+    one = judged(workload, source, first_time, options)
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        batches = [b for b in _unpacked(batches) if b.num_rows]
+        if not batches:
+            return
+        table = pa.Table.from_batches(batches)
+        buckets = table["bucket"]
+        for k in sorted(pc.unique(buckets).to_pylist()):
+            yield from one(table.filter(pc.equal(buckets, k))).to_batches()
+    return run
+
+
+PACKED_SCHEMA = "`bucket` INT, `rows` BINARY"  # a bucket's rows from one batch, as an Arrow IPC stream
+
+
+def _packed(batches: Iterator) -> Iterator:
+    """SPLIT_SCHEMA batches -> PACKED_SCHEMA batches: per batch, one row per bucket holding that
+    bucket's rows as one Arrow IPC stream (lz4). Spark's shuffle then moves a few thousand byte
+    strings rather than converting every operation into its own rows and back: it still brings
+    each bucket to one task, at a fraction of the JVM's CPU."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    options = pa.ipc.IpcWriteOptions(compression="lz4")
+    for b in batches:
+        if not b.num_rows:
+            continue
+        t = pa.Table.from_batches([b])
+        buckets, out = b.column("bucket"), []
+        for k in sorted(pc.unique(buckets).to_pylist()):
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, b.schema, options=options) as w:
+                w.write_table(t.filter(pc.equal(buckets, k)))
+            out.append((k, sink.getvalue().to_pybytes()))
+        yield pa.RecordBatch.from_arrays([pa.array([k for k, _ in out], pa.int32()),
+                                          pa.array([r for _, r in out], pa.binary())], names=["bucket", "rows"])
+
+
+def _unpacked(batches: Iterator) -> Iterator:
+    """PACKED_SCHEMA batches -> the SPLIT_SCHEMA batches they hold."""
+    import pyarrow as pa
+
+    for b in batches:
+        for rows in b.column("rows").to_pylist():
+            yield from pa.ipc.open_stream(rows).read_all().to_batches()
+
+
+def split_files(workload: str, n: int, files: list[str]):
+    """mapInArrow function over positions in `files` (the table of operations' data files, URIs):
+    each task reads its files with pyarrow and splits their operations into buckets (`split`),
+    packed for the shuffle (`_packed`, PACKED_SCHEMA). Spark's Parquet reader would decode them
+    in the JVM only to hand them over to Python."""
+    bucketed = split(workload, n)
+
+    def run(batches: Iterator) -> Iterator:
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        def ops() -> Iterator:
+            for b in batches:
+                for i in b.column("id").to_pylist():
+                    filesystem, path = fs.FileSystem.from_uri(files[i])
+                    yield from pq.ParquetFile(path, filesystem=filesystem).iter_batches(
+                        batch_size=65_536, columns=list(OP_COLUMNS))
+        yield from _packed(bucketed(ops()))
     return run

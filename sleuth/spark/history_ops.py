@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 
 import orjson
@@ -51,7 +50,7 @@ from sleuth.history.jsonl import (
     event_from_dict,
     events_by_rules,
 )
-from sleuth.spark.session import per_task
+from sleuth.spark.manifest import entries, manifest_uri, write_dataframe
 
 EVENT_SCHEMA = ("`file` INT, `index` BIGINT, `time` BIGINT, `type` STRING, `process` BIGINT, "
                 "`f` STRING, `value` STRING, `node` STRING, `error` STRING, `ts` BIGINT, `problem` STRING")
@@ -114,6 +113,19 @@ def imported(path: str, workload: str) -> tuple[str, History]:
 
 
 def parquet_files(path: str) -> list[str]:
+    """The Parquet files of a directory: for (a part of) the campaign consolidation's dataset,
+    the files its committed manifest names under `path` (`sleuth.spark.manifest`: a file no entry
+    names is a failed task's or a replaced one); else every `*.parquet` below it."""
+    from sleuth.spark import manifest
+    from sleuth.spark.consolidate import PARTITIONS
+
+    full = os.path.abspath(path)
+    for root in (full, os.path.dirname(full), os.path.dirname(os.path.dirname(full))):
+        if os.path.isdir(os.path.join(root, manifest.MANIFEST)):
+            inside = os.path.relpath(full, root)
+            paths = manifest.entries(root, PARTITIONS).column("path").to_pylist()
+            return sorted(os.path.join(root, p) for p in paths
+                          if inside == "." or p.startswith(inside.rstrip("/") + "/"))
     return sorted(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
 
 
@@ -134,6 +146,53 @@ def cache_dir(path: str) -> str:
     elsewhere = os.path.join(home, "spark-cache", f"{os.path.basename(full)}-{digest}.sleuth-ops")
     os.makedirs(elsewhere, exist_ok=True)
     return elsewhere
+
+
+def uri(path: str) -> str:
+    """`path` as a URI Spark's readers and writers take: one with a scheme as it is, a local
+    path as `file:` of its absolute path (on a cluster, a mount every node has at that path)."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:/", path):
+        return path
+    return "file://" + os.path.abspath(path)
+
+
+def ops_files(ops_dir: str) -> list[str]:
+    """The files of a table of operations (`load_ops`'s `ops`), as URIs: those its committed
+    manifest names (sleuth.spark.manifest), never a listing of the directory."""
+    from sleuth.spark.manifest import files
+
+    return files(ops_dir, [])
+
+
+def ops_dataset(ops_dir: str):
+    """The table of operations as a pyarrow dataset of the files its manifest names (`ops_files`)."""
+    import pyarrow.dataset as ds
+
+    from sleuth.spark.manifest import entries, filesystem
+
+    fsys, base = filesystem(ops_dir)
+    paths = [f"{base}/{p}" for p in sorted(entries(ops_dir, []).column("path").to_pylist())]
+    return ds.dataset(paths, filesystem=fsys, format="parquet", schema=arrow_schema(OPS_SCHEMA))
+
+
+def committed(location: str) -> bool:
+    """Did a Spark job commit its output at `location`? Its committer writes `_SUCCESS` last,
+    in the job's commit on the driver, so the driver can look (through pyarrow's filesystem
+    for the URI's scheme, not a local stat)."""
+    from pyarrow import fs
+
+    filesystem, base = fs.FileSystem.from_uri(uri(location))
+    return filesystem.get_file_info(base.rstrip("/") + "/_SUCCESS").type == fs.FileType.File
+
+
+def remove(location: str) -> None:
+    """Delete the directory at `location` (a URI or path) if it is there: a job's staging
+    output, once read (through pyarrow's filesystem for the scheme)."""
+    from pyarrow import fs
+
+    filesystem, base = fs.FileSystem.from_uri(uri(location))
+    if filesystem.get_file_info(base).type == fs.FileType.Directory:
+        filesystem.delete_dir(base)
 
 
 def fingerprint(files: list[str]) -> list[list]:
@@ -328,10 +387,11 @@ def number(ops):
 
 
 def consolidated(spark, path: str):
-    """The campaign consolidation's operations (sleuth/spark/consolidate.py) as OPS_COLUMNS."""
+    """The campaign consolidation's operations (sleuth/spark/consolidate.py) under `path`, the
+    files its manifest names (`parquet_files`), as OPS_COLUMNS."""
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(path)
+    df = spark.read.parquet(*(uri(f) for f in parquet_files(path)))
     # Spark's JSON reader made a JSON null a SQL null there
     value = F.coalesce(F.when(F.col("outcome") == "ok", F.col("complete_value")), F.col("invoke_value"),
                        F.lit("null"))
@@ -355,35 +415,36 @@ def load_ops(spark, path: str, say=lambda s: None) -> tuple[str, dict]:
     if os.path.exists(meta_path):
         with open(meta_path) as fh:
             meta = json.load(fh)
-        if {k: meta.get(k) for k in want} == want and os.path.isdir(os.path.join(cache, "ops")):
+        if {k: meta.get(k) for k in want} == want and committed(manifest_uri(os.path.join(cache, "ops"))):
             say(f"reusing paired operations in {cache}")
             return os.path.join(cache, "ops"), meta
     size = sum(os.path.getsize(f) for f in sources)
-    # enough tasks for every core: text splits and shuffle partitions of SPLIT_BYTES (128 MiB by
-    # default would leave a core idle: a 300 MB file is 3 splits)
+    # enough tasks for every core: byte ranges of up to SPLIT_BYTES, at least two per core (the
+    # tasks are given their ranges, so the session's settings are not changed per check)
     parallel = max(4, 2 * spark.sparkContext.defaultParallelism, size // SPLIT_BYTES)
-    spark.conf.set("spark.sql.shuffle.partitions", str(parallel))
     split_bytes = max(1 << 20, min(SPLIT_BYTES, size // parallel))
-    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
+    ops_dir = uri(os.path.join(cache, "ops"))
+    remove(ops_dir)  # what an older check left: its files are no reader's any more
     if files:
-        from sleuth.spark.history_pair import decode_and_pair, operations, splits
+        from sleuth.spark.history_pair import operations, splits, write_rows
 
-        # the tasks read, decode and pair their byte ranges and write what they found
-        # (history_pair.py); the driver pairs across the ranges, and the tasks number the
-        # operations into the table of operations
-        staging = os.path.join(cache, "staging")
-        ranges = splits(files, split_bytes)
+        # the tasks read, decode and pair their byte ranges and write their operations; Spark's
+        # writer commits the rows that cross ranges and name the files (history_pair.py); the
+        # driver pairs across the ranges from those rows, and the tasks number the operations
+        # into the table of operations, whose files a manifest names (manifest.py)
+        staging = uri(os.path.join(cache, "staging"))
         try:
-            shutil.rmtree(staging, ignore_errors=True)
-            per_task(spark, len(ranges), decode_and_pair(files, staging, ranges))
-            info = operations(spark, staging, files, os.path.join(cache, "ops"))
+            ranges = splits(files, split_bytes)
+            write_rows(spark, files, ranges, staging)
+            say(f"decoded and paired {len(ranges)} byte ranges, rows committed to {staging}")
+            info = operations(spark, staging, files, ops_dir)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            remove(staging)
     else:
         ops = consolidated(spark, path)
-        ops.write.mode("overwrite").parquet(os.path.join(cache, "ops"))
+        write_dataframe(ops, ops_dir)
         info = {"events": None, "start_time": ops.agg({"invoke_time": "min"}).collect()[0][0] or 0,
-                "ops": spark.read.parquet(os.path.join(cache, "ops")).count()}
+                "ops": sum(entries(ops_dir, []).column("rows").to_pylist())}
     n = info["ops"]
     meta = {**want, **info}
     with open(meta_path + ".tmp", "w") as fh:

@@ -11,21 +11,25 @@ at both ends): a process has at most one operation in flight
 same process, which is in the same segment unless the operation is still
 open at its end. The process column says -1 for the nemesis, which the
 pairer leaves out.
-So each task writes, for every segment it read:
+So each task writes, for every segment it read, its `op` rows (operations
+invoked and completed inside the segment, paired) with pyarrow into one
+new data file of its own, and yields (rows of ROWS_SCHEMA, which Spark's
+writer commits as Parquet partitioned by `kind` in a staging location
+beside the output, `kind=head/`, `kind=seg/`, ...):
 
-- `op` rows: operations invoked and completed inside the segment, paired
-  (`staging/op/`);
 - a `head` row per process: its first event in the segment (with all of the
   event when it is a completion: its invoke is in an earlier segment);
 - a `tail` row per process: its last event in the segment (with all of the
   invoke when it is still open);
 - one `seg` row: the segment's first and last index, its file, its first
   event's time, how many invokes it holds, and the first problem seen (a line
-  the rules refuse, or a process breaking its rules inside the segment).
+  the rules refuse, or a process breaking its rules inside the segment);
+- last, one `file` row naming its data file: the op files' manifest
+  (`sleuth.spark.manifest`), so only a committed attempt's file is read.
 
 Everything that crosses a segment boundary is in the head and tail rows,
-at most two per process and segment, which the task writes too
-(`staging/ends/`): the driver orders them per process by index (a group of
+at most two per process and segment: the driver reads them (and only them:
+the `kind` directories are pruned) from that committed output, and orders them per process by index (a group of
 processes at a time, `ENDS_CHUNK`), checks the per-process rules between a
 segment's tail and the next segment's head, and pairs each open invoke with
 the head that completes it (`_crossing`). Operation ids are
@@ -52,7 +56,6 @@ import os
 from collections.abc import Iterator
 
 from sleuth.spark.history_ops import OPS_SCHEMA, arrow_schema, ddl_columns
-from sleuth.spark.session import per_task
 
 ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f` STRING, `type` STRING, "
                "`value` STRING, `invoke_pos` BIGINT, `complete_pos` BIGINT, `invoke_time` BIGINT, "
@@ -61,13 +64,17 @@ ROWS_SCHEMA = ("`kind` STRING, `seg` BIGINT, `rank` BIGINT, `process` BIGINT, `f
 _NAMES = ddl_columns(ROWS_SCHEMA)
 # the op rows' columns, in the files the tasks write
 OP_SCHEMA = "`seg` BIGINT, `rank` BIGINT, " + OPS_SCHEMA.split(", ", 1)[1]  # OPS_SCHEMA, id to come
+_OP_NAMES = ddl_columns(OP_SCHEMA)
+STAGING_PARTS = ["kind"]  # the staging manifest's partition: head, tail, seg rows and file (op files)
 
 
 class _Rows:
-    """Column lists of the rows a task yields (ROWS_SCHEMA)."""
+    """Column lists of the rows a task yields (ROWS_SCHEMA: head, tail and seg rows) and, apart,
+    of the op rows it writes to its data file (OP_SCHEMA)."""
 
     def __init__(self) -> None:
         self.cols: dict[str, list] = {c: [] for c in _NAMES}
+        self.ops: dict[str, list] = {c: [] for c in _OP_NAMES}
 
     def add(self, kind: str, seg: int, *, rank=None, process=None, f=None, type=None, value=None,
             invoke_pos=None, complete_pos=None, invoke_time=None, complete_time=None, node=None, error=None,
@@ -77,10 +84,10 @@ class _Rows:
         for c, v in zip(self.cols.values(), row, strict=True):
             c.append(v)
 
-    def extend(self, kind: str, seg: int, n: int, cols: dict[str, list]) -> None:
-        """`n` rows of kind `kind` at once, their columns in `cols` (the others null)."""
-        for c, v in self.cols.items():
-            v += cols[c] if c in cols else [kind] * n if c == "kind" else [seg] * n if c == "seg" else [None] * n
+    def extend_ops(self, seg: int, n: int, cols: dict[str, list]) -> None:
+        """`n` op rows of segment `seg` at once, their columns in `cols`."""
+        for c, v in self.ops.items():
+            v += [seg] * n if c == "seg" else cols[c]
 
     def __len__(self) -> int:
         return len(self.cols["kind"])
@@ -140,7 +147,7 @@ def _pair_segment(c: dict, index, process, types, fs, rows: _Rows) -> None:
         "node": [node[y] if node[y] is not None else node[x] for x, y in zip(i, r, strict=True)],
         "error": [c["error"][y] for y in r], "ts": [c["ts"][y] for y in r],
     }
-    rows.extend("op", lo, len(i), ops)
+    rows.extend_ops(lo, len(i), ops)
     client = process >= 0
     who = process[client]
     at = np.flatnonzero(client)
@@ -161,20 +168,6 @@ def _pair_segment(c: dict, index, process, types, fs, rows: _Rows) -> None:
         else:
             rows.add("tail", lo, process=c["process"][x], f=c["f"][x], type=typ[x], invoke_pos=c["index"][x])
     rows.add("seg", lo, rank=len(inv), invoke_time=time[0], file=c["file"][0], hi=int(index[-1]), problem=problem)
-
-
-def _writer(staging: str, sub: str, i: int, ddl: str):
-    """Where a task writes its rows of kind `sub` for range `i`: `staging/<sub>/part-<i>.parquet`,
-    through a temporary file renamed at the end, so a retried task leaves one whole file."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    d = os.path.join(staging, sub)
-    os.makedirs(d, exist_ok=True)
-    final = os.path.join(d, f"part-{i:05d}.parquet")
-    tmp = os.path.join(d, f".{uuid.uuid4().hex}.tmp")
-    return pq.ParquetWriter(tmp, arrow_schema(ddl)), tmp, final
 
 
 READ_BYTES = 4 << 20  # bytes of whole lines a task decodes at a time
@@ -212,62 +205,63 @@ def read_lines(path: str, start: int, end: int) -> Iterator[bytes]:
             pos += len(data)
 
 
-def decode_and_pair(files: list[str], staging: str, ranges: list[tuple[int, int, int]]):
+STAGED_OPS = "_ops"  # the op files' directory in the staging location (`_`: hidden from readers of the rows)
+
+
+def decode_and_pair(files: list[str], ranges: list[tuple[int, int, int]], staging: str, job: str):
     """mapInArrow function over range numbers (`id`, positions in `ranges`): each task reads
-    its byte range of a file itself, decodes and pairs it, and writes the `op` rows as Parquet
-    under `staging/op/` (OP_SCHEMA) and the head, tail and seg rows under `staging/ends/`
-    (ROWS_SCHEMA); it yields its number of op rows. Neither the text nor the operations nor
-    the rows pass through the JVM: converting them there cost it as much CPU as the decoding
-    and pairing, on top, and it was work the second core did not share."""
+    its byte range of a file itself, decodes and pairs it, writes its op rows with pyarrow as
+    one new file (OP_SCHEMA) in `staging/_ops/` (`manifest.DataFile`: named for this attempt
+    and `job`), and yields its head, tail and seg rows and then one `file` row naming that
+    file (`value`: its path relative to `staging`, `rank`: its rows), which the caller hands
+    to Spark's writer: the file rows are the op files' manifest (manifest.py says why that is
+    safe). The text is read by the task, not by Spark's text source, and the op rows never
+    cross into the JVM: the lines, or the rows, would cross into it and back."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
 
         from sleuth.spark.history_ops import decode_block
+        from sleuth.spark.manifest import DataFile
 
         schema, op_schema = arrow_schema(ROWS_SCHEMA), arrow_schema(OP_SCHEMA)
         for b in batches:
-            n = 0
             for i in b.column("id").to_pylist():
                 fno, start, end = ranges[i]
-                out = [_writer(staging, "op", i, OP_SCHEMA), _writer(staging, "ends", i, ROWS_SCHEMA)]
-                try:
-                    for block in read_lines(files[fno], start, end):
-                        rows = _Rows()
-                        _pair_block(decode_block(files, fno, block), rows)
-                        n += _split(rows, out[0][0], out[1][0], schema, op_schema, pa)
-                    for writer, tmp, final in out:
-                        writer.close()
-                        os.replace(tmp, final)
-                finally:
-                    for writer, tmp, _ in out:
-                        if os.path.exists(tmp):
-                            writer.close()
-                            os.remove(tmp)
-            yield pa.RecordBatch.from_pydict({"rows": [n]})
+                out = DataFile(staging, STAGED_OPS, job, op_schema)
+                for block in read_lines(files[fno], start, end):
+                    rows = _Rows()
+                    _pair_block(decode_block(files, fno, block), rows)
+                    if rows.ops["seg"]:
+                        out.write(pa.Table.from_pydict(rows.ops, schema=op_schema))
+                    if len(rows):
+                        yield pa.RecordBatch.from_pydict(rows.cols, schema=schema)
+                if out.close():  # whole: only now may its manifest row go to the writer
+                    last = _Rows()
+                    last.add("file", i, rank=out.rows, value=out.path)
+                    yield pa.RecordBatch.from_pydict(last.cols, schema=schema)
     return run
 
 
-def _split(rows: _Rows, op_writer, end_writer, schema, op_schema, pa) -> int:
-    """Write the op rows of `rows` to `op_writer`, the rest to `end_writer`; the number of op rows."""
-    kinds = rows.cols["kind"]
-    ops = [i for i, k in enumerate(kinds) if k == "op"]
-    if ops:
-        op_writer.write_batch(pa.RecordBatch.from_pydict(
-            {c: [rows.cols[c][i] for i in ops] for c in op_schema.names}, schema=op_schema))
-    if len(ops) < len(kinds):
-        rest = [i for i, k in enumerate(kinds) if k != "op"]
-        end_writer.write_batch(pa.RecordBatch.from_pydict(
-            {c: [v[i] for i in rest] for c, v in rows.cols.items()}, schema=schema))
-    return len(ops)
+def write_rows(spark, files: list[str], ranges: list[tuple[int, int, int]], staging: str) -> None:
+    """Decode and pair every range (a task each): the op rows written by the tasks under
+    `staging` (a URI), the other rows (and each op file's) committed by Spark's writer into
+    `staging`, partitioned by kind."""
+    from sleuth.spark.manifest import token
+
+    rows = spark.range(0, len(ranges), 1, numPartitions=max(1, len(ranges))).mapInArrow(
+        decode_and_pair(files, ranges, staging, token()), ROWS_SCHEMA)
+    rows.write.mode("overwrite").partitionBy(*STAGING_PARTS).parquet(staging)
 
 
-def _ends(ends_dir: str):
+def _ends(staging: str):
+    """The committed staging output (a URI) as a dataset whose `kind` comes from the partition
+    directories: a filter on it opens only those directories (never the op rows')."""
     import pyarrow.dataset as ds
 
-    return ds.dataset(ends_dir, format="parquet", schema=arrow_schema(ROWS_SCHEMA))
+    return ds.dataset(staging, format="parquet", schema=arrow_schema(ROWS_SCHEMA), partitioning="hive")
 
 
-def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
+def segments_checked(spark, staging: str, files: list[str]) -> dict:
     """The seg rows: every line obeys the rules, the segments cover 0..n-1 once, in file order.
     Returns {events, start_time, offsets: [(segment lo, invokes before it)]}; else the first
     bad line's HistoryError (or the window pairing's, for a process breaking its rules)."""
@@ -276,7 +270,7 @@ def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
     from sleuth.history.jsonl import HistoryError
     from sleuth.spark.history_ops import first_bad_line, pairing_error
 
-    t = _ends(ends_dir).to_table(columns=["seg", "hi", "file", "rank", "invoke_time", "problem"],
+    t = _ends(staging).to_table(columns=["seg", "hi", "file", "rank", "invoke_time", "problem"],
                                  filter=ds.field("kind") == "seg")
     segs = sorted(zip(*(t[c].to_pylist() for c in t.column_names), strict=True))
     lines_bad = any(s[0] < 0 for s in segs)
@@ -293,14 +287,14 @@ def segments_checked(spark, ends_dir: str, files: list[str]) -> dict:
     for lo, _hi, _file, invokes, _time, _problem in segs:
         offsets.append((lo, total))
         total += invokes
-    return {"events": segs[-1][1] + 1 if segs else 0, "start_time": segs[0][4] if segs else 0,
+    return {"events": segs[-1][1] + 1 if segs else 0, "start_time": segs[0][4] if segs else 0, "invokes": total,
             "offsets": offsets}
 
 
 ENDS_CHUNK = 1 << 20  # head and tail rows the driver pairs at a time, at most (about)
 
 
-def across_segments(spark, ends_dir: str, files: list[str]):
+def across_segments(spark, staging: str, files: list[str]):
     """Operations that cross a segment boundary (an Arrow table of OP_SCHEMA), paired on the
     driver from the head and tail rows; a process breaking its rules across a boundary raises
     the window pairing's error. A process's rows are all in one chunk (chunks are processes
@@ -309,8 +303,8 @@ def across_segments(spark, ends_dir: str, files: list[str]):
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    data = _ends(ends_dir)
-    ends = ds.field("kind") != "seg"
+    data = _ends(staging)
+    ends = (ds.field("kind") == "head") | (ds.field("kind") == "tail")
     k, n = 1, data.count_rows(filter=ends)
     while n > k * ENDS_CHUNK:
         k *= 2
@@ -378,25 +372,50 @@ def _crossing(t) -> dict | None:
     return out
 
 
+def staged_files(staging: str) -> list[str]:
+    """The op files the committed staging rows name (paths relative to `staging`), in order."""
+    import pyarrow.dataset as ds
+
+    t = _ends(staging).to_table(columns=["value"], filter=ds.field("kind") == "file")
+    return sorted(t.column("value").to_pylist())
+
+
 def operations(spark, staging: str, files: list[str], ops_dir: str) -> dict:
     """Write the history's operations (history_ops.OPS_SCHEMA, ids as invoke ordinals) into
-    `ops_dir`, from what the tasks wrote (`staging/op/`, `staging/ends/`); returns {events,
-    start_time, ops}.
+    `ops_dir` (a URI), from the committed staging rows (`write_rows`) and the op files they
+    name; returns {events, start_time, ops}.
 
-    A task per range numbers its own file (`_numbered`: id = the invokes of the segments before
-    its segment + its rank in it) and writes it anew with pyarrow; the few operations that cross
-    a boundary are paired on the driver and written as one more file. No Spark job but the
-    numbering runs here: on this 2-core machine each small job cost a second or more of
-    serial time."""
-    ends_dir = os.path.join(staging, "ends")
-    info = segments_checked(spark, ends_dir, files)
+    A task per op file numbers it (`_numbered`: id = the invokes of the segments before its
+    segment + its rank in it, numpy) and writes it anew with pyarrow as a file of its own in
+    `ops_dir`; one more task writes the few operations that cross a boundary, paired and
+    numbered on the driver (handed over as a broadcast: the driver writes no file). Each
+    task yields its file's manifest row, which Spark's writer commits (`manifest.commit`):
+    readers read `ops_dir` through it (`manifest.files`). No operation crosses into the JVM:
+    numbering them there as Spark read and wrote them (a broadcast join) took 1.2-1.3 times
+    main's time for the whole check, where its tasks numbered them with pyarrow. Every invoke
+    is one operation (paired in its segment, across a boundary, or open: info), so their
+    number is the seg rows' sum of invokes."""
+    import pyarrow as pa
+
+    from sleuth.spark import manifest
+
+    info = segments_checked(spark, staging, files)
     offsets = info.pop("offsets")
-    crossing = across_segments(spark, ends_dir, files)
-    os.makedirs(ops_dir, exist_ok=True)
-    parts = sorted(p for p in os.listdir(os.path.join(staging, "op")) if p.endswith(".parquet"))
-    rows = per_task(spark, len(parts), _number_files(os.path.join(staging, "op"), parts, offsets, ops_dir))
-    _write(_numbered(crossing, offsets), OPS_SCHEMA, os.path.join(ops_dir, "part-crossing.parquet"))
-    return {**info, "ops": sum(r["rows"] for r in rows) + crossing.num_rows}
+    crossing = _numbered(across_segments(spark, staging, files), offsets).cast(arrow_schema(OPS_SCHEMA))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, crossing.schema) as w:
+        w.write_table(crossing)
+    shared = spark.sparkContext.broadcast(sink.getvalue().to_pybytes())
+    parts = staged_files(staging)
+    job = manifest.token()
+    try:
+        tasks = spark.range(0, len(parts) + 1, 1, numPartitions=len(parts) + 1)
+        manifest.commit(tasks.mapInArrow(_number_files(staging, parts, offsets, ops_dir, job, shared),
+                                         "`path` STRING, `rows` BIGINT"), ops_dir, [])
+    finally:
+        shared.destroy()
+    n = info.pop("invokes")
+    return {**info, "ops": n}
 
 
 def _numbered(table, offsets: list[tuple[int, int]]):
@@ -413,29 +432,23 @@ def _numbered(table, offsets: list[tuple[int, int]]):
     return pa.table([pa.array(ids, pa.int64()), *(table.column(c) for c in OPS_COLUMNS[1:])], names=list(OPS_COLUMNS))
 
 
-def _write(table, ddl: str, path: str) -> None:
-    """`table` as the Parquet file `path` in schema `ddl`, through a temporary file renamed at the
-    end (a retried task leaves one whole file)."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    tmp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.tmp")
-    pq.write_table(table.cast(arrow_schema(ddl)), tmp)
-    os.replace(tmp, path)
-
-
-def _number_files(src: str, parts: list[str], offsets: list[tuple[int, int]], ops_dir: str):
-    """mapInArrow function over positions in `parts`: each of the tasks' op files, numbered."""
+def _number_files(staging: str, parts: list[str], offsets: list[tuple[int, int]], ops_dir: str, job: str, crossing):
+    """mapInArrow function over positions in `parts`, and one more: each staged op file numbered,
+    and the crossing operations (`crossing`: a broadcast of them as an Arrow stream), each as a
+    new file in `ops_dir`, yielding its manifest row."""
     def run(batches: Iterator) -> Iterator:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        from sleuth.spark.manifest import filesystem, write_file
+
+        fsys, base = filesystem(staging)
         for b in batches:
-            n = 0
             for i in b.column("id").to_pylist():
-                t = _numbered(pq.read_table(os.path.join(src, parts[i])), offsets)
-                _write(t, OPS_SCHEMA, os.path.join(ops_dir, parts[i]))
-                n += t.num_rows
-            yield pa.RecordBatch.from_pydict({"rows": [n]})
+                if i < len(parts):
+                    t = _numbered(pq.read_table(f"{base}/{parts[i]}", filesystem=fsys), offsets)
+                else:
+                    t = pa.ipc.open_stream(crossing.value).read_all()
+                path = write_file(ops_dir, "", job, t.cast(arrow_schema(OPS_SCHEMA)))
+                yield pa.RecordBatch.from_pydict({"path": [path], "rows": [t.num_rows]})
     return run

@@ -36,7 +36,7 @@ from sleuth.base.exits import valid_of_text, verdict_text
 from sleuth.base.words import plural
 from sleuth.records import store
 from sleuth.records.run import Results, TestRecord
-from sleuth.spark.session import warm
+from sleuth.spark.session import Progress, unreachable, unreachable_message, warm
 
 JUDGED_SCHEMA = "run STRING, part STRING, valid STRING, anomaly_types ARRAY<STRING>, error STRING"
 
@@ -69,23 +69,13 @@ def session(master: str | None):
     want = master or "local[*]"
     active = SparkSession.getActiveSession()
     if active is not None and active.sparkContext.master == want:
-        configure(active)
         return active, False
-    spark = spark_session(want, app="sleuth-campaign")
-    configure(spark)
-    return spark, True
+    return spark_session(want, app="sleuth-campaign"), True
 
 
 # what a campaign's consolidation and judging tasks import (session.warm)
 CAMPAIGN_MODULES = ("pandas", "pyarrow.parquet", "sleuth.checker.judge", "sleuth.checker.timestamps",
                     "sleuth.spark.consolidate")
-
-
-def configure(spark) -> None:
-    """Settings the jobs rely on: run names stay strings when read back from partition paths, and
-    writing one campaign's operations replaces only that campaign's partitions."""
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
 
 
 def _judge_group(tests: dict[str, dict], part: str, key, pdf):
@@ -103,6 +93,18 @@ def _judge_group(tests: dict[str, dict], part: str, key, pdf):
         valid, types, error = verdict_text(None), [], f"{type(e).__name__}: {e}"
     return pd.DataFrame({"run": [run], "part": [part], "valid": [valid], "anomaly_types": [types],
                          "error": [error]})
+
+
+def reachable_on_executors(spark, meta: list[dict], out_dir: str) -> None:
+    """On a cluster, every executor must read each run's history and write into `out_dir` at the
+    driver's paths (`session.unreachable`); a run whose history even the driver lacks is judged
+    unknown as ever. Else a HistoryError naming the first path some executor cannot reach."""
+    from sleuth.history.jsonl import HistoryError
+
+    histories = [h for h in (os.path.join(m["run_dir"], "history.jsonl") for m in meta) if os.path.exists(h)]
+    found = unreachable(spark, read=histories, write=[out_dir])
+    if found is not None:
+        raise HistoryError(found[1], None, unreachable_message(*found))
 
 
 def readable_runs(runs) -> set[str]:
@@ -150,7 +152,6 @@ def judge(ops, runs, meta: list[dict], readable: set[str], large: list[dict] = (
 
 
 LARGE_RUN_BYTES = 64 << 20  # a transactional run's history from this size is judged per key (judge_large)
-SIZED_CONFS = ("spark.sql.shuffle.partitions", "spark.sql.files.maxPartitionBytes")
 
 
 def large_runs(meta: list[dict], threshold: int) -> frozenset[str]:
@@ -175,7 +176,6 @@ def judge_large(spark, m: dict) -> dict:
     options: dict[str, Any] = {"model": checks.model or CHECKERS[checks.checker].default_model}
     if checks.options.get("linearizable_keys"):
         options["linearizable_keys"] = True
-    saved = {k: spark.conf.get(k, None) for k in SIZED_CONFS}  # the check sizes them to its history
     try:
         r = history_check.check(os.path.join(m["run_dir"], "history.jsonl"), checks.checker, options,
                                 spark.sparkContext.master)
@@ -183,12 +183,6 @@ def judge_large(spark, m: dict) -> dict:
                 "error": None}
     except Exception as e:  # a history the checker cannot judge: unknown, the rest go on
         return {"run": m["run"], "valid": verdict_text(None), "anomaly_types": [], "error": f"{type(e).__name__}: {e}"}
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
@@ -210,53 +204,59 @@ def judge_runs(run_dirs: list[str], out_dir: str, *, campaign: str = "adhoc",
     t0 = time.monotonic()
     spark, owned = session(master)
     try:
-        timings: dict[str, float] = {}
-        t = time.monotonic()
-        warm(spark, sorted({m["workload"] for m in meta}), CAMPAIGN_MODULES)
-        timings["warm"] = time.monotonic() - t
-        say(f"spark: {spark.sparkContext.master}, {plural(len(meta), 'run')} ({time.monotonic() - t0:.1f} s to start "
-            "it and its Python workers)")
-        t = time.monotonic()
-        ops_path = os.path.join(out_dir, "operations")
-        large = large_runs(meta, large_run_bytes)
-        runs = consolidate.consolidate(spark, meta, ops_path, large).toPandas()
-        # Read back only by the jobs that need it (register keys, the audit): listing a
-        # campaign's partitions is a Spark job of its own, on the driver's clock.
-        ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))
-        timings["consolidate"] = time.monotonic() - t
-        say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
-        t = time.monotonic()
-        readable = readable_runs(runs)
-        verdicts = judge(ops, runs, meta, readable, [judge_large(spark, m) for m in meta
-                                                     if m["run"] in large and m["run"] in readable])
-        timings["judge"] = time.monotonic() - t
-        say(f"spark: judged {plural(len(verdicts), 'run')}, {len(large)} of them large, per key "
-            f"({timings['judge']:.1f} s)")
-        t = time.monotonic()
-        audited = {m["run"] for m in meta if m["workload"] in durability.audited()
-                   and durability.data_dirs(m["run_dir"])}
-        anomalies = pd.DataFrame(columns=["run", "anomaly", "key", "value", "process", "f", "line", "op"])
-        if audited:
-            to_audit = spark.createDataFrame([(m["run_dir"], m["workload"]) for m in meta if m["run"] in audited],
-                                             "run_dir STRING, workload STRING")
-            found = durability.audit(spark, ops(), to_audit)
-            if found is not None:
-                anomalies = found.toPandas()
-        anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
-        timings["audit"] = time.monotonic() - t
-        say(f"spark: audited durability of {plural(len(audited), 'run')}: {len(anomalies)} lost or phantom writes "
-            f"({timings['audit']:.1f} s)")
-        t = time.monotonic()
-        stats = runs.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
-        meta_df = pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta])
-        table = aggregate.campaign_table(meta_df, stats, verdicts, anomalies, audited)
-        table.to_parquet(os.path.join(out_dir, "campaign.parquet"), index=False)
-        table.to_csv(os.path.join(out_dir, "campaign.csv"), index=False)
-        timings["aggregate"] = time.monotonic() - t
-        table.attrs["timings"] = timings  # seconds per job, for bench/bench_spark.py
-        say(f"spark: aggregated ({timings['aggregate']:.1f} s); campaign table of {plural(len(table), 'run')} in "
-            f"{out_dir} ({time.monotonic() - t0:.1f} s in all)")
-        return table
+        with Progress(spark, lambda s: say(f"spark: {s}")) as progress:
+            timings: dict[str, float] = {}
+            t = time.monotonic()
+            warm(spark, sorted({m["workload"] for m in meta}), CAMPAIGN_MODULES)
+            timings["warm"] = time.monotonic() - t
+            say(f"spark: {spark.sparkContext.master}, {plural(len(meta), 'run')} ({time.monotonic() - t0:.1f} s to start "
+                "it and its Python workers)")
+            if not spark.sparkContext.master.startswith("local"):
+                reachable_on_executors(spark, meta, out_dir)
+            t = time.monotonic()
+            progress.step(f"consolidating and judging {plural(len(meta), 'run')} (whole runs, a task per group of runs)")
+            ops_path = os.path.join(out_dir, "operations")
+            large = large_runs(meta, large_run_bytes)
+            runs = consolidate.consolidate(spark, meta, ops_path, large)
+            # Read back only by the jobs that need it (register keys, the audit): listing a
+            # campaign's partitions is a Spark job of its own, on the driver's clock.
+            ops = functools.cache(lambda: consolidate.operations(spark, ops_path, meta))
+            timings["consolidate"] = time.monotonic() - t
+            say(f"spark: consolidated into {ops_path}, whole runs judged ({timings['consolidate']:.1f} s)")
+            t = time.monotonic()
+            readable = readable_runs(runs)
+            progress.step(f"judging {plural(len(large), 'large run')} by key, and register runs' keys")
+            verdicts = judge(ops, runs, meta, readable, [judge_large(spark, m) for m in meta
+                                                         if m["run"] in large and m["run"] in readable])
+            timings["judge"] = time.monotonic() - t
+            say(f"spark: judged {plural(len(verdicts), 'run')}, {len(large)} of them large, per key "
+                f"({timings['judge']:.1f} s)")
+            t = time.monotonic()
+            audited = {m["run"] for m in meta if m["workload"] in durability.audited()
+                       and durability.data_dirs(m["run_dir"])}
+            progress.step(f"auditing the durability of {plural(len(audited), 'run')}")
+            anomalies = pd.DataFrame(columns=["run", "anomaly", "key", "value", "process", "f", "line", "op"])
+            if audited:
+                to_audit = spark.createDataFrame([(m["run_dir"], m["workload"]) for m in meta if m["run"] in audited],
+                                                 "run_dir STRING, workload STRING")
+                found = durability.audit(spark, ops(), to_audit)
+                if found is not None:
+                    anomalies = found.toPandas()
+            anomalies.to_parquet(os.path.join(out_dir, "durability.parquet"), index=False)
+            timings["audit"] = time.monotonic() - t
+            say(f"spark: audited durability of {plural(len(audited), 'run')}: {len(anomalies)} lost or phantom writes "
+                f"({timings['audit']:.1f} s)")
+            t = time.monotonic()
+            stats = runs.drop(columns=["campaign", "valid", "anomaly_types", "reason", "readable"])
+            meta_df = pd.DataFrame([{k: v for k, v in m.items() if k != "test"} for m in meta])
+            table = aggregate.campaign_table(meta_df, stats, verdicts, anomalies, audited)
+            table.to_parquet(os.path.join(out_dir, "campaign.parquet"), index=False)
+            table.to_csv(os.path.join(out_dir, "campaign.csv"), index=False)
+            timings["aggregate"] = time.monotonic() - t
+            table.attrs["timings"] = timings  # seconds per job, for bench/bench_spark.py
+            say(f"spark: aggregated ({timings['aggregate']:.1f} s); campaign table of {plural(len(table), 'run')} in "
+                f"{out_dir} ({time.monotonic() - t0:.1f} s in all)")
+            return table
     finally:
         if owned:
             spark.stop()
