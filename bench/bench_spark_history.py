@@ -40,35 +40,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1 << 30
 
 
-def descendants_rss() -> int:
-    """Bytes resident in this process's descendants (the JVM, its Python workers), from /proc."""
+def _descendants(field) -> int:
+    """The sum of `field(stat fields after the name, pid)` over this process's descendants (the
+    JVM, its Python daemon and workers), from /proc."""
     parent: dict[int, int] = {}
-    rss: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{d}/statm") as f:
-                rss[int(d)] = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, IndexError, ValueError):
-            continue
-    mine, total = {os.getpid()}, 0
-    for _ in range(4):  # JVM -> pyspark daemon -> workers
-        for pid, pp in parent.items():
-            if pp in mine and pid not in mine:
-                mine.add(pid)
-                total += rss.get(pid, 0)
-    return total
-
-
-def descendants_cpu() -> float:
-    """CPU seconds (user + system) this process's descendants have used so far, with the children
-    they reaped (the JVM, its Python daemon and the workers it forked and reaped), from /proc: on a
-    machine shared with other work, the work done, where the wall clock says how much it waited."""
-    parent: dict[int, int] = {}
-    cpu: dict[int, int] = {}
+    value: dict[int, int] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -76,7 +52,7 @@ def descendants_cpu() -> float:
             with open(f"/proc/{d}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             parent[int(d)] = int(fields[1])
-            cpu[int(d)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+            value[int(d)] = field(fields, d)
         except (OSError, IndexError, ValueError):
             continue
     mine, total = {os.getpid()}, 0
@@ -84,8 +60,26 @@ def descendants_cpu() -> float:
         for pid, pp in parent.items():
             if pp in mine and pid not in mine:
                 mine.add(pid)
-                total += cpu.get(pid, 0)
-    return total / os.sysconf("SC_CLK_TCK")
+                total += value.get(pid, 0)
+    return total
+
+
+def _rss(fields: list[str], pid: str) -> int:
+    with open(f"/proc/{pid}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def descendants_rss() -> int:
+    """Bytes resident in this process's descendants (the JVM, its Python workers), from /proc."""
+    return _descendants(_rss)
+
+
+def descendants_cpu() -> float:
+    """CPU seconds (user + system) this process's descendants have used so far, with the children
+    they reaped (the JVM, its Python daemon and the workers it forked and reaped), from /proc: on a
+    machine shared with other work, the work done, where the wall clock says how much it waited."""
+    ticks = _descendants(lambda fields, pid: sum(int(x) for x in fields[11:15]))  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 class Sampler(threading.Thread):
