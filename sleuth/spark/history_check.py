@@ -61,8 +61,10 @@ from sleuth.spark.history_ops import (
     native,
     ops_dataset,
     ops_files,
+    remove,
     uri,
 )
+from sleuth.spark.manifest import MANIFEST_SCHEMA, commit, dataset, manifest_uri, token
 from sleuth.spark.session import (
     LOG_LEVEL,
     Progress,
@@ -198,16 +200,20 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     digest = hashlib.sha1(json.dumps([workload, sorted(per_key.items()), n, meta["inputs"]],
                                      default=repr).encode()).hexdigest()[:12]
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
-    if committed(out_dir):
+    if committed(manifest_uri(out_dir)):
         return out_dir
+    remove(uri(out_dir))  # what an attempt at it left: no manifest names those files
     # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
-    # partitioning: now and then two buckets share a task), which judges it; Spark's writer commits the answers (history_keys.split, judged)
+    # partitioning: now and then two buckets share a task), which judges it and writes its
+    # answers as a file of its own; Spark's writer commits the files' manifest (history_keys.split,
+    # judged_buckets; manifest.py)
     files = ops_files(ops_dir)
-    answers = (spark.range(0, len(files), 1, numPartitions=max(1, len(files)))
-               .mapInArrow(hk.split_files(workload, n, files), hk.PACKED_SCHEMA)
-               .repartition(n, "bucket")
-               .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options), hk.OUT_SCHEMA))
-    answers.write.mode("overwrite").parquet(uri(out_dir))
+    named = (spark.range(0, len(files), 1, numPartitions=max(1, len(files)))
+             .mapInArrow(hk.split_files(workload, n, files), hk.PACKED_SCHEMA)
+             .repartition(n, "bucket")
+             .mapInArrow(hk.judged_buckets(workload, path, meta["start_time"], options, uri(out_dir), token()),
+                         MANIFEST_SCHEMA))
+    commit(named, out_dir, [])
     say(f"judged {meta['ops']} operations in {n} key buckets")
     return out_dir
 
@@ -216,8 +222,8 @@ def _read(judged: str):
     """Everything but the edges, as pandas (edges are read as arrays by `_edges`)."""
     import pyarrow.dataset as ds
 
-    scan = ds.dataset(uri(judged), format="parquet").scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
-                                                        batch_readahead=1, fragment_readahead=1)
+    scan = dataset(judged, hk.OUT_SCHEMA).scanner(columns=["tag", "a", "text"], filter=ds.field("tag") != hk.EDGE,
+                                                  batch_readahead=1, fragment_readahead=1)
     return scan.to_table().to_pandas()
 
 
@@ -228,8 +234,8 @@ def _edges(judged: str, node: np.ndarray, index: np.ndarray) -> tuple[np.ndarray
     import pyarrow.dataset as ds
 
     src, dst = [], []
-    for b in ds.dataset(uri(judged), format="parquet").to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
-                                                              batch_readahead=1, fragment_readahead=1):
+    for b in dataset(judged, hk.OUT_SCHEMA).to_batches(columns=["a", "b"], filter=ds.field("tag") == hk.EDGE,
+                                                       batch_readahead=1, fragment_readahead=1):
         a, d = b["a"].to_numpy(), b["b"].to_numpy()
         keep = node[a] & node[d]
         src.append(index[a[keep]])

@@ -166,13 +166,9 @@ def ops_files(ops_dir: str) -> list[str]:
 
 def ops_dataset(ops_dir: str):
     """The table of operations as a pyarrow dataset of the files its manifest names (`ops_files`)."""
-    import pyarrow.dataset as ds
+    from sleuth.spark.manifest import dataset
 
-    from sleuth.spark.manifest import entries, filesystem
-
-    fsys, base = filesystem(ops_dir)
-    paths = [f"{base}/{p}" for p in sorted(entries(ops_dir, []).column("path").to_pylist())]
-    return ds.dataset(paths, filesystem=fsys, format="parquet", schema=arrow_schema(OPS_SCHEMA))
+    return dataset(ops_dir, OPS_SCHEMA)
 
 
 def committed(location: str) -> bool:

@@ -41,6 +41,7 @@ import uuid
 
 MANIFEST = "_manifest"  # under the output location; `_` hides it from readers of the data files
 MANIFEST_COLUMNS = ("path", "rows")  # besides the partition columns: a file relative to the location
+MANIFEST_SCHEMA = "`path` STRING, `rows` BIGINT"  # a manifest row of no partitions, as a task yields it
 
 
 def token() -> str:
@@ -128,7 +129,7 @@ def write_dataframe(df, location: str) -> None:
         if f is not None and f.close():
             yield pa.RecordBatch.from_pydict({"path": [f.path], "rows": [f.rows]})
 
-    commit(df.mapInArrow(task, "`path` STRING, `rows` BIGINT"), location, [])
+    commit(df.mapInArrow(task, MANIFEST_SCHEMA), location, [])
 
 
 def entries(location: str, partitions: list[str]):
@@ -147,6 +148,18 @@ def entries(location: str, partitions: list[str]):
     part = ds.partitioning(pa.schema([(p, pa.string()) for p in partitions]), flavor="hive") if partitions else None
     found = ds.dataset(where, filesystem=fsys, format="parquet", partitioning=part).to_table()
     return found.select(list(schema.names)).cast(schema)
+
+
+def dataset(location: str, ddl: str):
+    """The data files of `location` (no partitions) its committed manifest names, as one pyarrow
+    dataset of schema `ddl` (a Spark DDL string); on the driver."""
+    import pyarrow.dataset as ds
+
+    from sleuth.spark.history_ops import arrow_schema
+
+    fsys, base = filesystem(location)
+    paths = [f"{base}/{p}" for p in sorted(entries(location, []).column("path").to_pylist())]
+    return ds.dataset(paths, filesystem=fsys, format="parquet", schema=arrow_schema(ddl))
 
 
 def files(location: str, partitions: list[str], where=None) -> list[str]:
