@@ -202,7 +202,7 @@ def _judge(spark, path: str, ops_dir: str, meta: dict, workload: str, options: d
     out_dir = os.path.join(cache_dir(path), f"judged-{workload}-{digest}")
     if committed(manifest_uri(out_dir)):
         return out_dir
-    remove(uri(out_dir))  # what an attempt at it left: no manifest names those files
+    remove(out_dir)  # what an attempt at it left: no manifest names those files
     # each operation to the buckets of its keys, Spark's shuffle to a task per bucket (a hash
     # partitioning: now and then two buckets share a task), which judges it and writes its
     # answers as a file of its own; Spark's writer commits the files' manifest (history_keys.split,
